@@ -1,0 +1,43 @@
+# ferrokv entry points. `make run` and `make test` are the two a newcomer needs.
+CARGO ?= cargo
+RDBTOOL := target/release/rdbtool
+DEMO := fixtures/rdb/redis-7.0/all-types.rdb
+
+.PHONY: run build test lint unit compat bench fixtures fuzz deps clean
+
+build:
+	$(CARGO) build --release --bins
+
+# Dump the bundled fixture (written by a real Redis 7.0) as jsonl.
+run: build
+	$(RDBTOOL) dump $(DEMO)
+
+deps:
+	./scripts/install-deps.sh
+
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+unit:
+	$(CARGO) test --release --workspace
+
+# Everything that needs no ../shared. Integration tests drive a real redis-server.
+test: deps lint build unit
+
+# Needs ../shared (corpus and external fixtures) beside the checkout.
+compat: build
+	$(CARGO) test --release -p ferrokv-tools --test compat -- --ignored
+
+# Regenerate the committed fixtures from a real redis-server.
+fixtures:
+	python3 fixtures/generate.py
+
+bench: deps build
+	./bench/run.sh
+
+fuzz:
+	./fuzz/run.sh
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,273 @@
+//! Listpack (Redis 5.0+ streams, 7.0+ hashes, zsets, lists, sets).
+//!
+//! # Format
+//! ```text
+//! u32 total_bytes LE | u16 num_elements LE (65535 = unknown) | entry* | 0xFF
+//! entry = encoding+data | backlen (size of encoding+data, 1-5 bytes, 7 bits per byte,
+//!         most significant group first, every byte but the first with bit 7 set)
+//! ```
+//! Every entry is checked as it is read: bounds, backlen, and at the end the terminator
+//! position and the declared element count.
+
+use super::blob::{Blob, Elem};
+use super::input::FormatError;
+
+const HEADER: usize = 6;
+const END: u8 = 0xFF;
+
+/// Iterator over a listpack's elements, validating as it goes.
+pub struct ListpackIter<'a> {
+    blob: Blob<'a>,
+    pos: usize,
+    seen: usize,
+    declared: Option<usize>,
+    done: bool,
+}
+
+impl<'a> ListpackIter<'a> {
+    /// Check the header and terminator, and position before the first element.
+    pub fn new(blob: Blob<'a>) -> Result<Self, FormatError> {
+        let data = blob.data();
+        if data.len() < HEADER + 1 {
+            return Err(blob.error(0, format!("listpack too short ({} bytes)", data.len())));
+        }
+        let total = u32::from_le_bytes([data[0], data[1], data[2], data[3]]) as usize;
+        if total != data.len() {
+            return Err(blob.error(0, format!("listpack header says {total} bytes but the blob has {}", data.len())));
+        }
+        if data[data.len() - 1] != END {
+            return Err(blob.error(data.len() - 1, "listpack does not end with 0xFF"));
+        }
+        let n = u16::from_le_bytes([data[4], data[5]]);
+        let declared = if n == u16::MAX { None } else { Some(n as usize) };
+        Ok(ListpackIter { blob, pos: HEADER, seen: 0, declared, done: false })
+    }
+
+    /// Number of elements the header declares, if it knows.
+    pub fn declared_len(&self) -> Option<usize> {
+        self.declared
+    }
+
+    fn read(&mut self) -> Result<Option<Elem<'a>>, FormatError> {
+        let data = self.blob.data();
+        let start = self.pos;
+        let Some(&b) = data.get(start) else {
+            return Err(self.blob.error(start, "listpack entry runs past the end"));
+        };
+        if b == END {
+            if start != data.len() - 1 {
+                return Err(self.blob.error(start, "listpack terminator before the end of the blob"));
+            }
+            if let Some(n) = self.declared {
+                if n != self.seen {
+                    return Err(self
+                        .blob
+                        .error(4, format!("listpack header declares {n} elements but holds {}", self.seen)));
+                }
+            }
+            return Ok(None);
+        }
+        let need = |k: usize| -> Result<(), FormatError> {
+            if start + k > data.len() - 1 {
+                Err(self.blob.error(start, "listpack entry runs past the end"))
+            } else {
+                Ok(())
+            }
+        };
+        let (elem, size) = if b & 0x80 == 0 {
+            (Elem::Int(i64::from(b & 0x7F)), 1)
+        } else if b & 0xC0 == 0x80 {
+            let len = (b & 0x3F) as usize;
+            need(1 + len)?;
+            (self.blob.elem(start + 1, start + 1 + len), 1 + len)
+        } else if b & 0xE0 == 0xC0 {
+            need(2)?;
+            let raw = (u16::from(b & 0x1F) << 8) | u16::from(data[start + 1]);
+            // Sign-extend 13 bits.
+            let v = if raw & 0x1000 != 0 { i64::from(raw) - 0x2000 } else { i64::from(raw) };
+            (Elem::Int(v), 2)
+        } else if b & 0xF0 == 0xE0 {
+            need(2)?;
+            let len = ((b & 0x0F) as usize) << 8 | data[start + 1] as usize;
+            need(2 + len)?;
+            (self.blob.elem(start + 2, start + 2 + len), 2 + len)
+        } else {
+            match b {
+                0xF0 => {
+                    need(5)?;
+                    let len = u32::from_le_bytes([data[start + 1], data[start + 2], data[start + 3], data[start + 4]])
+                        as usize;
+                    need(5usize.saturating_add(len))?;
+                    (self.blob.elem(start + 5, start + 5 + len), 5 + len)
+                }
+                0xF1 => {
+                    need(3)?;
+                    (Elem::Int(i64::from(i16::from_le_bytes([data[start + 1], data[start + 2]]))), 3)
+                }
+                0xF2 => {
+                    need(4)?;
+                    let v = i32::from_le_bytes([0, data[start + 1], data[start + 2], data[start + 3]]) >> 8;
+                    (Elem::Int(i64::from(v)), 4)
+                }
+                0xF3 => {
+                    need(5)?;
+                    let v = i32::from_le_bytes([data[start + 1], data[start + 2], data[start + 3], data[start + 4]]);
+                    (Elem::Int(i64::from(v)), 5)
+                }
+                0xF4 => {
+                    need(9)?;
+                    let mut a = [0u8; 8];
+                    a.copy_from_slice(&data[start + 1..start + 9]);
+                    (Elem::Int(i64::from_le_bytes(a)), 9)
+                }
+                other => return Err(self.blob.error(start, format!("invalid listpack encoding byte 0x{other:02x}"))),
+            }
+        };
+        let bl = backlen_size(size);
+        let end = start + size;
+        if end + bl > data.len() - 1 {
+            return Err(self.blob.error(end, "listpack entry backlen runs past the end"));
+        }
+        if !backlen_matches(&data[end..end + bl], size) {
+            return Err(self.blob.error(end, format!("listpack entry backlen does not match its size {size}")));
+        }
+        self.pos = end + bl;
+        self.seen += 1;
+        Ok(Some(elem))
+    }
+}
+
+impl<'a> Iterator for ListpackIter<'a> {
+    type Item = Result<Elem<'a>, FormatError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        match self.read() {
+            Ok(Some(e)) => Some(Ok(e)),
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// How many bytes the backlen of an entry of `size` bytes takes.
+pub fn backlen_size(size: usize) -> usize {
+    if size <= 127 {
+        1
+    } else if size < 16383 {
+        2
+    } else if size < 2097151 {
+        3
+    } else if size < 268435455 {
+        4
+    } else {
+        5
+    }
+}
+
+/// Write the backlen of an entry of `size` bytes.
+pub fn encode_backlen(size: usize, out: &mut Vec<u8>) {
+    let n = backlen_size(size);
+    for i in (0..n).rev() {
+        let group = ((size >> (7 * i)) & 0x7F) as u8;
+        out.push(if i == n - 1 { group } else { group | 0x80 });
+    }
+}
+
+fn backlen_matches(bytes: &[u8], size: usize) -> bool {
+    let n = bytes.len();
+    bytes.iter().enumerate().all(|(k, &b)| {
+        let i = n - 1 - k;
+        let group = ((size >> (7 * i)) & 0x7F) as u8;
+        b == if k == 0 { group } else { group | 0x80 }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lp(entries: &[&[u8]]) -> Vec<u8> {
+        let mut body = Vec::new();
+        for e in entries {
+            body.extend_from_slice(e);
+        }
+        let total = (HEADER + body.len() + 1) as u32;
+        let mut v = total.to_le_bytes().to_vec();
+        v.extend_from_slice(&(entries.len() as u16).to_le_bytes());
+        v.extend_from_slice(&body);
+        v.push(END);
+        v
+    }
+
+    fn items(data: &[u8]) -> Result<Vec<Elem<'_>>, FormatError> {
+        ListpackIter::new(Blob::Borrowed { data, offset: 1000 })?.collect()
+    }
+
+    #[test]
+    fn reads_every_encoding() {
+        let data = lp(&[
+            &[0x05, 0x01],                         // uint7 5
+            &[0x82, b'h', b'i', 0x03],             // 2-byte string
+            &[0xDF, 0xFF, 0x02],                   // int13 -1
+            &[0xF1, 0x34, 0x12, 0x03],             // int16 0x1234
+            &[0xF2, 0x00, 0x00, 0x80, 0x04],       // int24 -8388608
+            &[0xF3, 0xFF, 0xFF, 0xFF, 0x7F, 0x05], // int32 max
+        ]);
+        let v = items(&data).unwrap();
+        assert_eq!(
+            v,
+            vec![
+                Elem::Int(5),
+                Elem::borrowed(b"hi"),
+                Elem::Int(-1),
+                Elem::Int(0x1234),
+                Elem::Int(-8388608),
+                Elem::Int(i64::from(i32::MAX))
+            ]
+        );
+    }
+
+    #[test]
+    fn twelve_bit_string_and_long_backlen() {
+        let s = vec![b'x'; 200];
+        let mut e = vec![0xE0 | (200 >> 8) as u8, (200 & 0xFF) as u8];
+        e.extend_from_slice(&s);
+        encode_backlen(202, &mut e);
+        assert_eq!(&e[202..], &[0x01, 0xCA]);
+        let data = lp(&[&e]);
+        assert_eq!(items(&data).unwrap(), vec![Elem::borrowed(&s)]);
+    }
+
+    #[test]
+    fn rejects_bad_backlen_with_offset() {
+        let data = lp(&[&[0x05, 0x02]]);
+        let e = items(&data).unwrap_err();
+        assert_eq!(e.offset, 1000 + 7);
+        assert!(e.what.contains("backlen"));
+    }
+
+    #[test]
+    fn rejects_wrong_count_and_length() {
+        let mut data = lp(&[&[0x05, 0x01]]);
+        data[4] = 2;
+        assert!(items(&data).unwrap_err().what.contains("declares 2"));
+        let mut data = lp(&[&[0x05, 0x01]]);
+        data[0] = 99;
+        assert!(items(&data).is_err());
+    }
+
+    #[test]
+    fn truncated_entry_is_an_error_not_a_panic() {
+        let data = lp(&[&[0xF4, 1, 2, 3]]);
+        assert!(items(&data).is_err());
+    }
+}

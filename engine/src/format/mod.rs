@@ -1,0 +1,14 @@
+//! Bytes <-> records. Knows nothing of the keyspace, the network or the command set.
+
+pub mod blob;
+pub mod crc;
+pub mod input;
+pub mod intset;
+pub mod listpack;
+pub mod lzf;
+pub mod rdb;
+pub mod ziplist;
+pub mod zipmap;
+
+pub use blob::Elem;
+pub use input::{FormatError, Input};

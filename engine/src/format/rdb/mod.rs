@@ -1,0 +1,17 @@
+//! RDB: the snapshot format (Redis RDB 1-13, Valkey 80), decoded as a stream of records.
+
+mod module;
+mod prim;
+mod reader;
+mod stream;
+mod types;
+mod value;
+
+pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
+pub use prim::{parse_double, RStr};
+pub use reader::{escape_key, Checksum, KeyRecord, RdbError, RdbReader, ReadOptions, Record};
+pub use stream::{
+    Consumer, Group, Idmp, IdmpProducer, PendingEntry, Stream, StreamEntries, StreamEntry, StreamId, StreamMeta,
+};
+pub use types::{Dialect, Family, LogicalType, Opcode, ValueType, REDIS_MAX_VERSION};
+pub use value::{HashEntry, HashIter, ListIter, SetIter, Value, ZsetIter};

@@ -1,0 +1,320 @@
+//! Every RDB type and opcode number, per dialect.
+//!
+//! `REDIS00NN` and `VALKEY0NN` give the same bytes different meanings (type 22, opcode 243),
+//! so the magic picks a `Dialect` and the tables below map bytes to meanings for it.
+
+use std::fmt;
+
+/// Newest Redis RDB version we read.
+pub const REDIS_MAX_VERSION: u32 = 13;
+/// Valkey versions we read (`VALKEY080`).
+pub const VALKEY_VERSIONS: std::ops::RangeInclusive<u32> = 80..=80;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    Redis,
+    Valkey,
+}
+
+/// Which writer family and version produced the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialect {
+    pub family: Family,
+    pub version: u32,
+}
+
+impl Dialect {
+    pub const fn redis(version: u32) -> Self {
+        Dialect { family: Family::Redis, version }
+    }
+
+    /// Read the 9-byte magic. `Err` says why it is not one we read.
+    pub fn from_magic(magic: &[u8]) -> Result<Dialect, String> {
+        let digits = |d: &[u8]| -> Option<u32> {
+            if d.iter().all(u8::is_ascii_digit) {
+                std::str::from_utf8(d).ok()?.parse().ok()
+            } else {
+                None
+            }
+        };
+        if magic.len() < 9 {
+            return Err(format!("file too short for an RDB header ({} bytes)", magic.len()));
+        }
+        if &magic[..5] == b"REDIS" {
+            let v = digits(&magic[5..9])
+                .ok_or_else(|| format!("bad RDB version digits {:?}", String::from_utf8_lossy(&magic[5..9])))?;
+            if v == 0 || v > REDIS_MAX_VERSION {
+                return Err(format!(
+                    "unsupported RDB version {v} (this build reads REDIS0001 to REDIS{REDIS_MAX_VERSION:04})"
+                ));
+            }
+            return Ok(Dialect { family: Family::Redis, version: v });
+        }
+        if &magic[..6] == b"VALKEY" {
+            let v = digits(&magic[6..9])
+                .ok_or_else(|| format!("bad Valkey RDB version digits {:?}", String::from_utf8_lossy(&magic[6..9])))?;
+            if !VALKEY_VERSIONS.contains(&v) {
+                return Err(format!("unsupported Valkey RDB version {v} (this build reads VALKEY080)"));
+            }
+            return Ok(Dialect { family: Family::Valkey, version: v });
+        }
+        Err(format!("not an RDB file: wrong signature {:?}", String::from_utf8_lossy(&magic[..9])))
+    }
+
+    /// The magic this dialect writes.
+    pub fn magic(&self) -> String {
+        match self.family {
+            Family::Redis => format!("REDIS{:04}", self.version),
+            Family::Valkey => format!("VALKEY{:03}", self.version),
+        }
+    }
+
+    pub fn opcode(&self, b: u8) -> Option<Opcode> {
+        Some(match b {
+            0xFF => Opcode::Eof,
+            0xFE => Opcode::SelectDb,
+            0xFD => Opcode::ExpireTimeSec,
+            0xFC => Opcode::ExpireTimeMs,
+            0xFB => Opcode::ResizeDb,
+            0xFA => Opcode::Aux,
+            0xF9 => Opcode::Freq,
+            0xF8 => Opcode::Idle,
+            0xF7 => Opcode::ModuleAux,
+            0xF6 => Opcode::FunctionPreGa,
+            0xF5 => Opcode::Function2,
+            0xF4 => Opcode::SlotInfo,
+            0xF3 => match self.family {
+                Family::Redis => Opcode::KeyMeta,
+                Family::Valkey => Opcode::SlotImport,
+            },
+            _ => return None,
+        })
+    }
+
+    pub fn value_type(&self, b: u8) -> Option<ValueType> {
+        use ValueType::*;
+        Some(match b {
+            0 => String,
+            1 => ListLinked,
+            2 => SetHashtable,
+            3 => ZsetText,
+            4 => Hash,
+            5 => Zset2,
+            6 => ModulePreGa,
+            7 => Module2,
+            9 => HashZipmap,
+            10 => ListZiplist,
+            11 => SetIntset,
+            12 => ZsetZiplist,
+            13 => HashZiplist,
+            14 => ListQuicklist,
+            15 => Stream1,
+            16 => HashListpack,
+            17 => ZsetListpack,
+            18 => ListQuicklist2,
+            19 => Stream2,
+            20 => SetListpack,
+            21 => Stream3,
+            22 => match self.family {
+                Family::Redis => HashMetadataPreGa,
+                Family::Valkey => ValkeyHash2,
+            },
+            23 if self.family == Family::Redis => HashListpackExPreGa,
+            24 if self.family == Family::Redis => HashMetadata,
+            25 if self.family == Family::Redis => HashListpackEx,
+            26 if self.family == Family::Redis => Stream4,
+            27 if self.family == Family::Redis => Stream5,
+            _ => return None,
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opcode {
+    Eof,
+    SelectDb,
+    ExpireTimeSec,
+    ExpireTimeMs,
+    ResizeDb,
+    Aux,
+    Freq,
+    Idle,
+    ModuleAux,
+    FunctionPreGa,
+    Function2,
+    SlotInfo,
+    /// Valkey 9: slots being imported.
+    SlotImport,
+    /// Redis 8.6+: per-key module metadata before the type byte.
+    KeyMeta,
+}
+
+/// The logical type, what `TYPE` answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum LogicalType {
+    String,
+    List,
+    Set,
+    Zset,
+    Hash,
+    Stream,
+    Module,
+}
+
+impl LogicalType {
+    pub fn name(self) -> &'static str {
+        match self {
+            LogicalType::String => "string",
+            LogicalType::List => "list",
+            LogicalType::Set => "set",
+            LogicalType::Zset => "zset",
+            LogicalType::Hash => "hash",
+            LogicalType::Stream => "stream",
+            LogicalType::Module => "module",
+        }
+    }
+
+    pub fn from_name(s: &str) -> Option<Self> {
+        Some(match s.to_ascii_lowercase().as_str() {
+            "string" => LogicalType::String,
+            "list" => LogicalType::List,
+            "set" => LogicalType::Set,
+            "zset" => LogicalType::Zset,
+            "hash" => LogicalType::Hash,
+            "stream" => LogicalType::Stream,
+            "module" => LogicalType::Module,
+            _ => return None,
+        })
+    }
+
+    pub const ALL: [LogicalType; 7] = [
+        LogicalType::String,
+        LogicalType::List,
+        LogicalType::Set,
+        LogicalType::Zset,
+        LogicalType::Hash,
+        LogicalType::Stream,
+        LogicalType::Module,
+    ];
+}
+
+impl fmt::Display for LogicalType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A value type byte, as the dialect reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ValueType {
+    String,
+    ListLinked,
+    SetHashtable,
+    ZsetText,
+    Hash,
+    Zset2,
+    ModulePreGa,
+    Module2,
+    HashZipmap,
+    ListZiplist,
+    SetIntset,
+    ZsetZiplist,
+    HashZiplist,
+    ListQuicklist,
+    Stream1,
+    HashListpack,
+    ZsetListpack,
+    ListQuicklist2,
+    Stream2,
+    SetListpack,
+    Stream3,
+    HashMetadataPreGa,
+    HashListpackExPreGa,
+    HashMetadata,
+    HashListpackEx,
+    Stream4,
+    Stream5,
+    ValkeyHash2,
+}
+
+impl ValueType {
+    pub fn logical(self) -> LogicalType {
+        use ValueType::*;
+        match self {
+            String => LogicalType::String,
+            ListLinked | ListZiplist | ListQuicklist | ListQuicklist2 => LogicalType::List,
+            SetHashtable | SetIntset | SetListpack => LogicalType::Set,
+            ZsetText | Zset2 | ZsetZiplist | ZsetListpack => LogicalType::Zset,
+            Hash | HashZipmap | HashZiplist | HashListpack | HashMetadataPreGa | HashListpackExPreGa | HashMetadata
+            | HashListpackEx | ValkeyHash2 => LogicalType::Hash,
+            Stream1 | Stream2 | Stream3 | Stream4 | Stream5 => LogicalType::Stream,
+            ModulePreGa | Module2 => LogicalType::Module,
+        }
+    }
+
+    /// The name redis-check-rdb uses for the type byte, used in messages and `--json` output.
+    pub fn name(self) -> &'static str {
+        use ValueType::*;
+        match self {
+            String => "string",
+            ListLinked => "list-linked",
+            SetHashtable => "set-hashtable",
+            ZsetText => "zset-v1",
+            Hash => "hash-hashtable",
+            Zset2 => "zset-v2",
+            ModulePreGa => "module-pre-release",
+            Module2 => "module-value",
+            HashZipmap => "hash-zipmap",
+            ListZiplist => "list-ziplist",
+            SetIntset => "set-intset",
+            ZsetZiplist => "zset-ziplist",
+            HashZiplist => "hash-ziplist",
+            ListQuicklist => "quicklist",
+            Stream1 => "stream",
+            HashListpack => "hash-listpack",
+            ZsetListpack => "zset-listpack",
+            ListQuicklist2 => "quicklist-v2",
+            Stream2 => "stream-v2",
+            SetListpack => "set-listpack",
+            Stream3 => "stream-v3",
+            HashMetadataPreGa => "hash-hashtable-md-pre-ga",
+            HashListpackExPreGa => "hash-listpack-md-pre-ga",
+            HashMetadata => "hash-hashtable-md",
+            HashListpackEx => "hash-listpack-md",
+            Stream4 => "stream-v4",
+            Stream5 => "stream-v5",
+            ValkeyHash2 => "hash-2",
+        }
+    }
+
+    /// The storage encoding, named as `OBJECT ENCODING` names the in-memory form it loads to.
+    pub fn encoding(self) -> &'static str {
+        use ValueType::*;
+        match self {
+            String => "string",
+            ListLinked => "linkedlist",
+            SetHashtable | Hash | HashMetadata | HashMetadataPreGa | ValkeyHash2 => "hashtable",
+            ZsetText | Zset2 => "skiplist",
+            ModulePreGa | Module2 => "module",
+            HashZipmap => "zipmap",
+            ListZiplist | ZsetZiplist | HashZiplist => "ziplist",
+            SetIntset => "intset",
+            ListQuicklist | ListQuicklist2 => "quicklist",
+            Stream1 | Stream2 | Stream3 | Stream4 | Stream5 => "stream",
+            HashListpack | ZsetListpack | SetListpack => "listpack",
+            HashListpackEx | HashListpackExPreGa => "listpackex",
+        }
+    }
+
+    /// Stream layout generation: 1 (type 15) .. 5 (type 27).
+    pub fn stream_version(self) -> u8 {
+        match self {
+            ValueType::Stream1 => 1,
+            ValueType::Stream2 => 2,
+            ValueType::Stream3 => 3,
+            ValueType::Stream4 => 4,
+            ValueType::Stream5 => 5,
+            _ => 0,
+        }
+    }
+}

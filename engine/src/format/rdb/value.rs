@@ -1,0 +1,434 @@
+//! A key's value as the file stores it, and iterators over its elements.
+//!
+//! Reading a record only walks the value far enough to find where it ends (`skip_value`).
+//! The elements are then produced on demand by the iterators below, straight from the
+//! mapped bytes, so a list of any size is never held in memory.
+
+use crate::format::blob::{Blob, Elem};
+use crate::format::input::{fail, finish, le_u64, take_bytes, FormatError, Input, PResult};
+use crate::format::intset::IntsetIter;
+use crate::format::listpack::ListpackIter;
+use crate::format::ziplist::ZiplistIter;
+use crate::format::zipmap::ZipmapIter;
+
+use super::module::{skip_module_ops, ModuleValue};
+use super::prim::{binary_double, length, parse_double, rdb_elem, rdb_str, text_double, RStr};
+use super::stream::{skip_stream, Stream};
+use super::types::ValueType;
+
+/// A value: its type and the exact bytes it occupies in the file.
+#[derive(Debug, Clone, Copy)]
+pub struct Value<'a> {
+    pub vtype: ValueType,
+    pub body: Input<'a>,
+}
+
+/// Walk a value of type `vtype` without decoding its elements; returns the rest.
+pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
+    use ValueType::*;
+    let str_ = |i| rdb_str(i).map(|(r, _)| (r, ()));
+    match vtype {
+        String | HashZipmap | ListZiplist | SetIntset | ZsetZiplist | HashZiplist | HashListpack | ZsetListpack
+        | SetListpack | HashListpackExPreGa => str_(input),
+        ListLinked | SetHashtable | ListQuicklist => repeat(input, "element count", str_),
+        Hash => repeat(input, "field count", |i| str_(str_(i)?.0)),
+        ZsetText => repeat(input, "member count", |i| text_double(rdb_str(i)?.0).map(|(r, _)| (r, ()))),
+        Zset2 => repeat(input, "member count", |i| take_bytes(rdb_str(i)?.0, 8, "a score").map(|(r, _)| (r, ()))),
+        ListQuicklist2 => repeat(input, "node count", |i| {
+            let (r, _) = length(i, "a quicklist container")?;
+            str_(r)
+        }),
+        HashMetadataPreGa => repeat(input, "field count", |i| {
+            let (r, _) = length(i, "a field TTL")?;
+            str_(str_(r)?.0)
+        }),
+        HashMetadata => {
+            let (r, _) = le_u64(input)?;
+            repeat(r, "field count", |i| {
+                let (r, _) = length(i, "a field TTL")?;
+                str_(str_(r)?.0)
+            })
+        }
+        HashListpackEx => {
+            let (r, _) = le_u64(input)?;
+            str_(r)
+        }
+        ValkeyHash2 => repeat(input, "field count", |i| {
+            let (r, _) = str_(str_(i)?.0)?;
+            take_bytes(r, 8, "a field expiry").map(|(r, _)| (r, ()))
+        }),
+        Stream1 | Stream2 | Stream3 | Stream4 | Stream5 => skip_stream(input, vtype),
+        Module2 => {
+            let (r, _) = length(input, "a module id")?;
+            skip_module_ops(r)
+        }
+        ModulePreGa => fail(
+            input,
+            "pre-release module value (type 6, Redis 4.0 RCs) cannot be read: it carries no structure to walk",
+        ),
+    }
+}
+
+/// Read a count, then `count` items with `item`.
+fn repeat<'a>(
+    input: Input<'a>,
+    what: &str,
+    mut item: impl FnMut(Input<'a>) -> PResult<'a, ()>,
+) -> PResult<'a, ()> {
+    let (mut rest, n) = length(input, what)?;
+    for _ in 0..n {
+        rest = item(rest)?.0;
+    }
+    Ok((rest, ()))
+}
+
+/// A counted run of items (internal cursor of the iterators).
+pub struct Seq<'a> {
+    rest: Input<'a>,
+    left: u64,
+}
+
+impl<'a> Seq<'a> {
+    fn new(input: Input<'a>, what: &str) -> Result<(Self, u64), FormatError> {
+        let (rest, n) = length(input, what).map_err(|e| finish(e, what))?;
+        Ok((Seq { rest, left: n }, n))
+    }
+
+    fn next<T>(&mut self, what: &str, f: impl FnOnce(Input<'a>) -> PResult<'a, T>) -> Option<Result<T, FormatError>> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        match f(self.rest) {
+            Ok((r, v)) => {
+                self.rest = r;
+                Some(Ok(v))
+            }
+            Err(e) => {
+                self.left = 0;
+                Some(Err(finish(e, what)))
+            }
+        }
+    }
+}
+
+fn to_blob(s: RStr<'_>) -> Result<Blob<'_>, FormatError> {
+    s.to_blob()
+}
+
+fn read_str(input: Input<'_>) -> Result<RStr<'_>, FormatError> {
+    rdb_str(input).map(|(_, s)| s).map_err(|e| finish(e, "a string"))
+}
+
+/// Flat containers of elements: ziplist or listpack.
+pub enum Flat<'a> {
+    Ziplist(ZiplistIter<'a>),
+    Listpack(ListpackIter<'a>),
+}
+
+impl<'a> Iterator for Flat<'a> {
+    type Item = Result<Elem<'a>, FormatError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Flat::Ziplist(z) => z.next(),
+            Flat::Listpack(l) => l.next(),
+        }
+    }
+}
+
+impl<'a> Flat<'a> {
+    fn ziplist(s: RStr<'a>) -> Result<Self, FormatError> {
+        Ok(Flat::Ziplist(ZiplistIter::new(to_blob(s)?)?))
+    }
+    fn listpack(s: RStr<'a>) -> Result<Self, FormatError> {
+        Ok(Flat::Listpack(ListpackIter::new(to_blob(s)?)?))
+    }
+
+    /// The next `n` elements, failing if the container ends in the middle of a group.
+    fn group<const N: usize>(&mut self, what: &str) -> Option<Result<[Elem<'a>; N], FormatError>> {
+        let first = match self.next()? {
+            Ok(e) => e,
+            Err(e) => return Some(Err(e)),
+        };
+        let mut out: [Elem<'a>; N] = std::array::from_fn(|_| Elem::Int(0));
+        out[0] = first;
+        for slot in out.iter_mut().skip(1) {
+            match self.next() {
+                Some(Ok(e)) => *slot = e,
+                Some(Err(e)) => return Some(Err(e)),
+                None => return Some(Err(FormatError::new(0, format!("container ends in the middle of {what}")))),
+            }
+        }
+        Some(Ok(out))
+    }
+}
+
+impl<'a> Value<'a> {
+    pub fn logical(&self) -> super::types::LogicalType {
+        self.vtype.logical()
+    }
+
+    /// The string value as stored.
+    pub fn string(&self) -> Result<RStr<'a>, FormatError> {
+        read_str(self.body)
+    }
+
+    pub fn list(&self) -> Result<ListIter<'a>, FormatError> {
+        Ok(match self.vtype {
+            ValueType::ListLinked => ListIter::Linked(Seq::new(self.body, "list length")?.0),
+            ValueType::ListZiplist => ListIter::Flat(Flat::ziplist(read_str(self.body)?)?),
+            ValueType::ListQuicklist => {
+                ListIter::Quick { nodes: Seq::new(self.body, "quicklist node count")?.0, v2: false, cur: None }
+            }
+            ValueType::ListQuicklist2 => {
+                ListIter::Quick { nodes: Seq::new(self.body, "quicklist node count")?.0, v2: true, cur: None }
+            }
+            other => return Err(not_a(other, "list")),
+        })
+    }
+
+    pub fn set(&self) -> Result<SetIter<'a>, FormatError> {
+        Ok(match self.vtype {
+            ValueType::SetHashtable => SetIter::Hashtable(Seq::new(self.body, "set size")?.0),
+            ValueType::SetIntset => SetIter::Intset(IntsetIter::new(to_blob(read_str(self.body)?)?)?),
+            ValueType::SetListpack => SetIter::Flat(Flat::listpack(read_str(self.body)?)?),
+            other => return Err(not_a(other, "set")),
+        })
+    }
+
+    pub fn zset(&self) -> Result<ZsetIter<'a>, FormatError> {
+        Ok(match self.vtype {
+            ValueType::ZsetText => ZsetIter::Text(Seq::new(self.body, "zset size")?.0),
+            ValueType::Zset2 => ZsetIter::Binary(Seq::new(self.body, "zset size")?.0),
+            ValueType::ZsetZiplist => ZsetIter::Flat(Flat::ziplist(read_str(self.body)?)?),
+            ValueType::ZsetListpack => ZsetIter::Flat(Flat::listpack(read_str(self.body)?)?),
+            other => return Err(not_a(other, "zset")),
+        })
+    }
+
+    pub fn hash(&self) -> Result<HashIter<'a>, FormatError> {
+        Ok(match self.vtype {
+            ValueType::Hash => HashIter::Pairs(Seq::new(self.body, "hash size")?.0, PairTtl::None),
+            ValueType::HashMetadataPreGa => HashIter::Pairs(Seq::new(self.body, "hash size")?.0, PairTtl::Absolute),
+            ValueType::HashMetadata => {
+                let (rest, min) = le_u64(self.body).map_err(|e| finish(e, "the minimum field expiry"))?;
+                HashIter::Pairs(Seq::new(rest, "hash size")?.0, PairTtl::Relative(min))
+            }
+            ValueType::ValkeyHash2 => HashIter::Valkey(Seq::new(self.body, "hash size")?.0),
+            ValueType::HashZipmap => HashIter::Zipmap(ZipmapIter::new(to_blob(read_str(self.body)?)?)?),
+            ValueType::HashZiplist => HashIter::Flat(Flat::ziplist(read_str(self.body)?)?, false),
+            ValueType::HashListpack => HashIter::Flat(Flat::listpack(read_str(self.body)?)?, false),
+            ValueType::HashListpackExPreGa => HashIter::Flat(Flat::listpack(read_str(self.body)?)?, true),
+            ValueType::HashListpackEx => {
+                let (rest, _min) = le_u64(self.body).map_err(|e| finish(e, "the minimum field expiry"))?;
+                HashIter::Flat(Flat::listpack(read_str(rest)?)?, true)
+            }
+            other => return Err(not_a(other, "hash")),
+        })
+    }
+
+    pub fn stream(&self) -> Result<Stream<'a>, FormatError> {
+        Stream::parse(self.body, self.vtype)
+    }
+
+    pub fn module(&self) -> Result<ModuleValue<'a>, FormatError> {
+        ModuleValue::parse(self.body)
+    }
+}
+
+fn not_a(t: ValueType, what: &str) -> FormatError {
+    FormatError::new(0, format!("value of type {} is not a {what}", t.name()))
+}
+
+/// List elements in order.
+pub enum ListIter<'a> {
+    Linked(Seq<'a>),
+    Flat(Flat<'a>),
+    Quick { nodes: Seq<'a>, v2: bool, cur: Option<QuickNode<'a>> },
+}
+
+pub enum QuickNode<'a> {
+    Flat(Flat<'a>),
+    Plain(Option<Elem<'a>>),
+}
+
+impl<'a> Iterator for ListIter<'a> {
+    type Item = Result<Elem<'a>, FormatError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            ListIter::Linked(seq) => seq.next("a list element", rdb_elem),
+            ListIter::Flat(f) => f.next(),
+            ListIter::Quick { nodes, v2, cur } => loop {
+                if let Some(node) = cur {
+                    let item = match node {
+                        QuickNode::Flat(f) => f.next(),
+                        QuickNode::Plain(e) => e.take().map(Ok),
+                    };
+                    match item {
+                        Some(Ok(e)) => return Some(Ok(e)),
+                        Some(Err(e)) => {
+                            nodes.left = 0;
+                            *cur = None;
+                            return Some(Err(e));
+                        }
+                        None => *cur = None,
+                    }
+                }
+                let v2 = *v2;
+                let node = nodes.next("a quicklist node", |i| {
+                    let (i, container) = if v2 { length(i, "a quicklist container")? } else { (i, 2) };
+                    let (r, s) = rdb_str(i)?;
+                    Ok((r, (container, s, i.offset())))
+                })?;
+                let built = node.and_then(|(container, s, at)| match (v2, container) {
+                    (false, _) => Flat::ziplist(s).map(QuickNode::Flat),
+                    (true, 2) => Flat::listpack(s).map(QuickNode::Flat),
+                    (true, 1) => s.to_elem().map(|e| QuickNode::Plain(Some(e))),
+                    (true, c) => Err(FormatError::new(at, format!("unknown quicklist container type {c}"))),
+                });
+                match built {
+                    Ok(n) => *cur = Some(n),
+                    Err(e) => {
+                        nodes.left = 0;
+                        return Some(Err(e));
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// Set members (file order).
+pub enum SetIter<'a> {
+    Hashtable(Seq<'a>),
+    Intset(IntsetIter<'a>),
+    Flat(Flat<'a>),
+}
+
+impl<'a> Iterator for SetIter<'a> {
+    type Item = Result<Elem<'a>, FormatError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            SetIter::Hashtable(seq) => seq.next("a set member", rdb_elem),
+            SetIter::Intset(i) => i.next().map(|r| r.map(Elem::Int)),
+            SetIter::Flat(f) => f.next(),
+        }
+    }
+}
+
+/// Sorted set members with scores (file order: ZSET_2 is written highest score first).
+pub enum ZsetIter<'a> {
+    Text(Seq<'a>),
+    Binary(Seq<'a>),
+    Flat(Flat<'a>),
+}
+
+impl<'a> Iterator for ZsetIter<'a> {
+    type Item = Result<(Elem<'a>, f64), FormatError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            ZsetIter::Text(seq) => seq.next("a zset member", |i| {
+                let (r, m) = rdb_elem(i)?;
+                let (r, s) = text_double(r)?;
+                Ok((r, (m, s)))
+            }),
+            ZsetIter::Binary(seq) => seq.next("a zset member", |i| {
+                let (r, m) = rdb_elem(i)?;
+                let (r, s) = binary_double(r)?;
+                Ok((r, (m, s)))
+            }),
+            ZsetIter::Flat(f) => {
+                let res = f.group::<2>("a member/score pair")?;
+                Some(res.and_then(|[m, s]| {
+                    let score = elem_score(&s)?;
+                    Ok((m, score))
+                }))
+            }
+        }
+    }
+}
+
+fn elem_score(e: &Elem<'_>) -> Result<f64, FormatError> {
+    match e {
+        Elem::Int(i) => Ok(*i as f64),
+        Elem::Bytes(b) => parse_double(b)
+            .ok_or_else(|| FormatError::new(0, format!("invalid zset score {:?}", String::from_utf8_lossy(b)))),
+    }
+}
+
+/// One hash field.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HashEntry<'a> {
+    pub field: Elem<'a>,
+    pub value: Elem<'a>,
+    /// Absolute expiry of the field in unix ms (Redis 7.4+ HFE, Valkey 9 HASH_2).
+    pub expire_ms: Option<i64>,
+}
+
+#[derive(Clone, Copy)]
+pub enum PairTtl {
+    None,
+    /// Pre-GA 7.4 RCs: TTL is absolute, 0 = none.
+    Absolute,
+    /// 7.4 GA: expire = ttl + min - 1, 0 = none.
+    Relative(u64),
+}
+
+/// Hash fields (file order).
+pub enum HashIter<'a> {
+    Pairs(Seq<'a>, PairTtl),
+    Valkey(Seq<'a>),
+    Zipmap(ZipmapIter<'a>),
+    Flat(Flat<'a>, bool),
+}
+
+impl<'a> Iterator for HashIter<'a> {
+    type Item = Result<HashEntry<'a>, FormatError>;
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            HashIter::Pairs(seq, ttl) => {
+                let ttl = *ttl;
+                seq.next("a hash field", |i| {
+                    let (i, t) = match ttl {
+                        PairTtl::None => (i, 0),
+                        _ => length(i, "a field TTL")?,
+                    };
+                    let (r, field) = rdb_elem(i)?;
+                    let (r, value) = rdb_elem(r)?;
+                    let expire_ms = match (ttl, t) {
+                        (_, 0) | (PairTtl::None, _) => None,
+                        (PairTtl::Absolute, t) => Some(t as i64),
+                        (PairTtl::Relative(min), t) => Some(t.wrapping_add(min).wrapping_sub(1) as i64),
+                    };
+                    Ok((r, HashEntry { field, value, expire_ms }))
+                })
+            }
+            HashIter::Valkey(seq) => seq.next("a hash field", |i| {
+                let (r, field) = rdb_elem(i)?;
+                let (r, value) = rdb_elem(r)?;
+                let (r, exp) = le_u64(r)?;
+                let expire_ms = if exp == u64::MAX { None } else { Some(exp as i64) };
+                Ok((r, HashEntry { field, value, expire_ms }))
+            }),
+            HashIter::Zipmap(z) => {
+                z.next().map(|r| r.map(|(field, value)| HashEntry { field, value, expire_ms: None }))
+            }
+            HashIter::Flat(f, false) => {
+                let r = f.group::<2>("a field/value pair")?;
+                Some(r.map(|[field, value]| HashEntry { field, value, expire_ms: None }))
+            }
+            HashIter::Flat(f, true) => {
+                let r = f.group::<3>("a field/value/ttl triplet")?;
+                Some(r.and_then(|[field, value, ttl]| {
+                    let t = match ttl {
+                        Elem::Int(t) => t,
+                        Elem::Bytes(_) => return Err(FormatError::new(0, "hash field TTL is not an integer")),
+                    };
+                    let expire_ms = if t == 0 { None } else { Some(t) };
+                    Ok(HashEntry { field, value, expire_ms })
+                }))
+            }
+        }
+    }
+}

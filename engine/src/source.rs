@@ -1,0 +1,58 @@
+//! Where input bytes come from: a memory-mapped file, or a buffer read from a pipe.
+//!
+//! This is the one place that maps files. Mapping is the default because it lets the
+//! decoders borrow values without copying and lets the OS page the file in and out, so
+//! memory use does not grow with the file.
+
+use std::fs::File;
+use std::io::{self, Read};
+use std::ops::Deref;
+use std::path::Path;
+
+use memmap2::Mmap;
+
+/// Bytes of an input file.
+pub enum Source {
+    Mapped(Mmap),
+    Buffered(Vec<u8>),
+}
+
+impl Source {
+    /// Open `path`; `-` reads standard input into memory. Regular files are mapped,
+    /// anything else (pipes, character devices) is read into a buffer.
+    pub fn open(path: &Path) -> io::Result<Source> {
+        if path.as_os_str() == "-" {
+            let mut buf = Vec::new();
+            io::stdin().lock().read_to_end(&mut buf)?;
+            return Ok(Source::Buffered(buf));
+        }
+        let file = File::open(path)?;
+        let meta = file.metadata()?;
+        if !meta.is_file() || meta.len() == 0 {
+            let mut buf = Vec::new();
+            (&file).read_to_end(&mut buf)?;
+            return Ok(Source::Buffered(buf));
+        }
+        // SAFETY: memmap2 requires that the file is not truncated or modified while
+        // mapped. We map read-only and treat the bytes as untrusted input; a concurrent
+        // writer can at worst give us inconsistent bytes (which every parser already
+        // tolerates) or a SIGBUS on truncation, the same contract as redis-check-rdb's
+        // reads. Tools document that inputs must not be rewritten while being read.
+        let map = unsafe { Mmap::map(&file)? };
+        #[cfg(unix)]
+        {
+            let _ = map.advise(memmap2::Advice::Sequential);
+        }
+        Ok(Source::Mapped(map))
+    }
+}
+
+impl Deref for Source {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Source::Mapped(m) => m,
+            Source::Buffered(b) => b,
+        }
+    }
+}

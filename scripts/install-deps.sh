@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what tests and benchmarks need from Debian: redis-server and redis-tools
+# (redis-cli, redis-check-rdb). Safe to run repeatedly.
+set -euo pipefail
+need=()
+command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
+command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
+command -v redis-check-rdb >/dev/null 2>&1 || need+=(redis-tools)
+if [ ${#need[@]} -gt 0 ]; then
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
+    # The package starts a service on 6379; tests start their own servers.
+    $SUDO service redis-server stop >/dev/null 2>&1 || true
+fi
+redis-server --version

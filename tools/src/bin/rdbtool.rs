@@ -1,0 +1,175 @@
+//! rdbtool: inspect, verify and dump Redis/Valkey RDB files.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ferrokv::format::rdb::LogicalType;
+use ferrokv::Source;
+use ferrokv_tools::dump::{self, Expired, Filter, Format};
+use ferrokv_tools::out::{Out, ToolError};
+use ferrokv_tools::verify::{walk, Depth};
+use ferrokv_tools::{exit, now_ms, report};
+
+#[derive(Parser)]
+#[command(name = "rdbtool", version, about = "Inspect, verify and dump Redis and Valkey RDB files")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Jsonl,
+    Json,
+    Resp,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ExpiredArg {
+    Skip,
+    Keep,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write every key (or the selected ones) as jsonl, json or RESP commands.
+    Dump {
+        /// RDB file, or - for standard input.
+        file: PathBuf,
+        #[arg(long, value_enum, default_value = "jsonl")]
+        format: FormatArg,
+        /// Only this database.
+        #[arg(long)]
+        db: Option<u64>,
+        /// Only keys matching this Redis glob pattern.
+        #[arg(long)]
+        key: Option<String>,
+        /// Only these types (string, list, set, zset, hash, stream, module); repeat or comma-separate.
+        #[arg(long = "type", value_delimiter = ',')]
+        types: Vec<String>,
+        /// Keys (and hash fields) whose expiry is at or before --now: keep them or leave them out.
+        #[arg(long, value_enum, default_value = "keep")]
+        expired: ExpiredArg,
+        /// The time, in unix ms, that --expired compares with (default: now).
+        #[arg(long)]
+        now: Option<i64>,
+    },
+    /// Check every record, every internal encoding and the checksum; summarise the file.
+    Verify {
+        file: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+        /// The time, in unix ms, used to count already-expired keys (default: now).
+        #[arg(long)]
+        now: Option<i64>,
+    },
+    /// Header, aux fields and key counts, without decoding values.
+    Info {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn open(file: &std::path::Path) -> Result<Source, ToolError> {
+    Source::open(file).map_err(|e| ToolError::Usage(format!("cannot read {}: {e}", file.display())))
+}
+
+fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
+    match cli.cmd {
+        Cmd::Dump { file, format, db, key, types, expired, now } => {
+            let name = file.display().to_string();
+            let src = open(&file).map_err(|e| (name.clone(), e))?;
+            let mut lt = Vec::new();
+            for t in &types {
+                match LogicalType::from_name(t) {
+                    Some(x) => lt.push(x),
+                    None => return Err((name, ToolError::Usage(format!("unknown type '{t}'")))),
+                }
+            }
+            let filter = Filter {
+                db,
+                key: key.map(String::into_bytes),
+                types: lt,
+                expired: match expired {
+                    ExpiredArg::Skip => Expired::Skip,
+                    ExpiredArg::Keep => Expired::Keep,
+                },
+                now_ms: now.unwrap_or_else(now_ms),
+            };
+            let format = match format {
+                FormatArg::Jsonl => Format::Jsonl,
+                FormatArg::Json => Format::Json,
+                FormatArg::Resp => Format::Resp,
+            };
+            let stdout = io::stdout();
+            let mut lock = stdout.lock();
+            let mut out = Out::new(&mut lock);
+            match dump::run(&src, format, &filter, &mut out) {
+                Ok(_) => Ok(exit::OK),
+                Err(e) => {
+                    // Whatever was decoded before the error still reaches the output.
+                    let _ = out.finish();
+                    Err((name, e))
+                }
+            }
+        }
+        Cmd::Verify { file, json, now } => {
+            let name = file.display().to_string();
+            let src = open(&file).map_err(|e| (name.clone(), e))?;
+            let result = walk(&src, Depth::Deep, now.unwrap_or_else(now_ms));
+            let mut stdout = io::stdout().lock();
+            match result {
+                Ok(r) => {
+                    let text = if json {
+                        format!("{}\n", report::json(&r, &name, None))
+                    } else {
+                        format!("OK: {name}\n{}", report::text(&r, true))
+                    };
+                    stdout.write_all(text.as_bytes()).map_err(|e| (name, e.into()))?;
+                    Ok(exit::OK)
+                }
+                Err((r, e)) => {
+                    if json {
+                        let text = format!("{}\n", report::json(&r, &name, Some(&e)));
+                        stdout.write_all(text.as_bytes()).map_err(|e| (name.clone(), e.into()))?;
+                    }
+                    Err((name, ToolError::Data(e)))
+                }
+            }
+        }
+        Cmd::Info { file, json } => {
+            let name = file.display().to_string();
+            let src = open(&file).map_err(|e| (name.clone(), e))?;
+            let r = walk(&src, Depth::Records, now_ms()).map_err(|(_, e)| (name.clone(), ToolError::Data(e)))?;
+            let text = if json { format!("{}\n", report::json(&r, &name, None)) } else { report::text(&r, false) };
+            io::stdout().lock().write_all(text.as_bytes()).map_err(|e| (name, e.into()))?;
+            Ok(exit::OK)
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err((file, err)) => match err {
+            ToolError::Io(e) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(exit::OK),
+            ToolError::Io(e) => {
+                eprintln!("rdbtool: {file}: {e}");
+                ExitCode::from(exit::ERROR)
+            }
+            ToolError::Usage(m) => {
+                eprintln!("rdbtool: {m}");
+                ExitCode::from(exit::ERROR)
+            }
+            ToolError::Data(e) => {
+                eprintln!("rdbtool: {file}: {e}");
+                ExitCode::from(exit::INVALID)
+            }
+        },
+    }
+}

@@ -1,0 +1,221 @@
+//! resp: commands that rebuild the dataset, as Redis's AOF rewrite writes them
+//! (at most 64 elements per variadic command, TTLs as PEXPIREAT).
+
+use ferrokv::format::rdb::{KeyRecord, LogicalType, StreamId};
+use ferrokv::format::Elem;
+
+use super::{ctx, Filter, Writer};
+use crate::jsonw::score_text;
+use crate::out::{Out, ToolError};
+
+const ITEMS_PER_CMD: usize = 64;
+
+#[derive(Default)]
+pub struct Resp {
+    db: Option<u64>,
+}
+
+/// Write one command.
+pub fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.push(b'*');
+    out.extend_from_slice(args.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in args {
+        out.push(b'$');
+        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+/// Collects arguments of a variadic command and writes it every `ITEMS_PER_CMD` items.
+struct Batch<'k> {
+    head: Vec<Vec<u8>>,
+    items: Vec<Vec<u8>>,
+    per_item: usize,
+    _k: std::marker::PhantomData<&'k ()>,
+}
+
+impl Batch<'_> {
+    fn new(cmd: &[u8], key: &[u8], per_item: usize) -> Self {
+        Batch { head: vec![cmd.to_vec(), key.to_vec()], items: Vec::new(), per_item, _k: std::marker::PhantomData }
+    }
+
+    fn push(&mut self, out: &mut Vec<u8>, args: &[&[u8]]) {
+        for a in args {
+            self.items.push(a.to_vec());
+        }
+        if self.items.len() >= ITEMS_PER_CMD * self.per_item {
+            self.flush(out);
+        }
+    }
+
+    fn flush(&mut self, out: &mut Vec<u8>) {
+        if self.items.is_empty() {
+            return;
+        }
+        let args: Vec<&[u8]> = self.head.iter().chain(self.items.iter()).map(|v| v.as_slice()).collect();
+        command(out, &args);
+        self.items.clear();
+    }
+}
+
+fn sid(id: StreamId) -> Vec<u8> {
+    id.to_string().into_bytes()
+}
+
+impl Writer for Resp {
+    fn key(&mut self, out: &mut Out<'_>, k: &KeyRecord<'_>, f: &Filter) -> Result<(), ToolError> {
+        let e = ctx(k);
+        if self.db != Some(k.db) {
+            command(&mut out.buf, &[b"SELECT", k.db.to_string().as_bytes()]);
+            self.db = Some(k.db);
+        }
+        let key = k.key.to_bytes();
+        let key = key.as_ref();
+        match k.value.logical() {
+            LogicalType::String => {
+                let v = k.value.string().and_then(|s| s.to_elem()).map_err(&e)?;
+                command(&mut out.buf, &[b"SET", key, &v.to_bytes()]);
+            }
+            LogicalType::List | LogicalType::Set => {
+                let (cmd, iter): (&[u8], Box<dyn Iterator<Item = Result<Elem<'_>, _>>>) =
+                    if k.value.logical() == LogicalType::List {
+                        (b"RPUSH", Box::new(k.value.list().map_err(&e)?))
+                    } else {
+                        (b"SADD", Box::new(k.value.set().map_err(&e)?))
+                    };
+                let mut b = Batch::new(cmd, key, 1);
+                for item in iter {
+                    let item = item.map_err(&e)?;
+                    b.push(&mut out.buf, &[&item.to_bytes()]);
+                    out.check()?;
+                }
+                b.flush(&mut out.buf);
+            }
+            LogicalType::Zset => {
+                let mut b = Batch::new(b"ZADD", key, 2);
+                for item in k.value.zset().map_err(&e)? {
+                    let (m, s) = item.map_err(&e)?;
+                    b.push(&mut out.buf, &[score_text(s).as_bytes(), &m.to_bytes()]);
+                    out.check()?;
+                }
+                b.flush(&mut out.buf);
+            }
+            LogicalType::Hash => {
+                let mut b = Batch::new(b"HSET", key, 2);
+                let mut ttls: Vec<(Vec<u8>, i64)> = Vec::new();
+                for item in k.value.hash().map_err(&e)? {
+                    let h = item.map_err(&e)?;
+                    if !f.wants_field(h.expire_ms) {
+                        continue;
+                    }
+                    let field = h.field.to_bytes();
+                    b.push(&mut out.buf, &[&field, &h.value.to_bytes()]);
+                    if let Some(t) = h.expire_ms {
+                        ttls.push((field.into_owned(), t));
+                    }
+                    out.check()?;
+                }
+                b.flush(&mut out.buf);
+                for (field, t) in ttls {
+                    command(&mut out.buf, &[b"HPEXPIREAT", key, t.to_string().as_bytes(), b"FIELDS", b"1", &field]);
+                }
+            }
+            LogicalType::Stream => {
+                let s = k.value.stream().map_err(&e)?;
+                let mut any = false;
+                for entry in s.entries() {
+                    let entry = entry.map_err(&e)?;
+                    any = true;
+                    let idb = sid(entry.id);
+                    let fields: Vec<Vec<u8>> = entry
+                        .fields
+                        .iter()
+                        .flat_map(|(a, b)| [a.to_bytes().into_owned(), b.to_bytes().into_owned()])
+                        .collect();
+                    let mut args: Vec<&[u8]> = vec![b"XADD", key, &idb];
+                    args.extend(fields.iter().map(|v| v.as_slice()));
+                    command(&mut out.buf, &args);
+                    out.check()?;
+                }
+                let m = &s.meta;
+                if !any {
+                    // An empty stream: create it, then trim it to nothing.
+                    command(&mut out.buf, &[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
+                }
+                let last = sid(m.last_id);
+                let mut args: Vec<Vec<u8>> = vec![b"XSETID".to_vec(), key.to_vec(), last.clone()];
+                if let (Some(added), Some(maxdel)) = (m.entries_added, m.max_deleted_id) {
+                    args.push(b"ENTRIESADDED".to_vec());
+                    args.push(added.to_string().into_bytes());
+                    args.push(b"MAXDELETEDID".to_vec());
+                    args.push(sid(maxdel));
+                }
+                let refs: Vec<&[u8]> = args.iter().map(|v| v.as_slice()).collect();
+                command(&mut out.buf, &refs);
+                for g in &m.groups {
+                    let gname = g.name.to_bytes();
+                    let mut args: Vec<Vec<u8>> = vec![
+                        b"XGROUP".to_vec(),
+                        b"CREATE".to_vec(),
+                        key.to_vec(),
+                        gname.to_vec(),
+                        sid(g.last_delivered),
+                    ];
+                    if let Some(n) = g.entries_read.filter(|n| *n >= 0) {
+                        args.push(b"ENTRIESREAD".to_vec());
+                        args.push(n.to_string().into_bytes());
+                    }
+                    let refs: Vec<&[u8]> = args.iter().map(|v| v.as_slice()).collect();
+                    command(&mut out.buf, &refs);
+                    for c in &g.consumers {
+                        let cname = c.name.to_bytes();
+                        if c.pending.is_empty() {
+                            command(&mut out.buf, &[b"XGROUP", b"CREATECONSUMER", key, &gname, &cname]);
+                        }
+                        for p in &c.pending {
+                            let pe = g.pending.iter().find(|x| x.id == *p);
+                            let (time, count) = pe.map(|x| (x.delivery_time, x.delivery_count)).unwrap_or((0, 1));
+                            command(
+                                &mut out.buf,
+                                &[
+                                    b"XCLAIM",
+                                    key,
+                                    &gname,
+                                    &cname,
+                                    b"0",
+                                    &sid(*p),
+                                    b"TIME",
+                                    time.to_string().as_bytes(),
+                                    b"RETRYCOUNT",
+                                    count.to_string().as_bytes(),
+                                    b"JUSTID",
+                                    b"FORCE",
+                                ],
+                            );
+                        }
+                        out.check()?;
+                    }
+                }
+            }
+            LogicalType::Module => {
+                return Err(ToolError::Usage(format!(
+                    "key '{}' holds a module value ({}), which has no command form; use --type to leave modules out",
+                    ferrokv::format::rdb::escape_key(key),
+                    k.value.module().map(|m| m.name).unwrap_or_default()
+                )));
+            }
+        }
+        if let Some(ms) = k.expire_ms {
+            command(&mut out.buf, &[b"PEXPIREAT", key, ms.to_string().as_bytes()]);
+        }
+        Ok(())
+    }
+
+    fn function(&mut self, out: &mut Out<'_>, code: &Elem<'_>) -> Result<(), ToolError> {
+        command(&mut out.buf, &[b"FUNCTION", b"LOAD", b"REPLACE", &code.to_bytes()]);
+        Ok(())
+    }
+}

@@ -1,0 +1,25 @@
+//! ferrokv-tools: the library behind `rdbtool`. Binaries stay thin; everything testable
+//! lives here.
+
+pub mod dump;
+pub mod glob;
+pub mod jsonw;
+pub mod out;
+pub mod progress;
+pub mod report;
+pub mod verify;
+
+/// Exit codes shared by every tool (docs/cli.md).
+pub mod exit {
+    /// Success; for verify, the file is valid.
+    pub const OK: u8 = 0;
+    /// The input is invalid or corrupt (the error names file, offset, db and key).
+    pub const INVALID: u8 = 1;
+    /// Usage error, unreadable input, or an output error.
+    pub const ERROR: u8 = 2;
+}
+
+/// Milliseconds since the Unix epoch, for `--now` defaults.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
+}
