@@ -9,13 +9,22 @@ use std::io::{self, Read};
 use std::ops::Deref;
 use std::path::Path;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use memmap2::Mmap;
 
 /// Bytes of an input file.
 pub enum Source {
-    Mapped(Mmap),
+    Mapped(Mmap, Released),
     Buffered(Vec<u8>),
 }
+
+/// How much of a mapping has been handed back to the OS.
+#[derive(Default)]
+pub struct Released(AtomicUsize);
+
+/// Release in steps of this many bytes: madvise calls are cheap but not free.
+const RELEASE_STEP: usize = 16 << 20;
 
 impl Source {
     /// Open `path`; `-` reads standard input into memory. Regular files are mapped,
@@ -43,7 +52,28 @@ impl Source {
         {
             let _ = map.advise(memmap2::Advice::Sequential);
         }
-        Ok(Source::Mapped(map))
+        Ok(Source::Mapped(map, Released::default()))
+    }
+
+    /// Tell the OS the bytes before `offset` will not be read again, so their pages leave
+    /// this process's resident set (they stay in the page cache). Keeps peak RSS of a
+    /// streaming pass bounded by what is in flight, not by the file size.
+    pub fn release_before(&self, offset: usize) {
+        let Source::Mapped(map, released) = self else { return };
+        let page = 4096;
+        let upto = (offset.min(map.len()) / page) * page;
+        let from = released.0.load(Ordering::Relaxed);
+        if upto < from + RELEASE_STEP {
+            return;
+        }
+        // SAFETY: MADV_DONTNEED on a read-only file mapping only drops our
+        // resident copies of the pages; the mapping stays valid and a later access reads
+        // the same bytes from the file again. No slice is invalidated, so borrowed
+        // values from before `offset` remain sound, merely slower to touch.
+        let r = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, upto - from) };
+        if r.is_ok() {
+            released.0.store(upto, Ordering::Relaxed);
+        }
     }
 }
 
@@ -51,7 +81,7 @@ impl Deref for Source {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
         match self {
-            Source::Mapped(m) => m,
+            Source::Mapped(m, _) => m,
             Source::Buffered(b) => b,
         }
     }

@@ -27,31 +27,66 @@ pub fn hex(out: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
+/// Bytes that need escaping inside a JSON string.
+const ESCAPE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[0x7F] = true;
+    t
+};
+
+/// True when any byte of the 8 in `w` is < 0x20, '"', '\\' or 0x7F (SWAR).
+#[inline]
+fn word_needs_escape(w: u64) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
+    let lt_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    lt_space | has_zero(w ^ (ONES * 0x22)) | has_zero(w ^ (ONES * 0x5C)) | has_zero(w ^ (ONES * 0x7F)) != 0
+}
+
 /// Write a JSON string, escaping quotes, backslashes and control characters.
 pub fn string(out: &mut Vec<u8>, s: &str) {
-    out.push(b'"');
     let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
     let mut start = 0;
-    for (i, &c) in b.iter().enumerate() {
-        let esc: &[u8] = match c {
-            b'"' => b"\\\"",
-            b'\\' => b"\\\\",
-            b'\n' => b"\\n",
-            b'\r' => b"\\r",
-            b'\t' => b"\\t",
-            0..=0x1F | 0x7F => {
-                out.extend_from_slice(&b[start..i]);
+    let mut i = 0;
+    while i < b.len() {
+        // Skip 8 clean bytes at a time.
+        if i + 8 <= b.len() {
+            let w = u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]]);
+            if !word_needs_escape(w) {
+                i += 8;
+                continue;
+            }
+        }
+        let c = b[i];
+        if !ESCAPE[c as usize] {
+            i += 1;
+            continue;
+        }
+        out.extend_from_slice(&b[start..i]);
+        match c {
+            b'"' => out.extend_from_slice(b"\\\""),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
+            b'\t' => out.extend_from_slice(b"\\t"),
+            _ => {
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[(c >> 4) as usize]);
                 out.push(HEX[(c & 15) as usize]);
-                start = i + 1;
-                continue;
             }
-            _ => continue,
-        };
-        out.extend_from_slice(&b[start..i]);
-        out.extend_from_slice(esc);
-        start = i + 1;
+        }
+        i += 1;
+        start = i;
     }
     out.extend_from_slice(&b[start..]);
     out.push(b'"');
@@ -115,6 +150,16 @@ mod tests {
         assert_eq!(s("é".as_bytes()), "\"é\"");
         let parsed: serde_json::Value = serde_json::from_str(&s(b"x\x7f\x1fy")).unwrap();
         assert_eq!(parsed, serde_json::json!("x\u{7f}\u{1f}y"));
+        // Every byte value at every position of a 20-byte string round-trips.
+        for c in 0u8..128 {
+            for pos in 0..20 {
+                let mut v = vec![b'a'; 20];
+                v[pos] = c;
+                let text = s(&v);
+                let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+                assert_eq!(back.as_str().unwrap().as_bytes(), &v[..], "{c} at {pos}");
+            }
+        }
     }
 
     #[test]

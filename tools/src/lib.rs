@@ -5,6 +5,7 @@ pub mod dump;
 pub mod glob;
 pub mod jsonw;
 pub mod out;
+pub mod pipeline;
 pub mod progress;
 pub mod report;
 pub mod verify;

@@ -30,33 +30,62 @@ impl From<RdbError> for ToolError {
     }
 }
 
+/// Output being built: streamed to a writer past a threshold, or kept in memory
+/// (a worker's batch, handed back to be written in order).
 pub struct Out<'w> {
     pub buf: Vec<u8>,
-    w: &'w mut dyn Write,
+    w: Option<&'w mut dyn Write>,
 }
 
 impl<'w> Out<'w> {
     pub fn new(w: &'w mut dyn Write) -> Self {
-        Out { buf: Vec::with_capacity(FLUSH_AT + 64 * 1024), w }
+        Out { buf: Vec::with_capacity(FLUSH_AT + 64 * 1024), w: Some(w) }
     }
 
-    /// Flush if the buffer is past the threshold.
+    /// Output kept in `buf` until the caller takes it.
+    pub fn memory() -> Out<'static> {
+        Out { buf: Vec::with_capacity(64 * 1024), w: None }
+    }
+
+    /// Flush if the buffer is past the threshold (never for in-memory output).
     #[inline]
     pub fn check(&mut self) -> io::Result<()> {
-        if self.buf.len() >= FLUSH_AT {
+        if self.buf.len() >= FLUSH_AT && self.w.is_some() {
             self.flush()?;
         }
         Ok(())
     }
 
     pub fn flush(&mut self) -> io::Result<()> {
-        self.w.write_all(&self.buf)?;
-        self.buf.clear();
+        if let Some(w) = self.w.as_mut() {
+            w.write_all(&self.buf)?;
+            self.buf.clear();
+        }
         Ok(())
+    }
+
+    /// Write `bytes` after what is buffered.
+    pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self.w.as_mut() {
+            Some(w) => {
+                if !self.buf.is_empty() {
+                    w.write_all(&self.buf)?;
+                    self.buf.clear();
+                }
+                w.write_all(bytes)
+            }
+            None => {
+                self.buf.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
     }
 
     pub fn finish(&mut self) -> io::Result<()> {
         self.flush()?;
-        self.w.flush()
+        match self.w.as_mut() {
+            Some(w) => w.flush(),
+            None => Ok(()),
+        }
     }
 }

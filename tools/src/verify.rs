@@ -9,6 +9,10 @@ use std::collections::BTreeMap;
 use ferrokv::format::rdb::{Checksum, KeyRecord, LogicalType, RdbError, RdbReader, Record, ValueType};
 use ferrokv::format::{Elem, FormatError};
 
+use std::cell::{Cell, RefCell};
+
+use crate::out::ToolError;
+use crate::pipeline::{Batch, Pipeline};
 use crate::progress::Progress;
 
 /// What the walk found in one database.
@@ -62,57 +66,66 @@ pub enum Depth {
     Deep,
 }
 
-/// Walk `data`. On error the partial report comes back with the error.
+/// Walk `data` on every core. On error the partial report comes back with the error.
 pub fn walk(data: &[u8], depth: Depth, now_ms: i64) -> Result<Report, (Box<Report>, RdbError)> {
-    let mut rep = Report { size: data.len() as u64, ..Report::default() };
+    walk_with(data, depth, now_ms, &Pipeline::default(), &|_| {})
+}
+
+/// Deep-check results of one batch: (elements, warnings) or the first error.
+struct Checked_ {
+    elements: u64,
+    warnings: Vec<String>,
+}
+
+fn check_key(k: &KeyRecord<'_>) -> Result<Checked, RdbError> {
+    check_value(k).map_err(|e| RdbError::in_key(e, k))
+}
+
+fn key_warning(k: &KeyRecord<'_>, w: &str) -> String {
+    format!(
+        "offset {}: db {} key '{}' (type {}): {w}",
+        k.offset,
+        k.db,
+        ferrokv::format::rdb::escape_key(&k.key.to_bytes()),
+        k.value.vtype.name(),
+    )
+}
+
+/// `release(offset)` is told when everything before `offset` has been checked.
+pub fn walk_with(
+    data: &[u8],
+    depth: Depth,
+    now_ms: i64,
+    pipeline: &Pipeline,
+    release: &dyn Fn(usize),
+) -> Result<Report, (Box<Report>, RdbError)> {
+    let rep = RefCell::new(Report { size: data.len() as u64, ..Report::default() });
     let reader = match RdbReader::new(data) {
         Ok(r) => r,
-        Err(e) => return Err((Box::new(rep), e)),
+        Err(e) => return Err((Box::new(rep.into_inner()), e)),
     };
-    let d = reader.dialect();
-    rep.magic = d.magic();
-    rep.version = d.version;
+    {
+        let d = reader.dialect();
+        let mut r = rep.borrow_mut();
+        r.magic = d.magic();
+        r.version = d.version;
+    }
     let mut progress = Progress::new(data.len() as u64);
-    let mut current_db = 0u64;
-    for rec in reader {
-        let rec = match rec {
-            Ok(r) => r,
-            Err(e) => {
-                progress.finish();
-                return Err((Box::new(rep), e));
-            }
-        };
+    let current_db = Cell::new(0u64);
+    // Structure and counts on this thread, as records are read.
+    let records = reader.inspect(|rec| {
+        let Ok(rec) = rec else { return };
+        let mut rep = rep.borrow_mut();
         match rec {
-            Record::Aux { key, value } => rep.aux.push((lossy(&key), lossy(&value))),
-            Record::SelectDb { db } => current_db = db,
+            Record::Aux { key, value } => rep.aux.push((lossy(key), lossy(value))),
+            Record::SelectDb { db } => current_db.set(*db),
             Record::ResizeDb { db_size, expires_size } => {
-                rep.dbs.entry(current_db).or_default().resize_hint = Some((db_size, expires_size));
+                rep.dbs.entry(current_db.get()).or_default().resize_hint = Some((*db_size, *expires_size));
             }
             Record::Function { .. } | Record::FunctionPreGa { .. } => rep.functions += 1,
             Record::ModuleAux(m) => rep.module_aux.push(m.name.clone()),
             Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
             Record::Key(k) => {
-                progress.set(k.end as u64);
-                if depth == Depth::Deep {
-                    match check_value(&k) {
-                        Ok(c) => {
-                            rep.elements += c.elements;
-                            if let Some(w) = c.warning {
-                                rep.warn(format!(
-                                    "offset {}: db {} key '{}' (type {}): {w}",
-                                    k.offset,
-                                    k.db,
-                                    ferrokv::format::rdb::escape_key(&k.key.to_bytes()),
-                                    k.value.vtype.name(),
-                                ));
-                            }
-                        }
-                        Err(e) => {
-                            progress.finish();
-                            return Err((Box::new(rep), RdbError::in_key(e, &k)));
-                        }
-                    }
-                }
                 let st = rep.dbs.entry(k.db).or_default();
                 st.keys += 1;
                 *st.types.entry(k.value.logical().name()).or_default() += 1;
@@ -127,14 +140,69 @@ pub fn walk(data: &[u8], depth: Depth, now_ms: i64) -> Result<Report, (Box<Repor
                 rep.with_freq += u64::from(k.freq.is_some());
             }
             Record::Eof { offset, end, checksum } => {
-                rep.checksum = Some(checksum);
-                rep.eof_offset = Some(offset);
+                rep.checksum = Some(*checksum);
+                rep.eof_offset = Some(*offset);
                 rep.trailing_bytes = (data.len() - end) as u64;
             }
         }
-    }
+    });
+    let result = if depth == Depth::Records {
+        let mut res = Ok(());
+        for r in records {
+            match r {
+                Ok(Record::Key(k)) => release(k.end),
+                Ok(_) => {}
+                Err(e) => {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        res
+    } else {
+        let work = |batch: &Batch<'_>| -> Result<Checked_, ToolError> {
+            let mut c = Checked_ { elements: 0, warnings: Vec::new() };
+            for rec in &batch.records {
+                if let Record::Key(k) = rec {
+                    let r = check_key(k)?;
+                    c.elements += r.elements;
+                    if let Some(w) = r.warning {
+                        c.warnings.push(key_warning(k, &w));
+                    }
+                }
+            }
+            Ok(c)
+        };
+        let sink = |c: Checked_| -> Result<(), ToolError> {
+            let mut r = rep.borrow_mut();
+            r.elements += c.elements;
+            for w in c.warnings {
+                r.warn(w);
+            }
+            Ok(())
+        };
+        let inline = |rec: &Record<'_>, _: Option<u64>| -> Result<(), ToolError> {
+            if let Record::Key(k) = rec {
+                let c = check_key(k)?;
+                let mut r = rep.borrow_mut();
+                r.elements += c.elements;
+                if let Some(w) = c.warning {
+                    r.warn(key_warning(k, &w));
+                }
+            }
+            Ok(())
+        };
+        pipeline.run(records, work, sink, inline, release, |p| progress.set(p as u64)).map_err(|e| match e {
+            ToolError::Data(e) => e,
+            other => RdbError::at(0, format!("{other:?}")),
+        })
+    };
     progress.finish();
-    Ok(rep)
+    let rep = rep.into_inner();
+    match result {
+        Ok(()) => Ok(rep),
+        Err(e) => Err((Box::new(rep), e)),
+    }
 }
 
 fn lossy(e: &Elem<'_>) -> String {
@@ -222,7 +290,7 @@ pub fn check_value(k: &KeyRecord<'_>) -> Result<Checked, FormatError> {
     let mut n = 0u64;
     match v.logical() {
         LogicalType::String => {
-            v.string()?.to_elem()?;
+            v.string()?.validate()?;
             return Ok(Checked { elements: 1, warning: None });
         }
         LogicalType::List => {

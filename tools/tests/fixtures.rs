@@ -220,3 +220,30 @@ fn resp_dump_piped_into_real_redis_gives_the_same_digest() {
         assert_eq!(digest, info(name)["debug_digest"].as_str().expect("digest"), "{name}");
     }
 }
+
+#[test]
+fn output_is_the_same_whatever_the_pipeline_shape() {
+    use ferrokv_tools::pipeline::Pipeline;
+    let data = std::fs::read(fixture("all-types", "rdb")).expect("read");
+    let shapes = [
+        Pipeline { workers: 1, batch_bytes: usize::MAX, big_key_bytes: usize::MAX },
+        Pipeline { workers: 2, batch_bytes: 1, big_key_bytes: 2000 },
+        Pipeline { workers: 3, batch_bytes: 5000, big_key_bytes: 100 },
+        Pipeline { workers: 1, batch_bytes: 700, big_key_bytes: 3000 },
+    ];
+    for format in [Format::Jsonl, Format::Json, Format::Resp] {
+        let outputs: Vec<Vec<u8>> = shapes
+            .iter()
+            .map(|p| {
+                let mut buf = Vec::new();
+                let mut out = Out::new(&mut buf);
+                dump::run_with(&data, format, &keep_all(), &mut out, p, &|_| {}).expect("dump");
+                drop(out);
+                buf
+            })
+            .collect();
+        for o in &outputs[1..] {
+            assert!(o == &outputs[0], "{format:?}: output depends on the pipeline shape");
+        }
+    }
+}

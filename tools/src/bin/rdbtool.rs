@@ -9,7 +9,7 @@ use ferrokv::format::rdb::LogicalType;
 use ferrokv::Source;
 use ferrokv_tools::dump::{self, Expired, Filter, Format};
 use ferrokv_tools::out::{Out, ToolError};
-use ferrokv_tools::verify::{walk, Depth};
+use ferrokv_tools::verify::{walk_with, Depth};
 use ferrokv_tools::{exit, now_ms, report};
 
 #[derive(Parser)]
@@ -108,7 +108,8 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
             let stdout = io::stdout();
             let mut lock = stdout.lock();
             let mut out = Out::new(&mut lock);
-            match dump::run(&src, format, &filter, &mut out) {
+            let pipeline = ferrokv_tools::pipeline::Pipeline::default();
+            match dump::run_with(&src, format, &filter, &mut out, &pipeline, &|off| src.release_before(off)) {
                 Ok(_) => Ok(exit::OK),
                 Err(e) => {
                     // Whatever was decoded before the error still reaches the output.
@@ -120,7 +121,9 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
         Cmd::Verify { file, json, now } => {
             let name = file.display().to_string();
             let src = open(&file).map_err(|e| (name.clone(), e))?;
-            let result = walk(&src, Depth::Deep, now.unwrap_or_else(now_ms));
+            let pipeline = ferrokv_tools::pipeline::Pipeline::default();
+            let result =
+                walk_with(&src, Depth::Deep, now.unwrap_or_else(now_ms), &pipeline, &|o| src.release_before(o));
             let mut stdout = io::stdout().lock();
             match result {
                 Ok(r) => {
@@ -144,7 +147,8 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
         Cmd::Info { file, json } => {
             let name = file.display().to_string();
             let src = open(&file).map_err(|e| (name.clone(), e))?;
-            let r = walk(&src, Depth::Records, now_ms()).map_err(|(_, e)| (name.clone(), ToolError::Data(e)))?;
+            let r = walk_with(&src, Depth::Records, now_ms(), &Default::default(), &|o| src.release_before(o))
+                .map_err(|(_, e)| (name.clone(), ToolError::Data(e)))?;
             let text = if json { format!("{}\n", report::json(&r, &name, None)) } else { report::text(&r, false) };
             io::stdout().lock().write_all(text.as_bytes()).map_err(|e| (name, e.into()))?;
             Ok(exit::OK)

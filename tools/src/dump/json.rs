@@ -12,11 +12,17 @@ use super::{ctx, Filter, Writer};
 use crate::jsonw;
 use crate::out::{Out, ToolError};
 
-#[derive(Default)]
 pub struct Json {
     db: Option<u64>,
     first_key: bool,
-    expires: BTreeMap<u64, Vec<(Vec<u8>, i64)>>,
+    expires: Vec<(u64, Vec<u8>, i64)>,
+}
+
+impl Json {
+    /// A writer continuing after a key in `prev_db` (whose database object is open).
+    pub fn after(prev_db: Option<u64>) -> Self {
+        Json { db: prev_db, first_key: false, expires: Vec::new() }
+    }
 }
 
 /// Object member names must be strings: non-UTF-8 keys are written escaped (\xNN).
@@ -36,11 +42,6 @@ fn number(out: &mut Vec<u8>, f: f64) {
 }
 
 impl Writer for Json {
-    fn begin(&mut self, out: &mut Out<'_>) -> Result<(), ToolError> {
-        out.buf.push(b'[');
-        Ok(())
-    }
-
     fn key(&mut self, out: &mut Out<'_>, k: &KeyRecord<'_>, f: &Filter) -> Result<(), ToolError> {
         let e = ctx(k);
         if self.db != Some(k.db) {
@@ -59,7 +60,7 @@ impl Writer for Json {
         name(&mut out.buf, &key);
         out.buf.push(b':');
         if let Some(ms) = k.expire_ms {
-            self.expires.entry(k.db).or_default().push((key.into_owned(), ms));
+            self.expires.push((k.db, key.into_owned(), ms));
         }
         match k.value.logical() {
             LogicalType::String => {
@@ -150,35 +151,38 @@ impl Writer for Json {
         Ok(())
     }
 
-    fn end(&mut self, out: &mut Out<'_>) -> Result<(), ToolError> {
-        if self.db.is_some() {
-            out.buf.push(b'}');
-        }
-        if !self.expires.is_empty() {
-            if self.db.is_some() {
-                out.buf.extend_from_slice(b",\n");
-            }
-            out.buf.extend_from_slice(b"{\"expires\":{");
-            for (i, (db, keys)) in self.expires.iter().enumerate() {
-                if i > 0 {
-                    out.buf.push(b',');
-                }
-                jsonw::string(&mut out.buf, &db.to_string());
-                out.buf.extend_from_slice(b":{");
-                for (j, (k, ms)) in keys.iter().enumerate() {
-                    if j > 0 {
-                        out.buf.push(b',');
-                    }
-                    name(&mut out.buf, k);
-                    out.buf.push(b':');
-                    jsonw::int(&mut out.buf, *ms);
-                }
-                out.buf.push(b'}');
-                out.check()?;
-            }
-            out.buf.extend_from_slice(b"}}");
-        }
-        out.buf.extend_from_slice(b"]\n");
-        Ok(())
+    fn take_expires(&mut self) -> Vec<(u64, Vec<u8>, i64)> {
+        std::mem::take(&mut self.expires)
     }
+}
+
+/// Close the last database object, add the TTL element, close the array.
+pub fn footer(out: &mut Vec<u8>, any_key: bool, expires: &BTreeMap<u64, Vec<(Vec<u8>, i64)>>) {
+    if any_key {
+        out.push(b'}');
+    }
+    if !expires.is_empty() {
+        if any_key {
+            out.extend_from_slice(b",\n");
+        }
+        out.extend_from_slice(b"{\"expires\":{");
+        for (i, (db, keys)) in expires.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            jsonw::string(out, &db.to_string());
+            out.extend_from_slice(b":{");
+            for (j, (k, ms)) in keys.iter().enumerate() {
+                if j > 0 {
+                    out.push(b',');
+                }
+                name(out, k);
+                out.push(b':');
+                jsonw::int(out, *ms);
+            }
+            out.push(b'}');
+        }
+        out.extend_from_slice(b"}}");
+    }
+    out.extend_from_slice(b"]\n");
 }

@@ -5,9 +5,12 @@ mod jsonl;
 mod resp;
 
 use ferrokv::format::rdb::{KeyRecord, LogicalType, RdbError, RdbReader, Record};
+use std::collections::BTreeMap;
+
 use ferrokv::format::Elem;
 
 use crate::out::{Out, ToolError};
+use crate::pipeline::{Batch, Pipeline};
 use crate::progress::Progress;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,11 +65,9 @@ impl Filter {
     }
 }
 
-/// What a writer does with each kind of record.
+/// What a writer does with each kind of record. One writer is made per batch, knowing
+/// the database of the key before the batch, so batches can be formatted in parallel.
 pub trait Writer {
-    fn begin(&mut self, _out: &mut Out<'_>) -> Result<(), ToolError> {
-        Ok(())
-    }
     fn key(&mut self, out: &mut Out<'_>, k: &KeyRecord<'_>, f: &Filter) -> Result<(), ToolError>;
     fn function(&mut self, _out: &mut Out<'_>, _code: &Elem<'_>) -> Result<(), ToolError> {
         Ok(())
@@ -74,8 +75,17 @@ pub trait Writer {
     fn other(&mut self, _out: &mut Out<'_>, _r: &Record<'_>) -> Result<(), ToolError> {
         Ok(())
     }
-    fn end(&mut self, _out: &mut Out<'_>) -> Result<(), ToolError> {
-        Ok(())
+    /// Key TTLs the format writes at the end (json), as (db, key, ms).
+    fn take_expires(&mut self) -> Vec<(u64, Vec<u8>, i64)> {
+        Vec::new()
+    }
+}
+
+fn writer(format: Format, prev_db: Option<u64>) -> Box<dyn Writer> {
+    match format {
+        Format::Jsonl => Box::new(jsonl::Jsonl),
+        Format::Json => Box::new(json::Json::after(prev_db)),
+        Format::Resp => Box::new(resp::Resp::after(prev_db)),
     }
 }
 
@@ -84,42 +94,116 @@ pub trait Writer {
 pub struct DumpStats {
     pub keys_written: u64,
     pub keys_skipped: u64,
-    pub skipped_modules: u64,
 }
 
+/// One batch's output.
+struct Formatted {
+    bytes: Vec<u8>,
+    expires: Vec<(u64, Vec<u8>, i64)>,
+    written: u64,
+    skipped: u64,
+}
+
+fn write_record(
+    w: &mut dyn Writer,
+    out: &mut Out<'_>,
+    rec: &Record<'_>,
+    filter: &Filter,
+    stats: &mut DumpStats,
+) -> Result<(), ToolError> {
+    match rec {
+        Record::Key(k) => {
+            if filter.wants(k) {
+                w.key(out, k, filter)?;
+                stats.keys_written += 1;
+            } else {
+                stats.keys_skipped += 1;
+            }
+        }
+        Record::Function { code } if !filter.keys_only() => w.function(out, code)?,
+        Record::FunctionPreGa { code, .. } if !filter.keys_only() => w.function(out, code)?,
+        other if !filter.keys_only() => w.other(out, other)?,
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Dump with the default pipeline (every core).
 pub fn run(data: &[u8], format: Format, filter: &Filter, out: &mut Out<'_>) -> Result<DumpStats, ToolError> {
-    let mut w: Box<dyn Writer> = match format {
-        Format::Jsonl => Box::new(jsonl::Jsonl),
-        Format::Json => Box::new(json::Json::default()),
-        Format::Resp => Box::new(resp::Resp::default()),
-    };
-    let mut stats = DumpStats::default();
+    run_with(data, format, filter, out, &Pipeline::default(), &|_| {})
+}
+
+/// Dump `data`; `release(offset)` is told when everything before `offset` is written.
+pub fn run_with(
+    data: &[u8],
+    format: Format,
+    filter: &Filter,
+    out: &mut Out<'_>,
+    pipeline: &Pipeline,
+    release: &dyn Fn(usize),
+) -> Result<DumpStats, ToolError> {
     let reader = RdbReader::new(data)?;
     let mut progress = Progress::new(data.len() as u64);
-    w.begin(out)?;
-    for rec in reader {
-        let rec = rec?;
-        match &rec {
-            Record::Key(k) => {
-                progress.set(k.end as u64);
-                if filter.wants(k) {
-                    w.key(out, k, filter)?;
-                    stats.keys_written += 1;
-                } else {
-                    stats.keys_skipped += 1;
-                }
-            }
-            Record::Function { code } if !filter.keys_only() => w.function(out, code)?,
-            Record::FunctionPreGa { code, .. } if !filter.keys_only() => w.function(out, code)?,
-            other if !filter.keys_only() => w.other(out, other)?,
-            _ => {}
-        }
-        out.check()?;
+    let mut stats = DumpStats::default();
+    let mut expires: BTreeMap<u64, Vec<(Vec<u8>, i64)>> = BTreeMap::new();
+    let any_key;
+    if format == Format::Json {
+        out.buf.push(b'[');
     }
-    w.end(out)?;
+    let result = {
+        let stats_cell = std::cell::RefCell::new(&mut stats);
+        let out_cell = std::cell::RefCell::new(&mut *out);
+        let exp_cell = std::cell::RefCell::new(&mut expires);
+        let any_cell = std::cell::Cell::new(false);
+        let work = |batch: &Batch<'_>| -> Result<Formatted, ToolError> {
+            let mut w = writer(format, batch.prev_db);
+            let mut o = Out::memory();
+            let mut st = DumpStats::default();
+            for rec in &batch.records {
+                write_record(w.as_mut(), &mut o, rec, filter, &mut st)?;
+            }
+            Ok(Formatted {
+                bytes: o.buf,
+                expires: w.take_expires(),
+                written: st.keys_written,
+                skipped: st.keys_skipped,
+            })
+        };
+        let sink = |f: Formatted| -> Result<(), ToolError> {
+            out_cell.borrow_mut().write_all(&f.bytes)?;
+            let mut st = stats_cell.borrow_mut();
+            st.keys_written += f.written;
+            st.keys_skipped += f.skipped;
+            any_cell.set(any_cell.get() || f.written > 0);
+            let mut ex = exp_cell.borrow_mut();
+            for (db, k, ms) in f.expires {
+                ex.entry(db).or_default().push((k, ms));
+            }
+            Ok(())
+        };
+        let inline = |rec: &Record<'_>, prev_db: Option<u64>| -> Result<(), ToolError> {
+            let mut w = writer(format, prev_db);
+            let mut o = out_cell.borrow_mut();
+            let mut st = stats_cell.borrow_mut();
+            let before = st.keys_written;
+            write_record(w.as_mut(), &mut o, rec, filter, &mut st)?;
+            any_cell.set(any_cell.get() || st.keys_written > before);
+            let mut ex = exp_cell.borrow_mut();
+            for (db, k, ms) in w.take_expires() {
+                ex.entry(db).or_default().push((k, ms));
+            }
+            Ok(())
+        };
+        let r = pipeline.run(reader, work, sink, inline, release, |p| progress.set(p as u64));
+        any_key = any_cell.get();
+        r
+    };
+    if format == Format::Json && result.is_ok() {
+        json::footer(&mut out.buf, any_key, &expires);
+    }
     out.finish()?;
     progress.finish();
-    Ok(stats)
+    result.map(|()| stats)
 }
 
 /// Wrap an element-level error with its key's context.

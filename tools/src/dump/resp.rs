@@ -10,9 +10,15 @@ use crate::out::{Out, ToolError};
 
 const ITEMS_PER_CMD: usize = 64;
 
-#[derive(Default)]
 pub struct Resp {
     db: Option<u64>,
+}
+
+impl Resp {
+    /// A writer continuing after a key in `prev_db`.
+    pub fn after(prev_db: Option<u64>) -> Self {
+        Resp { db: prev_db }
+    }
 }
 
 /// Write one command.

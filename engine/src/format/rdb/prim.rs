@@ -22,6 +22,12 @@ pub enum Len {
 }
 
 pub fn rdb_len(input: Input<'_>) -> PResult<'_, Len> {
+    // Fast path: the 1-byte form is by far the most common.
+    if let Some(&b) = input.bytes().first() {
+        if b < 0x40 {
+            return Ok((nom::Input::take_from(&input, 1), Len::Len(u64::from(b))));
+        }
+    }
     let (rest, b) = u8_(input)?;
     match b >> 6 {
         0 => Ok((rest, Len::Len(u64::from(b & 0x3F)))),
@@ -93,6 +99,16 @@ impl<'a> RStr<'a> {
         }
     }
 
+    /// Check that the string decodes, without materialising it (LZF is validated in place).
+    pub fn validate(&self) -> Result<(), FormatError> {
+        match *self {
+            RStr::Raw(_) | RStr::Int(_) => Ok(()),
+            RStr::Lzf { data, len, at } => {
+                lzf::validate(data.bytes(), len).map_err(|e| FormatError::new(at, e.to_string()))
+            }
+        }
+    }
+
     /// Length in bytes once decoded.
     pub fn len(&self) -> usize {
         match *self {
@@ -117,6 +133,15 @@ impl<'a> RStr<'a> {
 }
 
 pub fn rdb_str(input: Input<'_>) -> PResult<'_, RStr<'_>> {
+    // Fast path: a short raw string (1-byte length) that is all there.
+    let bytes = input.bytes();
+    if let Some(&b) = bytes.first() {
+        let n = b as usize;
+        if b < 0x40 && n < bytes.len() {
+            let body = Input::at(&bytes[1..=n], input.offset() + 1);
+            return Ok((nom::Input::take_from(&input, n + 1), RStr::Raw(body)));
+        }
+    }
     let (rest, len) = rdb_len(input)?;
     match len {
         Len::Len(n) => {

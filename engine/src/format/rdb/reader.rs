@@ -181,7 +181,14 @@ pub struct RdbReader<'a> {
     db: u64,
     done: bool,
     opts: ReadOptions,
+    /// Running CRC over `file[..crc_pos]`, advanced as records are read so every byte is
+    /// hashed while it is still in cache and the whole file is never touched twice.
+    crc: crc::Crc64,
+    crc_pos: usize,
 }
+
+/// Feed the checksum in steps of this many bytes.
+const CRC_STEP: usize = 1 << 20;
 
 impl<'a> RdbReader<'a> {
     /// Check the magic and position at the first record. `data` may start at a non-zero
@@ -192,7 +199,16 @@ impl<'a> RdbReader<'a> {
 
     pub fn with_options(data: &'a [u8], opts: ReadOptions) -> Result<Self, RdbError> {
         let dialect = Dialect::from_magic(data).map_err(|w| RdbError::at(0, w))?;
-        Ok(RdbReader { file: data, rest: Input::at(&data[9..], 9), dialect, db: 0, done: false, opts })
+        Ok(RdbReader {
+            file: data,
+            rest: Input::at(&data[9..], 9),
+            dialect,
+            db: 0,
+            done: false,
+            opts,
+            crc: crc::Crc64::new(),
+            crc_pos: 0,
+        })
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -318,8 +334,9 @@ impl<'a> RdbReader<'a> {
                     let c = if stored == 0 {
                         Checksum::Disabled
                     } else if self.opts.check_crc {
-                        let covered = &self.file[..eof_at + 1];
-                        let computed = crc::crc64(covered);
+                        self.crc.update(&self.file[self.crc_pos..eof_at + 1]);
+                        self.crc_pos = eof_at + 1;
+                        let computed = self.crc.finish();
                         if computed != stored {
                             return Err(RdbError::at(
                                 eof_at + 1,
@@ -425,6 +442,11 @@ impl<'a> Iterator for RdbReader<'a> {
         let r = self.read();
         if r.is_err() {
             self.done = true;
+        }
+        let pos = self.rest.offset().min(self.file.len());
+        if self.opts.check_crc && !self.done && pos >= self.crc_pos + CRC_STEP {
+            self.crc.update(&self.file[self.crc_pos..pos]);
+            self.crc_pos = pos;
         }
         Some(r)
     }

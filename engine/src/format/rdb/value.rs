@@ -70,11 +70,7 @@ pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
 }
 
 /// Read a count, then `count` items with `item`.
-fn repeat<'a>(
-    input: Input<'a>,
-    what: &str,
-    mut item: impl FnMut(Input<'a>) -> PResult<'a, ()>,
-) -> PResult<'a, ()> {
+fn repeat<'a>(input: Input<'a>, what: &str, mut item: impl FnMut(Input<'a>) -> PResult<'a, ()>) -> PResult<'a, ()> {
     let (mut rest, n) = length(input, what)?;
     for _ in 0..n {
         rest = item(rest)?.0;
