@@ -18,6 +18,9 @@ use ferrokv::format::rdb::{RdbError, Record};
 
 use crate::out::ToolError;
 
+/// The big-key handler: a record and the database of the key before it.
+type Inline<'r, 'a> = dyn FnMut(&Record<'a>, Option<u64>) -> Result<(), ToolError> + 'r;
+
 /// A run of records and the database of the key just before it.
 pub struct Batch<'a> {
     pub records: Vec<Record<'a>>,
@@ -160,7 +163,7 @@ impl Pipeline {
         records: impl Iterator<Item = Result<Record<'a>, RdbError>>,
         work: &dyn Fn(&Batch<'a>) -> Result<R, ToolError>,
         sink: &mut dyn FnMut(R) -> Result<(), ToolError>,
-        inline: &mut dyn FnMut(&Record<'a>, Option<u64>) -> Result<(), ToolError>,
+        inline: &mut Inline<'_, 'a>,
         done: &mut dyn FnMut(usize),
         progress: &mut dyn FnMut(usize),
     ) -> Result<(), ToolError> {

@@ -171,7 +171,10 @@ mod tests {
                 0 => data.extend_from_slice(b"hello hello hello "),
                 1 => data.push((x >> 16) as u8),
                 2 => data.extend(std::iter::repeat_n(b'z', (x % 300) as usize)),
-                _ => data.extend_from_slice(&data[data.len().saturating_sub(40)..].to_vec()),
+                _ => {
+                    let n = data.len();
+                    data.extend_from_within(n.saturating_sub(40)..);
+                }
             }
         }
         let c = ::lzf::compress(&data).unwrap();
