@@ -11,15 +11,12 @@
 //! structural error the main thread found further on.
 
 use std::collections::BTreeMap;
-use std::sync::mpsc::{channel, sync_channel, Receiver};
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 
 use ferrokv::format::rdb::{RdbError, Record};
 
 use crate::out::ToolError;
-
-/// The big-key handler: a record and the database of the key before it.
-type Inline<'r, 'a> = dyn FnMut(&Record<'a>, Option<u64>) -> Result<(), ToolError> + 'r;
 
 /// A run of records and the database of the key just before it.
 pub struct Batch<'a> {
@@ -37,8 +34,103 @@ pub struct Pipeline {
 
 impl Default for Pipeline {
     fn default() -> Self {
-        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        Pipeline { workers: cores.min(8), batch_bytes: 1 << 20, big_key_bytes: 8 << 20 }
+        // FERROKV_THREADS overrides the core count (1 = everything on the main thread).
+        let cores = std::env::var("FERROKV_THREADS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+        Pipeline { workers: cores.min(16), batch_bytes: 1 << 20, big_key_bytes: 8 << 20 }
+    }
+}
+
+type Sink<'s, R> = dyn FnMut(R) -> Result<(), ToolError> + 's;
+type Done<'s> = dyn FnMut(usize) + 's;
+/// The big-key handler: a record and the database of the key before it.
+type Inline<'s, 'a> = dyn FnMut(&Record<'a>, Option<u64>) -> Result<(), ToolError> + 's;
+
+/// Where full batches go: to worker threads, or straight through `work` here.
+trait Dispatch<'a, R> {
+    fn submit(&mut self, batch: Batch<'a>, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError>;
+    /// Hand finished results to the sink without waiting.
+    fn drain_ready(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError>;
+    /// Wait for every submitted batch and hand its result to the sink.
+    fn drain_all(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError>;
+}
+
+/// Everything on the calling thread.
+struct Here<'w, W>(&'w W);
+
+impl<'a, R, W> Dispatch<'a, R> for Here<'_, W>
+where
+    W: Fn(&Batch<'a>) -> Result<R, ToolError>,
+{
+    fn submit(&mut self, batch: Batch<'a>, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
+        sink((self.0)(&batch)?)?;
+        done(batch.end);
+        Ok(())
+    }
+    fn drain_ready(&mut self, _: &mut Sink<'_, R>, _: &mut Done<'_>) -> Result<(), ToolError> {
+        Ok(())
+    }
+    fn drain_all(&mut self, _: &mut Sink<'_, R>, _: &mut Done<'_>) -> Result<(), ToolError> {
+        Ok(())
+    }
+}
+
+/// Worker threads, with results put back in submission order.
+struct Threads<'a, R> {
+    tx: Option<SyncSender<(u64, Batch<'a>)>>,
+    rx: Receiver<(u64, usize, Result<R, ToolError>)>,
+    next: u64,
+    sent: u64,
+    pending: BTreeMap<u64, (usize, Result<R, ToolError>)>,
+}
+
+impl<'a, R> Threads<'a, R> {
+    fn take_in_order(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
+        while let Some((end, r)) = self.pending.remove(&self.next) {
+            self.next += 1;
+            sink(r?)?;
+            done(end);
+        }
+        Ok(())
+    }
+}
+
+fn stopped() -> ToolError {
+    ToolError::Usage("internal: worker threads stopped".into())
+}
+
+impl<'a, R> Dispatch<'a, R> for Threads<'a, R> {
+    fn submit(&mut self, batch: Batch<'a>, _: &mut Sink<'_, R>, _: &mut Done<'_>) -> Result<(), ToolError> {
+        self.tx.as_ref().ok_or_else(stopped)?.send((self.sent, batch)).map_err(|_| stopped())?;
+        self.sent += 1;
+        Ok(())
+    }
+
+    fn drain_ready(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
+        while let Ok((seq, end, r)) = self.rx.try_recv() {
+            self.pending.insert(seq, (end, r));
+        }
+        self.take_in_order(sink, done)
+    }
+
+    fn drain_all(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
+        self.take_in_order(sink, done)?;
+        while self.next < self.sent {
+            let (seq, end, r) = self.rx.recv().map_err(|_| stopped())?;
+            self.pending.insert(seq, (end, r));
+            self.take_in_order(sink, done)?;
+        }
+        Ok(())
+    }
+}
+
+fn key_db(r: &Record<'_>) -> Option<u64> {
+    match r {
+        Record::Key(k) => Some(k.db),
+        _ => None,
     }
 }
 
@@ -50,17 +142,9 @@ fn record_end(r: &Record<'_>) -> Option<usize> {
     }
 }
 
-fn key_db(r: &Record<'_>) -> Option<u64> {
-    match r {
-        Record::Key(k) => Some(k.db),
-        _ => None,
-    }
-}
-
 impl Pipeline {
     /// Run `work` over batches and `sink` over its results in order; `inline` handles big
     /// keys on this thread; `done(offset)` says everything before `offset` is finished.
-    #[allow(clippy::too_many_arguments)]
     pub fn run<'a, R, I, W, S, B, D, P>(
         &self,
         records: I,
@@ -80,7 +164,7 @@ impl Pipeline {
         P: FnMut(usize),
     {
         if self.workers <= 1 {
-            return self.run_here(records, &work, &mut sink, &mut inline, &mut done, &mut progress);
+            return self.drive(records, &mut Here(&work), &mut sink, &mut inline, &mut done, &mut progress);
         }
         std::thread::scope(|scope| {
             let (job_tx, job_rx) = sync_channel::<(u64, Batch<'a>)>(self.workers * 2);
@@ -103,177 +187,76 @@ impl Pipeline {
                 });
             }
             drop(res_tx);
-            let mut ord = Ordered { next: 0, pending: BTreeMap::new(), rx: res_rx, sent: 0 };
-            let result = (|| {
-                let mut batch = Batch { records: Vec::new(), prev_db: None, end: 0 };
-                let mut batch_start = 0usize;
-                let mut last_db: Option<u64> = None;
-                for rec in records {
-                    let rec = match rec {
-                        Ok(r) => r,
-                        Err(e) => {
-                            // Earlier keys may still be in flight: their errors come first.
-                            ord.send_batch(&job_tx, &mut batch, last_db)?;
-                            ord.drain_all(&mut sink, &mut done)?;
-                            return Err(ToolError::Data(e));
-                        }
-                    };
-                    let big = match &rec {
-                        Record::Key(k) => k.value.body.len() >= self.big_key_bytes,
-                        _ => false,
-                    };
-                    if big {
-                        ord.send_batch(&job_tx, &mut batch, last_db)?;
-                        ord.drain_all(&mut sink, &mut done)?;
-                        inline(&rec, last_db)?;
-                        if let Some(end) = record_end(&rec) {
-                            done(end);
-                            progress(end);
-                        }
-                        last_db = key_db(&rec).or(last_db);
-                        batch.prev_db = last_db;
-                        continue;
-                    }
-                    if let Some(end) = record_end(&rec) {
-                        if batch.records.is_empty() {
-                            batch_start = end;
-                        }
-                        batch.end = end;
-                        progress(end);
-                    }
-                    if let Some(db) = key_db(&rec) {
-                        last_db = Some(db);
-                    }
-                    batch.records.push(rec);
-                    if batch.end.saturating_sub(batch_start) >= self.batch_bytes || batch.records.len() >= 65536 {
-                        ord.send_batch(&job_tx, &mut batch, last_db)?;
-                        ord.drain_ready(&mut sink, &mut done)?;
-                    }
-                }
-                ord.send_batch(&job_tx, &mut batch, last_db)?;
-                ord.drain_all(&mut sink, &mut done)
-            })();
-            drop(job_tx);
+            let mut threads = Threads { tx: Some(job_tx), rx: res_rx, next: 0, sent: 0, pending: BTreeMap::new() };
+            let result = self.drive(records, &mut threads, &mut sink, &mut inline, &mut done, &mut progress);
+            // Closing the job channel ends the workers; the scope joins them.
+            threads.tx = None;
             result
         })
     }
 
-    fn run_here<'a, R>(
+    fn drive<'a, R>(
         &self,
         records: impl Iterator<Item = Result<Record<'a>, RdbError>>,
-        work: &dyn Fn(&Batch<'a>) -> Result<R, ToolError>,
-        sink: &mut dyn FnMut(R) -> Result<(), ToolError>,
+        dispatch: &mut dyn Dispatch<'a, R>,
+        sink: &mut Sink<'_, R>,
         inline: &mut Inline<'_, 'a>,
-        done: &mut dyn FnMut(usize),
+        done: &mut Done<'_>,
         progress: &mut dyn FnMut(usize),
     ) -> Result<(), ToolError> {
-        let mut last_db = None;
+        let mut last_db: Option<u64> = None;
         let mut batch = Batch { records: Vec::new(), prev_db: None, end: 0 };
-        let mut start = 0;
+        let mut batch_start = 0usize;
+        // Submit the batch being built (if any); the next one follows `last_db`.
+        let flush = |batch: &mut Batch<'a>,
+                     last_db,
+                     dispatch: &mut dyn Dispatch<'a, R>,
+                     sink: &mut Sink<'_, R>,
+                     done: &mut Done<'_>| {
+            let full = std::mem::replace(batch, Batch { records: Vec::new(), prev_db: last_db, end: 0 });
+            if full.records.is_empty() {
+                return Ok(());
+            }
+            dispatch.submit(full, sink, done)
+        };
         for rec in records {
-            let rec = rec?;
+            let rec = match rec {
+                Ok(r) => r,
+                Err(e) => {
+                    // Earlier keys may still be in flight: their errors come first.
+                    flush(&mut batch, last_db, dispatch, sink, done)?;
+                    dispatch.drain_all(sink, done)?;
+                    return Err(ToolError::Data(e));
+                }
+            };
             if let Some(end) = record_end(&rec) {
                 progress(end);
             }
-            let big = matches!(&rec, Record::Key(k) if k.value.body.len() >= self.big_key_bytes);
-            if big {
-                if !batch.records.is_empty() {
-                    sink(work(&batch)?)?;
-                    done(batch.end);
-                    batch = Batch { records: Vec::new(), prev_db: last_db, end: 0 };
-                }
+            if matches!(&rec, Record::Key(k) if k.value.body.len() >= self.big_key_bytes) {
+                flush(&mut batch, last_db, dispatch, sink, done)?;
+                dispatch.drain_all(sink, done)?;
                 inline(&rec, last_db)?;
+                if let Some(end) = record_end(&rec) {
+                    done(end);
+                }
                 last_db = key_db(&rec).or(last_db);
                 batch.prev_db = last_db;
                 continue;
             }
             if let Some(end) = record_end(&rec) {
                 if batch.records.is_empty() {
-                    start = end;
+                    batch_start = end;
                 }
                 batch.end = end;
             }
             last_db = key_db(&rec).or(last_db);
             batch.records.push(rec);
-            if batch.end.saturating_sub(start) >= self.batch_bytes {
-                sink(work(&batch)?)?;
-                done(batch.end);
-                batch = Batch { records: Vec::new(), prev_db: last_db, end: 0 };
+            if batch.end.saturating_sub(batch_start) >= self.batch_bytes || batch.records.len() >= 65536 {
+                flush(&mut batch, last_db, dispatch, sink, done)?;
+                dispatch.drain_ready(sink, done)?;
             }
         }
-        if !batch.records.is_empty() {
-            sink(work(&batch)?)?;
-            done(batch.end);
-        }
-        Ok(())
-    }
-}
-
-/// Results put back in submission order.
-struct Ordered<R> {
-    next: u64,
-    sent: u64,
-    pending: BTreeMap<u64, (usize, Result<R, ToolError>)>,
-    rx: Receiver<(u64, usize, Result<R, ToolError>)>,
-}
-
-impl<R> Ordered<R> {
-    fn send_batch<'a>(
-        &mut self,
-        tx: &std::sync::mpsc::SyncSender<(u64, Batch<'a>)>,
-        batch: &mut Batch<'a>,
-        last_db: Option<u64>,
-    ) -> Result<(), ToolError> {
-        if batch.records.is_empty() {
-            batch.prev_db = last_db;
-            return Ok(());
-        }
-        let next_prev = last_db;
-        let full = std::mem::replace(batch, Batch { records: Vec::new(), prev_db: next_prev, end: 0 });
-        tx.send((self.sent, full)).map_err(|_| ToolError::Usage("internal: worker threads stopped".into()))?;
-        self.sent += 1;
-        Ok(())
-    }
-
-    fn take_in_order(
-        &mut self,
-        sink: &mut dyn FnMut(R) -> Result<(), ToolError>,
-        done: &mut dyn FnMut(usize),
-    ) -> Result<(), ToolError> {
-        while let Some((end, r)) = self.pending.remove(&self.next) {
-            self.next += 1;
-            sink(r?)?;
-            done(end);
-        }
-        Ok(())
-    }
-
-    fn drain_ready(
-        &mut self,
-        sink: &mut dyn FnMut(R) -> Result<(), ToolError>,
-        done: &mut dyn FnMut(usize),
-    ) -> Result<(), ToolError> {
-        while let Ok((seq, end, r)) = self.rx.try_recv() {
-            self.pending.insert(seq, (end, r));
-        }
-        self.take_in_order(sink, done)
-    }
-
-    fn drain_all(
-        &mut self,
-        sink: &mut dyn FnMut(R) -> Result<(), ToolError>,
-        done: &mut dyn FnMut(usize),
-    ) -> Result<(), ToolError> {
-        self.take_in_order(sink, done)?;
-        while self.next < self.sent {
-            match self.rx.recv() {
-                Ok((seq, end, r)) => {
-                    self.pending.insert(seq, (end, r));
-                    self.take_in_order(sink, done)?;
-                }
-                Err(_) => return Err(ToolError::Usage("internal: worker threads stopped".into())),
-            }
-        }
-        Ok(())
+        flush(&mut batch, last_db, dispatch, sink, done)?;
+        dispatch.drain_all(sink, done)
     }
 }

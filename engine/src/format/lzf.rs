@@ -38,66 +38,63 @@ pub fn decompress(data: &[u8], original_len: usize) -> Result<Vec<u8>, LzfError>
     Ok(out)
 }
 
-/// Check that `data` is a well-formed LZF stream producing exactly `original_len` bytes,
-/// without producing them: every literal and back-reference is bounds-checked exactly as
-/// `decompress_into` would, but nothing is written. Used by verify on string values.
-pub fn validate(data: &[u8], original_len: usize) -> Result<(), LzfError> {
-    if data.is_empty() {
-        return Err(LzfError::Empty);
-    }
-    if original_len > data.len().saturating_mul(MAX_EXPANSION) {
-        return Err(LzfError::ImplausibleLength { compressed: data.len(), original: original_len });
-    }
-    let (mut i, mut produced) = (0usize, 0usize);
-    while i < data.len() {
-        let ctrl = data[i] as usize;
-        i += 1;
-        let len = if ctrl < 32 {
-            let run = ctrl + 1;
-            if i + run > data.len() {
-                return Err(LzfError::Corrupt);
-            }
-            i += run;
-            run
-        } else {
-            let mut len = ctrl >> 5;
-            if len == 7 {
-                let Some(&extra) = data.get(i) else { return Err(LzfError::Corrupt) };
-                len += extra as usize;
-                i += 1;
-            }
-            let Some(&low) = data.get(i) else { return Err(LzfError::Corrupt) };
-            i += 1;
-            if ((ctrl & 0x1F) << 8) + low as usize + 1 > produced {
-                return Err(LzfError::Corrupt);
-            }
-            len + 2
-        };
-        produced += len;
-        if produced > original_len {
-            return Err(LzfError::WrongLength { expected: original_len });
-        }
-    }
-    if produced != original_len {
-        return Err(LzfError::WrongLength { expected: original_len });
-    }
-    Ok(())
+/// Where a decoded LZF stream goes: into a buffer, or only counted.
+trait Sink {
+    fn len(&self) -> usize;
+    fn literal(&mut self, bytes: &[u8]);
+    /// Copy `len` bytes starting `back` bytes before the end (`back <= self.len()`).
+    fn back_ref(&mut self, back: usize, len: usize);
 }
 
-/// Decompress into `out` (cleared first), so callers can reuse one buffer.
-///
-/// Written here rather than calling the `lzf` crate because bulk copies for literal runs
-/// and non-overlapping back-references make it several times faster on RDB data
-/// (`benches/lzf.rs`); the tests check both give the same bytes.
-pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> Result<(), LzfError> {
-    out.clear();
+/// Counts bytes without producing them: validation only.
+struct Count(usize);
+
+impl Sink for Count {
+    fn len(&self) -> usize {
+        self.0
+    }
+    fn literal(&mut self, bytes: &[u8]) {
+        self.0 += bytes.len();
+    }
+    fn back_ref(&mut self, _: usize, len: usize) {
+        self.0 += len;
+    }
+}
+
+impl Sink for Vec<u8> {
+    fn len(&self) -> usize {
+        Vec::len(self)
+    }
+    fn literal(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+    fn back_ref(&mut self, back: usize, len: usize) {
+        let from = Vec::len(self) - back;
+        if back >= len {
+            self.extend_from_within(from..from + len);
+            return;
+        }
+        // Overlapping: the run repeats with period `back`. Copy whole periods from
+        // `from`; each copy doubles what is available, and every shift is a multiple of
+        // the period, so this equals the byte-by-byte copy.
+        let mut remaining = len;
+        while remaining > 0 {
+            let n = remaining.min(Vec::len(self) - from);
+            self.extend_from_within(from..from + n);
+            remaining -= n;
+        }
+    }
+}
+
+/// Walk an LZF stream into `out`, checking every bound on the way.
+fn run<S: Sink>(data: &[u8], original_len: usize, out: &mut S) -> Result<(), LzfError> {
     if data.is_empty() {
         return Err(LzfError::Empty);
     }
     if original_len > data.len().saturating_mul(MAX_EXPANSION) {
         return Err(LzfError::ImplausibleLength { compressed: data.len(), original: original_len });
     }
-    out.reserve(original_len);
+    let too_long = LzfError::WrongLength { expected: original_len };
     let mut i = 0;
     while i < data.len() {
         let ctrl = data[i] as usize;
@@ -106,9 +103,9 @@ pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> R
             let run = ctrl + 1;
             let Some(lit) = data.get(i..i + run) else { return Err(LzfError::Corrupt) };
             if out.len() + run > original_len {
-                return Err(LzfError::WrongLength { expected: original_len });
+                return Err(too_long);
             }
-            out.extend_from_slice(lit);
+            out.literal(lit);
             i += run;
         } else {
             let mut len = ctrl >> 5;
@@ -125,24 +122,34 @@ pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> R
                 return Err(LzfError::Corrupt);
             }
             if out.len() + len > original_len {
-                return Err(LzfError::WrongLength { expected: original_len });
+                return Err(too_long);
             }
-            let from = out.len() - back;
-            if back >= len {
-                out.extend_from_within(from..from + len);
-            } else {
-                // Overlapping: the copy reads bytes it has just written.
-                for k in 0..len {
-                    let b = out[from + k];
-                    out.push(b);
-                }
-            }
+            out.back_ref(back, len);
         }
     }
     if out.len() != original_len {
-        return Err(LzfError::WrongLength { expected: original_len });
+        return Err(too_long);
     }
     Ok(())
+}
+
+/// Check that `data` is a well-formed LZF stream producing exactly `original_len` bytes,
+/// without producing them (every bound is checked as in decompression). Used by verify.
+pub fn validate(data: &[u8], original_len: usize) -> Result<(), LzfError> {
+    run(data, original_len, &mut Count(0))
+}
+
+/// Decompress into `out` (cleared first), so callers can reuse one buffer.
+///
+/// Written here rather than calling the `lzf` crate: it reuses the caller's buffer (no
+/// allocation and zero-fill per string) and copies literal runs and back-references in
+/// blocks; `benches/codecs.rs` compares both, and the tests check they give the same bytes.
+pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> Result<(), LzfError> {
+    out.clear();
+    if original_len <= data.len().saturating_mul(MAX_EXPANSION) {
+        out.reserve(original_len);
+    }
+    run(data, original_len, out)
 }
 
 #[cfg(test)]
