@@ -6,6 +6,7 @@ need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-check-rdb >/dev/null 2>&1 || need+=(redis-tools)
+[ -x /usr/bin/time ] || need+=(time)          # peak RSS in make bench
 if [ ${#need[@]} -gt 0 ]; then
     SUDO=""
     [ "$(id -u)" -ne 0 ] && SUDO="sudo"
