@@ -13,6 +13,7 @@
 //! ```
 
 pub mod format;
+pub mod logical;
 pub mod source;
 
 pub use source::Source;

@@ -1,8 +1,11 @@
 //! ferrokv-tools: the library behind `rdbtool`. Binaries stay thin; everything testable
 //! lives here.
 
+pub mod convert;
+pub mod diff;
 pub mod dump;
 pub mod glob;
+pub mod jsonl_read;
 pub mod jsonw;
 pub mod out;
 pub mod pipeline;

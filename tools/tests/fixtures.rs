@@ -3,11 +3,7 @@
 
 mod common;
 
-use std::io::Write;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use common::{compare_with_truth, fixtures_dir};
 use ferrokv::format::rdb::{RdbReader, Record};
@@ -138,71 +134,7 @@ fn json_format_is_the_rdb_tools_layout() {
 
 // ---- real redis-server: the resp dump rebuilds the same dataset ----
 
-struct Server {
-    child: Child,
-    port: u16,
-    _dir: TempDir,
-}
-
-struct TempDir(PathBuf);
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
-}
-
-fn cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
-        .args(["-p", &port.to_string()])
-        .args(args)
-        .output()
-        .expect("redis-cli is installed (make deps)");
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn start_server() -> Server {
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("ferrokv-test-{}-{port}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("tmp dir");
-    let child = Command::new("redis-server")
-        .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-        .args(["--enable-debug-command", "yes", "--dir"])
-        .arg(&dir)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("redis-server is installed (make deps)");
-    let start = Instant::now();
-    while cli(port, &["PING"]) != "PONG" {
-        assert!(start.elapsed() < Duration::from_secs(10), "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Server { child, port, _dir: TempDir(dir) }
-}
-
-fn pipe_into(port: u16, resp: &[u8]) {
-    let mut child = Command::new("redis-cli")
-        .args(["-p", &port.to_string(), "--pipe"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("redis-cli");
-    child.stdin.take().expect("stdin").write_all(resp).expect("write");
-    let out = child.wait_with_output().expect("redis-cli --pipe");
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("errors: 0"), "redis-cli --pipe reported errors: {text}");
-}
+use common::redis::{cli, pipe_into, start_server};
 
 fn digest_after_resp_restore(path: &Path) -> String {
     let data = std::fs::read(path).expect("read");

@@ -121,6 +121,19 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
     Some(v)
 }
 
+/// A builder of a flat container (listpack or ziplist): the encoder picks one per target
+/// and fills it the same way.
+pub trait FlatWriter: Default {
+    /// Append an element (canonical integers become integer entries).
+    fn push(&mut self, b: &[u8]);
+    /// Bytes so far, without the terminator.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool;
+    /// Roughly what pushing `b` would add, for node-size limits.
+    fn entry_size(b: &[u8]) -> usize;
+    fn finish(self) -> Vec<u8>;
+}
+
 /// The bytes of an encoded container (listpack, ziplist, intset, zipmap).
 ///
 /// Borrowed blobs come straight from the mapped file; owned ones were LZF-decompressed,

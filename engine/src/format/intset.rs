@@ -81,6 +81,23 @@ impl Iterator for IntsetIter<'_> {
     }
 }
 
+/// Encode sorted, unique members with the smallest width that holds them all.
+pub fn encode_intset(sorted: &[i64]) -> Vec<u8> {
+    let width: usize = if sorted.iter().all(|v| i16::try_from(*v).is_ok()) {
+        2
+    } else if sorted.iter().all(|v| i32::try_from(*v).is_ok()) {
+        4
+    } else {
+        8
+    };
+    let mut out = (width as u32).to_le_bytes().to_vec();
+    out.extend_from_slice(&(sorted.len() as u32).to_le_bytes());
+    for v in sorted {
+        out.extend_from_slice(&v.to_le_bytes()[..width]);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,6 +125,16 @@ mod tests {
             let d = set16(vals);
             let r: Result<Vec<i64>, _> = IntsetIter::new(Blob::Borrowed { data: &d, offset: 10 }).unwrap().collect();
             assert_eq!(r.unwrap_err().offset, 10 + 10);
+        }
+    }
+
+    #[test]
+    fn encoder_round_trips_each_width() {
+        for vals in [vec![-5i64, 1, 300], vec![-70000, 5], vec![i64::MIN, 0, i64::MAX]] {
+            let d = encode_intset(&vals);
+            let back: Vec<i64> =
+                IntsetIter::new(Blob::Borrowed { data: &d, offset: 0 }).unwrap().collect::<Result<_, _>>().unwrap();
+            assert_eq!(back, vals);
         }
     }
 

@@ -9,7 +9,7 @@
 //! Every entry is checked as it is read: bounds, backlen, and at the end the terminator
 //! position and the declared element count.
 
-use super::blob::{Blob, Elem};
+use super::blob::{Blob, Elem, FlatWriter};
 use super::input::FormatError;
 
 const HEADER: usize = 6;
@@ -158,6 +158,142 @@ impl<'a> Iterator for ListpackIter<'a> {
     }
 }
 
+/// Builds a listpack the way Redis does: canonical integers become integer entries
+/// (`lpStringToInt64`), everything else a string entry of the smallest form.
+pub struct ListpackWriter {
+    buf: Vec<u8>,
+    count: usize,
+}
+
+impl ListpackWriter {
+    pub fn new() -> Self {
+        ListpackWriter { buf: vec![0; HEADER], count: 0 }
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// The encoded size an element would add (entry plus backlen).
+    fn entry_bytes(b: &[u8]) -> usize {
+        let size = match super::blob::parse_canonical_i64(b) {
+            Some(v) => int_size(v),
+            None => str_header(b.len()) + b.len(),
+        };
+        size + backlen_size(size)
+    }
+
+    fn push_elem(&mut self, b: &[u8]) {
+        match super::blob::parse_canonical_i64(b) {
+            Some(v) => self.push_int(v),
+            None => self.push_str(b),
+        }
+    }
+
+    pub fn push_int(&mut self, v: i64) {
+        let start = self.buf.len();
+        if (0..=127).contains(&v) {
+            self.buf.push(v as u8);
+        } else if (-4096..=4095).contains(&v) {
+            let u = (v as u16) & 0x1FFF;
+            self.buf.push(0xC0 | (u >> 8) as u8);
+            self.buf.push((u & 0xFF) as u8);
+        } else if i16::try_from(v).is_ok() {
+            self.buf.push(0xF1);
+            self.buf.extend_from_slice(&(v as i16).to_le_bytes());
+        } else if (-(1 << 23)..(1 << 23)).contains(&v) {
+            self.buf.push(0xF2);
+            self.buf.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+        } else if i32::try_from(v).is_ok() {
+            self.buf.push(0xF3);
+            self.buf.extend_from_slice(&(v as i32).to_le_bytes());
+        } else {
+            self.buf.push(0xF4);
+            self.buf.extend_from_slice(&v.to_le_bytes());
+        }
+        let size = self.buf.len() - start;
+        encode_backlen(size, &mut self.buf);
+        self.count += 1;
+    }
+
+    pub fn push_str(&mut self, b: &[u8]) {
+        let start = self.buf.len();
+        let n = b.len();
+        if n < 64 {
+            self.buf.push(0x80 | n as u8);
+        } else if n < 4096 {
+            self.buf.push(0xE0 | (n >> 8) as u8);
+            self.buf.push((n & 0xFF) as u8);
+        } else {
+            self.buf.push(0xF0);
+            self.buf.extend_from_slice(&(n as u32).to_le_bytes());
+        }
+        self.buf.extend_from_slice(b);
+        let size = self.buf.len() - start;
+        encode_backlen(size, &mut self.buf);
+        self.count += 1;
+    }
+
+    fn finish_bytes(mut self) -> Vec<u8> {
+        self.buf.push(END);
+        let total = self.buf.len() as u32;
+        self.buf[..4].copy_from_slice(&total.to_le_bytes());
+        let n = if self.count < u16::MAX as usize { self.count as u16 } else { u16::MAX };
+        self.buf[4..6].copy_from_slice(&n.to_le_bytes());
+        self.buf
+    }
+}
+
+impl Default for ListpackWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FlatWriter for ListpackWriter {
+    fn push(&mut self, b: &[u8]) {
+        self.push_elem(b)
+    }
+    fn len(&self) -> usize {
+        self.buf.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    fn entry_size(b: &[u8]) -> usize {
+        Self::entry_bytes(b)
+    }
+    fn finish(self) -> Vec<u8> {
+        self.finish_bytes()
+    }
+}
+
+fn int_size(v: i64) -> usize {
+    if (0..=127).contains(&v) {
+        1
+    } else if (-4096..=4095).contains(&v) {
+        2
+    } else if i16::try_from(v).is_ok() {
+        3
+    } else if (-(1 << 23)..(1 << 23)).contains(&v) {
+        4
+    } else if i32::try_from(v).is_ok() {
+        5
+    } else {
+        9
+    }
+}
+
+fn str_header(n: usize) -> usize {
+    if n < 64 {
+        1
+    } else if n < 4096 {
+        2
+    } else {
+        5
+    }
+}
+
 /// How many bytes the backlen of an entry of `size` bytes takes.
 pub fn backlen_size(size: usize) -> usize {
     if size <= 127 {
@@ -263,6 +399,45 @@ mod tests {
         let mut data = lp(&[&[0x05, 0x01]]);
         data[0] = 99;
         assert!(items(&data).is_err());
+    }
+
+    #[test]
+    fn writer_round_trips_every_form() {
+        let vals: Vec<Vec<u8>> = [
+            "0",
+            "127",
+            "128",
+            "-1",
+            "4095",
+            "-4096",
+            "4096",
+            "32767",
+            "-32768",
+            "40000",
+            "8388607",
+            "-8388608",
+            "8388608",
+            "2147483647",
+            "-2147483648",
+            "2147483648",
+            "9223372036854775807",
+            "007",
+            "+1",
+            "-0",
+            "",
+            "x",
+        ]
+        .iter()
+        .map(|s| s.as_bytes().to_vec())
+        .chain([vec![b'a'; 63], vec![b'b'; 64], vec![b'c'; 4095], vec![b'd'; 4096], vec![0xFF; 20000]])
+        .collect();
+        let mut w = ListpackWriter::new();
+        for v in &vals {
+            w.push(v);
+        }
+        let data = w.finish();
+        let back: Vec<Vec<u8>> = items(&data).unwrap().iter().map(|e| e.to_bytes().into_owned()).collect();
+        assert_eq!(back, vals);
     }
 
     #[test]

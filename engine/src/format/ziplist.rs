@@ -8,7 +8,7 @@
 //! String lengths in the encoding are big-endian; integers are little-endian.
 //! The iterator checks prevlen against the previous entry, the tail offset and the count.
 
-use super::blob::{Blob, Elem};
+use super::blob::{Blob, Elem, FlatWriter};
 use super::input::FormatError;
 
 const HEADER: usize = 10;
@@ -179,6 +179,109 @@ impl<'a> Iterator for ZiplistIter<'a> {
     }
 }
 
+/// Builds a ziplist as Redis 6.2 does (zipTryEncoding: strings of up to 31 bytes that
+/// are canonical integers become integer entries of the smallest width).
+pub struct ZiplistWriter {
+    buf: Vec<u8>,
+    count: usize,
+    prev: usize,
+    tail: usize,
+}
+
+impl ZiplistWriter {
+    pub fn new() -> Self {
+        ZiplistWriter { buf: vec![0; HEADER], count: 0, prev: 0, tail: HEADER }
+    }
+
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    fn push_elem(&mut self, b: &[u8]) {
+        let start = self.buf.len();
+        if self.prev < 254 {
+            self.buf.push(self.prev as u8);
+        } else {
+            self.buf.push(254);
+            self.buf.extend_from_slice(&(self.prev as u32).to_le_bytes());
+        }
+        let int = if b.len() <= 31 { super::blob::parse_canonical_i64(b) } else { None };
+        match int {
+            Some(v @ 0..=12) => self.buf.push(0xF1 + v as u8),
+            Some(v) if i8::try_from(v).is_ok() => {
+                self.buf.push(0xFE);
+                self.buf.push(v as i8 as u8);
+            }
+            Some(v) if i16::try_from(v).is_ok() => {
+                self.buf.push(0xC0);
+                self.buf.extend_from_slice(&(v as i16).to_le_bytes());
+            }
+            Some(v) if (-(1 << 23)..(1 << 23)).contains(&v) => {
+                self.buf.push(0xF0);
+                self.buf.extend_from_slice(&(v as i32).to_le_bytes()[..3]);
+            }
+            Some(v) if i32::try_from(v).is_ok() => {
+                self.buf.push(0xD0);
+                self.buf.extend_from_slice(&(v as i32).to_le_bytes());
+            }
+            Some(v) => {
+                self.buf.push(0xE0);
+                self.buf.extend_from_slice(&v.to_le_bytes());
+            }
+            None => {
+                let n = b.len();
+                if n < 64 {
+                    self.buf.push(n as u8);
+                } else if n < 16384 {
+                    self.buf.push(0x40 | (n >> 8) as u8);
+                    self.buf.push((n & 0xFF) as u8);
+                } else {
+                    self.buf.push(0x80);
+                    self.buf.extend_from_slice(&(n as u32).to_be_bytes());
+                }
+                self.buf.extend_from_slice(b);
+            }
+        }
+        self.tail = start;
+        self.prev = self.buf.len() - start;
+        self.count += 1;
+    }
+
+    fn finish_bytes(mut self) -> Vec<u8> {
+        self.buf.push(END);
+        let total = self.buf.len() as u32;
+        self.buf[..4].copy_from_slice(&total.to_le_bytes());
+        self.buf[4..8].copy_from_slice(&(self.tail as u32).to_le_bytes());
+        let n = if self.count < u16::MAX as usize { self.count as u16 } else { u16::MAX };
+        self.buf[8..10].copy_from_slice(&n.to_le_bytes());
+        self.buf
+    }
+}
+
+impl Default for ZiplistWriter {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl FlatWriter for ZiplistWriter {
+    fn push(&mut self, b: &[u8]) {
+        self.push_elem(b)
+    }
+    fn len(&self) -> usize {
+        self.buf.len()
+    }
+    fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+    fn entry_size(b: &[u8]) -> usize {
+        b.len() + 11
+    }
+    fn finish(self) -> Vec<u8> {
+        self.finish_bytes()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,6 +322,25 @@ mod tests {
             .collect::<Result<Vec<_>, _>>()
             .unwrap_err();
         assert_eq!(err.offset, 50 + HEADER + 4);
+    }
+
+    #[test]
+    fn writer_round_trips() {
+        let vals: Vec<Vec<u8>> = ["0", "12", "13", "-1", "127", "-129", "40000", "8388608", "2147483648", "x", "007"]
+            .iter()
+            .map(|s| s.as_bytes().to_vec())
+            .chain([vec![b'a'; 300], vec![b'b'; 20000], vec![]])
+            .collect();
+        let mut w = ZiplistWriter::new();
+        for v in &vals {
+            w.push(v);
+        }
+        let data = w.finish();
+        let back: Vec<Vec<u8>> = ZiplistIter::new(Blob::Borrowed { data: &data, offset: 0 })
+            .unwrap()
+            .map(|e| e.unwrap().to_bytes().into_owned())
+            .collect();
+        assert_eq!(back, vals);
     }
 
     #[test]

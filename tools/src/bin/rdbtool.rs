@@ -66,6 +66,10 @@ enum Cmd {
         #[arg(long)]
         now: Option<i64>,
     },
+    /// Re-encode an RDB (or a jsonl dump) for a target version, or as jsonl/json/resp/aof.
+    Convert(ferrokv_tools::convert::ConvertArgs),
+    /// Compare two datasets by value, whatever their encodings; exit 0 same, 1 different, 2 error.
+    Diff(ferrokv_tools::diff::DiffArgs),
     /// Header, aux fields and key counts, without decoding values.
     Info {
         file: PathBuf,
@@ -143,6 +147,22 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
                     Err((name, ToolError::Data(e)))
                 }
             }
+        }
+        Cmd::Convert(args) => {
+            let name = args.input.display().to_string();
+            ferrokv_tools::convert::run_cli(args).map_err(|e| match e {
+                // A corrupt input is an error for convert (exit 2), as for diff.
+                ToolError::Data(d) => (name.clone(), ToolError::Usage(format!("{name}: {d}"))),
+                other => (name, other),
+            })
+        }
+        Cmd::Diff(args) => {
+            let name = format!("{} {}", args.a.display(), args.b.display());
+            // diff's contract: 1 means "different", so every error exits 2.
+            ferrokv_tools::diff::run_cli(args).map_err(|e| match e {
+                ToolError::Data(d) => (name, ToolError::Usage(d.to_string())),
+                other => (name, other),
+            })
         }
         Cmd::Info { file, json } => {
             let name = file.display().to_string();

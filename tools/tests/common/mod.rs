@@ -2,6 +2,8 @@
 //! (`expected.jsonl`: see ../shared/corpus/README.md and fixtures/README.md).
 #![allow(dead_code)]
 
+pub mod redis;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

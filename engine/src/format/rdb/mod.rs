@@ -1,5 +1,6 @@
 //! RDB: the snapshot format (Redis RDB 1-13, Valkey 80), decoded as a stream of records.
 
+mod encode;
 mod module;
 mod prim;
 mod reader;
@@ -7,6 +8,9 @@ mod stream;
 mod types;
 mod value;
 
+pub use encode::{
+    dump_payload, put_len, put_str, read_dump_payload, score_text, Encoder, Limits, Loss, RdbWriter, Target,
+};
 pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
 pub use prim::{parse_double, RStr};
 pub use reader::{escape_key, Checksum, KeyRecord, RdbError, RdbReader, ReadOptions, Record};

@@ -1,0 +1,736 @@
+//! The RDB encoder: logical values in, the bytes a given Redis (or Valkey) version would
+//! write out, choosing encodings the way that version does with its default thresholds.
+//!
+//! What a target cannot hold (field TTLs before 7.4, functions before 7.0, stream fields
+//! newer than the target, ...) is converted where a faithful form exists and otherwise
+//! dropped and reported as a `Loss`.
+
+use std::fmt;
+use std::io::{self, Write};
+
+use crate::format::blob::{parse_canonical_i64, FlatWriter};
+use crate::format::crc::{crc64, Crc64};
+use crate::format::intset::encode_intset;
+use crate::format::listpack::ListpackWriter;
+use crate::format::ziplist::ZiplistWriter;
+use crate::logical::{Field, Logical, StreamValue};
+
+use super::stream::StreamId;
+use super::types::{Dialect, Family};
+
+/// A version to write for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Target {
+    Redis62,
+    Redis70,
+    Redis72,
+    Redis74,
+    Valkey9,
+}
+
+impl Target {
+    pub const ALL: [Target; 5] = [Target::Redis62, Target::Redis70, Target::Redis72, Target::Redis74, Target::Valkey9];
+
+    pub fn parse(s: &str) -> Option<Target> {
+        Some(match s {
+            "redis-6.2" => Target::Redis62,
+            "redis-7.0" => Target::Redis70,
+            "redis-7.2" => Target::Redis72,
+            "redis-7.4" => Target::Redis74,
+            "valkey-9" => Target::Valkey9,
+            _ => return None,
+        })
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Redis62 => "redis-6.2",
+            Target::Redis70 => "redis-7.0",
+            Target::Redis72 => "redis-7.2",
+            Target::Redis74 => "redis-7.4",
+            Target::Valkey9 => "valkey-9",
+        }
+    }
+
+    pub fn version(self) -> u32 {
+        match self {
+            Target::Redis62 => 9,
+            Target::Redis70 => 10,
+            Target::Redis72 => 11,
+            Target::Redis74 => 12,
+            Target::Valkey9 => 80,
+        }
+    }
+
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Target::Valkey9 => Dialect { family: Family::Valkey, version: 80 },
+            t => Dialect::redis(t.version()),
+        }
+    }
+
+    /// The server version written in the `redis-ver` / `valkey-ver` aux field.
+    pub fn server_version(self) -> &'static str {
+        match self {
+            Target::Redis62 => "6.2.16",
+            Target::Redis70 => "7.0.15",
+            Target::Redis72 => "7.2.7",
+            Target::Redis74 => "7.4.1",
+            Target::Valkey9 => "9.0.0",
+        }
+    }
+
+    /// The target in the stream layout generation it writes (1 = type 15, 2 = 19, 3 = 21).
+    fn stream_version(self) -> u8 {
+        match self {
+            Target::Redis62 => 1,
+            Target::Redis70 => 2,
+            _ => 3,
+        }
+    }
+
+    fn has_listpacks(self) -> bool {
+        self != Target::Redis62
+    }
+
+    fn has_set_listpack(self) -> bool {
+        matches!(self, Target::Redis72 | Target::Redis74 | Target::Valkey9)
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Redis's compiled-in default thresholds (not redis.conf's sample values).
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub hash_entries: usize,
+    pub hash_value: usize,
+    pub zset_entries: usize,
+    pub zset_value: usize,
+    pub intset_entries: usize,
+    pub set_listpack_entries: usize,
+    pub set_listpack_value: usize,
+    /// list-max-listpack-size -2: 8 KiB per node.
+    pub list_node_bytes: usize,
+    pub stream_node_bytes: usize,
+    pub stream_node_entries: usize,
+    pub compression: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            hash_entries: 512,
+            hash_value: 64,
+            zset_entries: 128,
+            zset_value: 64,
+            intset_entries: 512,
+            set_listpack_entries: 128,
+            set_listpack_value: 64,
+            list_node_bytes: 8192,
+            stream_node_bytes: 4096,
+            stream_node_entries: 100,
+            compression: true,
+        }
+    }
+}
+
+/// Something the target could not hold.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Loss {
+    pub what: String,
+}
+
+// ---------------------------------------------------------------- primitives
+
+pub fn put_len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push((n & 0xFF) as u8);
+    } else if n <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// An RDB string as Redis writes it: int-encoded when it is a canonical int32 of at most
+/// 11 characters, LZF when longer than 20 bytes and it saves at least 4, else raw.
+pub fn put_str(out: &mut Vec<u8>, b: &[u8], compress: bool) {
+    if b.len() <= 11 {
+        if let Some(v) = parse_canonical_i64(b) {
+            if let Ok(x) = i8::try_from(v) {
+                out.push(0xC0);
+                out.push(x as u8);
+                return;
+            }
+            if let Ok(x) = i16::try_from(v) {
+                out.push(0xC1);
+                out.extend_from_slice(&x.to_le_bytes());
+                return;
+            }
+            if let Ok(x) = i32::try_from(v) {
+                out.push(0xC2);
+                out.extend_from_slice(&x.to_le_bytes());
+                return;
+            }
+        }
+    }
+    if compress && b.len() > 20 {
+        if let Ok(c) = lzf::compress(b) {
+            if c.len() <= b.len() - 4 {
+                out.push(0xC3);
+                put_len(out, c.len() as u64);
+                put_len(out, b.len() as u64);
+                out.extend_from_slice(&c);
+                return;
+            }
+        }
+    }
+    put_raw_str(out, b);
+}
+
+/// A length-prefixed string that is never int-encoded or compressed.
+fn put_raw_str(out: &mut Vec<u8>, b: &[u8]) {
+    put_len(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// A score as Redis's d2string writes it: integer text when integral, else the shortest
+/// text that reads back to the same double.
+pub fn score_text(f: f64) -> String {
+    if f.is_infinite() {
+        return if f > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if f == 0.0 {
+        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    if f.fract() == 0.0 && f.abs() < 9.2e18 {
+        return format!("{}", f as i64);
+    }
+    format!("{f:?}")
+}
+
+// ---------------------------------------------------------------- values
+
+/// Encodes values for one target.
+pub struct Encoder {
+    pub target: Target,
+    pub limits: Limits,
+}
+
+impl Encoder {
+    pub fn new(target: Target) -> Self {
+        Encoder { target, limits: Limits::default() }
+    }
+
+    fn s(&self, out: &mut Vec<u8>, b: &[u8]) {
+        put_str(out, b, self.limits.compression);
+    }
+
+    /// Append a value's encoding to `out`; returns its type byte.
+    pub fn value(&self, v: &Logical, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
+        match v {
+            Logical::String(s) => {
+                self.s(out, s);
+                0
+            }
+            Logical::List(items) => self.list(items, out),
+            Logical::Set(members) => self.set(members, out),
+            Logical::Zset(members) => self.zset(members, out),
+            Logical::Hash(fields) => self.hash(fields, out, losses),
+            Logical::Stream(s) => self.stream(s, out, losses),
+            Logical::Module(m) => {
+                put_len(out, m.id);
+                out.extend_from_slice(&m.payload);
+                7
+            }
+        }
+    }
+
+    fn list(&self, items: &[Vec<u8>], out: &mut Vec<u8>) -> u8 {
+        // Quicklist nodes of at most list-max-listpack-size bytes: ziplists in a type 14
+        // before 7.0, PACKED listpack containers in a type 18 after.
+        let max = self.limits.list_node_bytes;
+        if !self.target.has_listpacks() {
+            let nodes = pack_nodes::<ZiplistWriter>(items, max);
+            put_len(out, nodes.len() as u64);
+            for n in &nodes {
+                self.s(out, n);
+            }
+            return 14;
+        }
+        let nodes = pack_nodes::<ListpackWriter>(items, max);
+        put_len(out, nodes.len() as u64);
+        for n in &nodes {
+            put_len(out, 2);
+            self.s(out, n);
+        }
+        18
+    }
+
+    /// A flat container of `items` in the target's form (listpack, or ziplist before 7.0).
+    fn flat<'i>(&self, items: impl Iterator<Item = &'i [u8]>) -> Vec<u8> {
+        fn fill<'i, W: FlatWriter>(items: impl Iterator<Item = &'i [u8]>) -> Vec<u8> {
+            let mut w = W::default();
+            for it in items {
+                w.push(it);
+            }
+            w.finish()
+        }
+        if self.target.has_listpacks() {
+            fill::<ListpackWriter>(items)
+        } else {
+            fill::<ZiplistWriter>(items)
+        }
+    }
+
+    fn set(&self, members: &[Vec<u8>], out: &mut Vec<u8>) -> u8 {
+        let l = &self.limits;
+        // An empty set (Redis never writes one; a file may hold one) stays a plain set:
+        // an empty intset is invalid.
+        if !members.is_empty() && members.len() <= l.intset_entries {
+            let ints: Option<Vec<i64>> = members.iter().map(|m| parse_canonical_i64(m)).collect();
+            if let Some(mut ints) = ints {
+                ints.sort_unstable();
+                self.s(out, &encode_intset(&ints));
+                return 11;
+            }
+        }
+        if self.target.has_set_listpack()
+            && members.len() <= l.set_listpack_entries
+            && members.iter().all(|m| m.len() <= l.set_listpack_value)
+        {
+            self.s(out, &self.flat(members.iter().map(Vec::as_slice)));
+            return 20;
+        }
+        put_len(out, members.len() as u64);
+        for m in members {
+            self.s(out, m);
+        }
+        2
+    }
+
+    fn zset(&self, members: &[(Vec<u8>, f64)], out: &mut Vec<u8>) -> u8 {
+        let l = &self.limits;
+        if members.len() <= l.zset_entries && members.iter().all(|(m, _)| m.len() <= l.zset_value) {
+            // Ascending (score, member), member then score.
+            let scores: Vec<String> = members.iter().map(|(_, s)| score_text(*s)).collect();
+            let items = members.iter().zip(&scores).flat_map(|((m, _), s)| [m.as_slice(), s.as_bytes()]);
+            self.s(out, &self.flat(items));
+            return if self.target.has_listpacks() { 17 } else { 12 };
+        }
+        // ZSET_2: highest score first, binary doubles.
+        put_len(out, members.len() as u64);
+        for (m, s) in members.iter().rev() {
+            self.s(out, m);
+            out.extend_from_slice(&s.to_le_bytes());
+        }
+        5
+    }
+
+    fn hash(&self, fields: &[Field], out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
+        let l = &self.limits;
+        let small = fields.len() <= l.hash_entries
+            && fields.iter().all(|f| f.field.len() <= l.hash_value && f.value.len() <= l.hash_value);
+        let ttls = fields.iter().filter(|f| f.expire_ms.is_some()).count();
+        if ttls > 0 {
+            match self.target {
+                Target::Redis74 => return self.hash_hfe(fields, small, out),
+                Target::Valkey9 if !small => return self.hash_valkey(fields, out),
+                Target::Valkey9 => {
+                    // Valkey keeps field TTLs only in the hashtable form.
+                    return self.hash_valkey(fields, out);
+                }
+                t => losses.push(Loss { what: format!("{ttls} hash field TTL(s) dropped: {t} has no field expiry") }),
+            }
+        }
+        if small {
+            self.s(out, &self.flat(fields.iter().flat_map(|f| [f.field.as_slice(), f.value.as_slice()])));
+            return if self.target.has_listpacks() { 16 } else { 13 };
+        }
+        put_len(out, fields.len() as u64);
+        for f in fields {
+            self.s(out, &f.field);
+            self.s(out, &f.value);
+        }
+        4
+    }
+
+    /// Redis 7.4: listpack-ex (25) or hashtable with metadata (24).
+    fn hash_hfe(&self, fields: &[Field], small: bool, out: &mut Vec<u8>) -> u8 {
+        let min = fields.iter().filter_map(|f| f.expire_ms).min().unwrap_or(0);
+        out.extend_from_slice(&(min as u64).to_le_bytes());
+        if small {
+            // Triplets ordered by TTL ascending, fields without a TTL last.
+            let mut order: Vec<&Field> = fields.iter().collect();
+            order.sort_by_key(|f| (f.expire_ms.is_none(), f.expire_ms.unwrap_or(0)));
+            let mut w = ListpackWriter::new();
+            for f in order {
+                w.push(&f.field);
+                w.push(&f.value);
+                w.push_int(f.expire_ms.unwrap_or(0));
+            }
+            self.s(out, &w.finish());
+            return 25;
+        }
+        put_len(out, fields.len() as u64);
+        for f in fields {
+            let ttl = f.expire_ms.map_or(0, |t| (t - min + 1) as u64);
+            put_len(out, ttl);
+            self.s(out, &f.field);
+            self.s(out, &f.value);
+        }
+        24
+    }
+
+    /// Valkey 9 HASH_2 (22): field, value, u64 LE expiry (-1 none).
+    fn hash_valkey(&self, fields: &[Field], out: &mut Vec<u8>) -> u8 {
+        put_len(out, fields.len() as u64);
+        for f in fields {
+            self.s(out, &f.field);
+            self.s(out, &f.value);
+            out.extend_from_slice(&f.expire_ms.map_or(u64::MAX, |t| t as u64).to_le_bytes());
+        }
+        22
+    }
+
+    fn stream(&self, s: &StreamValue, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
+        let version = self.target.stream_version();
+        let m = &s.meta;
+        // Nodes: a master entry from the node's first entry, SAMEFIELDS where fields match.
+        // A node closes at stream-node-max-entries or once it passes stream-node-max-bytes.
+        let mut nodes: Vec<(StreamId, Vec<u8>)> = Vec::new();
+        let mut i = 0;
+        while i < s.entries.len() {
+            let start = i;
+            let mut bytes = 0;
+            while i < s.entries.len()
+                && i - start < self.limits.stream_node_entries
+                && (i == start || bytes < self.limits.stream_node_bytes)
+            {
+                bytes += s.entries[i]
+                    .1
+                    .iter()
+                    .map(|(f, v)| {
+                        <ListpackWriter as FlatWriter>::entry_size(f) + <ListpackWriter as FlatWriter>::entry_size(v)
+                    })
+                    .sum::<usize>()
+                    + 8;
+                i += 1;
+            }
+            let (master, master_fields) = (s.entries[start].0, &s.entries[start].1);
+            let mut w = ListpackWriter::new();
+            w.push_int((i - start) as i64);
+            w.push_int(0);
+            w.push_int(master_fields.len() as i64);
+            for (f, _) in master_fields {
+                w.push(f);
+            }
+            w.push_int(0);
+            for (id, fields) in &s.entries[start..i] {
+                let same =
+                    fields.len() == master_fields.len() && fields.iter().zip(master_fields).all(|(a, b)| a.0 == b.0);
+                w.push_int(if same { 2 } else { 0 });
+                w.push_int(id.ms.wrapping_sub(master.ms) as i64);
+                w.push_int(id.seq.wrapping_sub(master.seq) as i64);
+                if same {
+                    for (_, v) in fields {
+                        w.push(v);
+                    }
+                    w.push_int(fields.len() as i64 + 3);
+                } else {
+                    w.push_int(fields.len() as i64);
+                    for (f, v) in fields {
+                        w.push(f);
+                        w.push(v);
+                    }
+                    w.push_int(2 * fields.len() as i64 + 4);
+                }
+            }
+            nodes.push((master, w.finish()));
+        }
+        put_len(out, nodes.len() as u64);
+        for (id, lp) in &nodes {
+            let mut key = id.ms.to_be_bytes().to_vec();
+            key.extend_from_slice(&id.seq.to_be_bytes());
+            put_raw_str(out, &key);
+            self.s(out, lp);
+        }
+        // The stored length, even when stale (Redis 5 could save one; Redis keeps it on load).
+        put_len(out, m.length);
+        put_len(out, m.last_id.ms);
+        put_len(out, m.last_id.seq);
+        if version >= 2 {
+            let first = m.first_id.or_else(|| s.entries.first().map(|e| e.0)).unwrap_or_default();
+            put_len(out, first.ms);
+            put_len(out, first.seq);
+            let md = m.max_deleted_id.unwrap_or_default();
+            put_len(out, md.ms);
+            put_len(out, md.seq);
+            put_len(out, m.entries_added.unwrap_or(m.length));
+        } else if m.entries_added.is_some_and(|a| a != m.length)
+            || m.max_deleted_id.is_some_and(|d| d != StreamId::default())
+        {
+            losses.push(Loss {
+                what: "stream entries-added / max-deleted-id dropped (RDB 9 has no place for them)".into(),
+            });
+        }
+        put_len(out, m.groups.len() as u64);
+        let mut lost_active = false;
+        for g in &m.groups {
+            self.s(out, &g.name.to_bytes());
+            put_len(out, g.last_delivered.ms);
+            put_len(out, g.last_delivered.seq);
+            if version >= 2 {
+                put_len(out, g.entries_read.map_or(u64::MAX, |v| v as u64));
+            }
+            put_len(out, g.pending.len() as u64);
+            for p in &g.pending {
+                out.extend_from_slice(&p.id.ms.to_be_bytes());
+                out.extend_from_slice(&p.id.seq.to_be_bytes());
+                out.extend_from_slice(&p.delivery_time.to_le_bytes());
+                put_len(out, p.delivery_count);
+            }
+            put_len(out, g.consumers.len() as u64);
+            for c in &g.consumers {
+                self.s(out, &c.name.to_bytes());
+                out.extend_from_slice(&c.seen_time.to_le_bytes());
+                if version >= 3 {
+                    out.extend_from_slice(&c.active_time.unwrap_or(c.seen_time).to_le_bytes());
+                } else if c.active_time.is_some_and(|a| a != c.seen_time) {
+                    lost_active = true;
+                }
+                put_len(out, c.pending.len() as u64);
+                for id in &c.pending {
+                    out.extend_from_slice(&id.ms.to_be_bytes());
+                    out.extend_from_slice(&id.seq.to_be_bytes());
+                }
+            }
+            if !g.nacked.is_empty() {
+                losses.push(Loss {
+                    what: format!("{} NACK-zone entries of group dropped (no target holds them)", g.nacked.len()),
+                });
+            }
+        }
+        if lost_active {
+            losses.push(Loss { what: "consumer active-time dropped (needs RDB 11)".into() });
+        }
+        if let Some(idmp) = &m.idmp {
+            if !idmp.producers.is_empty() {
+                losses.push(Loss { what: "stream IDMP producer state dropped (needs RDB 13)".into() });
+            }
+        }
+        match version {
+            1 => 15,
+            2 => 19,
+            _ => 21,
+        }
+    }
+}
+
+/// Split `items` into flat nodes of at most `max` bytes (a node holds at least one item).
+fn pack_nodes<W: FlatWriter>(items: &[Vec<u8>], max: usize) -> Vec<Vec<u8>> {
+    let mut nodes = Vec::new();
+    let mut cur = W::default();
+    for it in items {
+        if !cur.is_empty() && cur.len() + W::entry_size(it) + 1 > max {
+            nodes.push(std::mem::take(&mut cur).finish());
+        }
+        cur.push(it);
+    }
+    if !cur.is_empty() {
+        nodes.push(cur.finish());
+    }
+    nodes
+}
+
+// ---------------------------------------------------------------- DUMP payloads
+
+/// DUMP payload: type byte, value, RDB version (u16 LE), CRC-64 (LE) of all before it.
+pub fn dump_payload(enc: &Encoder, v: &Logical, losses: &mut Vec<Loss>) -> Vec<u8> {
+    let mut out = vec![0u8];
+    let t = enc.value(v, &mut out, losses);
+    out[0] = t;
+    out.extend_from_slice(&(enc.target.version() as u16).to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+// ---------------------------------------------------------------- files
+
+/// Writes an RDB file record by record, keeping the CRC as it goes.
+pub struct RdbWriter<W: Write> {
+    w: W,
+    crc: Crc64,
+    pub enc: Encoder,
+    scratch: Vec<u8>,
+    db: Option<u64>,
+}
+
+impl<W: Write> RdbWriter<W> {
+    /// Write the magic and the aux fields Redis writes.
+    pub fn new(w: W, target: Target, ctime: i64) -> io::Result<Self> {
+        let mut me = RdbWriter { w, crc: Crc64::new(), enc: Encoder::new(target), scratch: Vec::new(), db: None };
+        me.put(target.dialect().magic().as_bytes())?;
+        let ver_key: &[u8] = if target == Target::Valkey9 { b"valkey-ver" } else { b"redis-ver" };
+        me.aux(ver_key, target.server_version().as_bytes())?;
+        me.aux(b"redis-bits", b"64")?;
+        me.aux(b"ctime", ctime.to_string().as_bytes())?;
+        me.aux(b"used-mem", b"0")?;
+        if target == Target::Redis62 {
+            me.aux(b"aof-preamble", b"0")?;
+        } else {
+            me.aux(b"aof-base", b"0")?;
+        }
+        Ok(me)
+    }
+
+    fn put(&mut self, b: &[u8]) -> io::Result<()> {
+        self.crc.update(b);
+        self.w.write_all(b)
+    }
+
+    fn put_scratch(&mut self) -> io::Result<()> {
+        let s = std::mem::take(&mut self.scratch);
+        let r = self.put(&s);
+        self.scratch = s;
+        self.scratch.clear();
+        r
+    }
+
+    pub fn aux(&mut self, k: &[u8], v: &[u8]) -> io::Result<()> {
+        self.scratch.clear();
+        self.scratch.push(0xFA);
+        put_str(&mut self.scratch, k, false);
+        put_str(&mut self.scratch, v, false);
+        self.put_scratch()
+    }
+
+    /// A function library; targets before 7.0 cannot hold one.
+    pub fn function(&mut self, code: &[u8]) -> io::Result<Option<Loss>> {
+        if self.enc.target == Target::Redis62 {
+            return Ok(Some(Loss { what: "function library dropped: RDB 9 has no functions".into() }));
+        }
+        self.scratch.clear();
+        self.scratch.push(0xF5);
+        put_str(&mut self.scratch, code, self.enc.limits.compression);
+        self.put_scratch()?;
+        Ok(None)
+    }
+
+    /// A MODULE_AUX record, as read (everything after the opcode byte).
+    pub fn module_aux(&mut self, raw: &[u8]) -> io::Result<()> {
+        self.put(&[0xF7])?;
+        self.put(raw)
+    }
+
+    /// Start database `db` with optional RESIZEDB sizes.
+    pub fn select_db(&mut self, db: u64, sizes: Option<(u64, u64)>) -> io::Result<()> {
+        self.scratch.clear();
+        self.scratch.push(0xFE);
+        put_len(&mut self.scratch, db);
+        if let Some((a, b)) = sizes {
+            self.scratch.push(0xFB);
+            put_len(&mut self.scratch, a);
+            put_len(&mut self.scratch, b);
+        }
+        self.db = Some(db);
+        self.put_scratch()
+    }
+
+    pub fn current_db(&self) -> Option<u64> {
+        self.db
+    }
+
+    /// One key with its expiry and LRU/LFU information.
+    pub fn key(
+        &mut self,
+        key: &[u8],
+        expire_ms: Option<i64>,
+        idle: Option<u64>,
+        freq: Option<u8>,
+        value: &Logical,
+        losses: &mut Vec<Loss>,
+    ) -> io::Result<()> {
+        let mut rec = std::mem::take(&mut self.scratch);
+        rec.clear();
+        if let Some(ms) = expire_ms {
+            rec.push(0xFC);
+            rec.extend_from_slice(&ms.to_le_bytes());
+        }
+        if let Some(i) = idle {
+            rec.push(0xF8);
+            put_len(&mut rec, i);
+        } else if let Some(f) = freq {
+            rec.push(0xF9);
+            rec.push(f);
+        }
+        let type_at = rec.len();
+        rec.push(0);
+        put_str(&mut rec, key, self.enc.limits.compression);
+        let t = self.enc.value(value, &mut rec, losses);
+        rec[type_at] = t;
+        let r = self.put(&rec);
+        self.scratch = rec;
+        r
+    }
+
+    /// EOF and checksum; returns the inner writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.put(&[0xFF])?;
+        let crc = self.crc.finish();
+        self.w.write_all(&crc.to_le_bytes())?;
+        self.w.flush()?;
+        Ok(self.w)
+    }
+}
+
+/// Read a DUMP payload (as `RESTORE` does): at least 10 bytes, an RDB version this build
+/// reads, a matching CRC-64, and one value that fills the payload exactly.
+pub fn read_dump_payload(
+    payload: &[u8],
+    family: Family,
+) -> Result<super::value::Value<'_>, crate::format::FormatError> {
+    use crate::format::input::{finish, Input};
+    use crate::format::FormatError;
+    if payload.len() < 10 {
+        return Err(FormatError::new(0, format!("DUMP payload too short ({} bytes)", payload.len())));
+    }
+    let n = payload.len();
+    let version = u16::from_le_bytes([payload[n - 10], payload[n - 9]]);
+    let max = match family {
+        Family::Redis => super::types::REDIS_MAX_VERSION,
+        Family::Valkey => 80,
+    };
+    if u32::from(version) > max {
+        return Err(FormatError::new(n - 10, format!("DUMP payload RDB version {version} is newer than {max}")));
+    }
+    let stored = u64::from_le_bytes(payload[n - 8..].try_into().unwrap_or([0; 8]));
+    let computed = crc64(&payload[..n - 8]);
+    if stored != computed {
+        return Err(FormatError::new(
+            n - 8,
+            format!("DUMP payload checksum {stored:016x} does not match {computed:016x}"),
+        ));
+    }
+    let dialect = Dialect { family, version: u32::from(version) };
+    let vtype = dialect
+        .value_type(payload[0])
+        .ok_or_else(|| FormatError::new(0, format!("unknown DUMP payload type {}", payload[0])))?;
+    let body = Input::at(&payload[1..n - 10], 1);
+    let (rest, ()) = super::value::skip_value(body, vtype).map_err(|e| finish(e, "the DUMP payload value"))?;
+    if !rest.is_empty() {
+        return Err(FormatError::new(rest.offset(), "bytes left after the DUMP payload value"));
+    }
+    Ok(super::value::Value { vtype, body })
+}

@@ -1,0 +1,327 @@
+//! One encoding-free view of a key's value, used by diff, convert and (later) replay.
+//!
+//! Two datasets are equal when their keys have equal logical values, types and absolute
+//! expiries, whatever the encodings: a listpack hash and a hashtable hash with the same
+//! fields are the same hash. Values here are owned and canonical: set members and hash
+//! fields sorted by bytes, zset members sorted by (score, member), integers as decimal text.
+
+use crate::format::rdb::{HashEntry, KeyRecord, LogicalType, StreamId, StreamMeta, Value};
+use crate::format::{Elem, FormatError};
+
+/// A canonical value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Logical {
+    String(Vec<u8>),
+    List(Vec<Vec<u8>>),
+    /// Sorted by bytes.
+    Set(Vec<Vec<u8>>),
+    /// Sorted by (score, member).
+    Zset(Vec<(Vec<u8>, f64)>),
+    /// Sorted by field.
+    Hash(Vec<Field>),
+    Stream(Box<StreamValue>),
+    Module(ModuleBlob),
+}
+
+/// A hash field; `expire_ms` is the field's absolute TTL (Redis 7.4 HFE, Valkey 9).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Field {
+    pub field: Vec<u8>,
+    pub value: Vec<u8>,
+    pub expire_ms: Option<i64>,
+}
+
+/// A stream entry: its ID and field/value pairs.
+pub type Entry = (StreamId, Vec<(Vec<u8>, Vec<u8>)>);
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamValue {
+    pub entries: Vec<Entry>,
+    pub meta: StreamMeta<'static>,
+}
+
+/// A module value kept as the bytes its module wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModuleBlob {
+    pub id: u64,
+    pub name: String,
+    /// The module opcode stream, EOF included.
+    pub payload: Vec<u8>,
+}
+
+impl Logical {
+    pub fn logical_type(&self) -> LogicalType {
+        match self {
+            Logical::String(_) => LogicalType::String,
+            Logical::List(_) => LogicalType::List,
+            Logical::Set(_) => LogicalType::Set,
+            Logical::Zset(_) => LogicalType::Zset,
+            Logical::Hash(_) => LogicalType::Hash,
+            Logical::Stream(_) => LogicalType::Stream,
+            Logical::Module(_) => LogicalType::Module,
+        }
+    }
+
+    /// Number of elements (1 for strings and modules).
+    pub fn len(&self) -> usize {
+        match self {
+            Logical::String(_) | Logical::Module(_) => 1,
+            Logical::List(v) | Logical::Set(v) => v.len(),
+            Logical::Zset(v) => v.len(),
+            Logical::Hash(v) => v.len(),
+            Logical::Stream(s) => s.entries.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Read a record's value into canonical form.
+    pub fn from_record(k: &KeyRecord<'_>) -> Result<Logical, FormatError> {
+        Self::from_value(&k.value)
+    }
+
+    /// Read a value into canonical form.
+    pub fn from_value(v: &Value<'_>) -> Result<Logical, FormatError> {
+        Ok(match v.logical() {
+            LogicalType::String => Logical::String(bytes(v.string()?.to_elem()?)),
+            LogicalType::List => Logical::List(v.list()?.map(|e| e.map(bytes)).collect::<Result<_, _>>()?),
+            LogicalType::Set => {
+                let mut m: Vec<Vec<u8>> = v.set()?.map(|e| e.map(bytes)).collect::<Result<_, _>>()?;
+                m.sort_unstable();
+                Logical::Set(m)
+            }
+            LogicalType::Zset => {
+                let mut m: Vec<(Vec<u8>, f64)> =
+                    v.zset()?.map(|e| e.map(|(m, s)| (bytes(m), s))).collect::<Result<_, _>>()?;
+                m.sort_by(|a, b| a.1.total_cmp(&b.1).then_with(|| a.0.cmp(&b.0)));
+                Logical::Zset(m)
+            }
+            LogicalType::Hash => {
+                let mut f: Vec<Field> = v.hash()?.map(|e| e.map(field)).collect::<Result<_, _>>()?;
+                f.sort_unstable_by(|a, b| a.field.cmp(&b.field));
+                Logical::Hash(f)
+            }
+            LogicalType::Stream => {
+                let s = v.stream()?;
+                let entries: Vec<Entry> = s
+                    .entries()
+                    .map(|e| e.map(|e| (e.id, e.fields.into_iter().map(|(f, v)| (bytes(f), bytes(v))).collect())))
+                    .collect::<Result<_, _>>()?;
+                let mut meta = owned_meta(&s.meta);
+                canonical_stream_meta(&mut meta, &entries);
+                Logical::Stream(Box::new(StreamValue { entries, meta }))
+            }
+            LogicalType::Module => {
+                let m = v.module()?;
+                Logical::Module(ModuleBlob { id: m.id, name: m.name, payload: m.payload.bytes().to_vec() })
+            }
+        })
+    }
+}
+
+fn bytes(e: Elem<'_>) -> Vec<u8> {
+    match e {
+        Elem::Bytes(b) => b.into_owned(),
+        Elem::Int(i) => i.to_string().into_bytes(),
+    }
+}
+
+fn field(h: HashEntry<'_>) -> Field {
+    Field { field: bytes(h.field), value: bytes(h.value), expire_ms: h.expire_ms }
+}
+
+fn own(e: &Elem<'_>) -> Elem<'static> {
+    e.clone().into_owned()
+}
+
+/// Fill what older stream layouts leave out the way Redis does when it loads them, so a
+/// stream reads the same whatever RDB version held it: first ID = first entry (0-0 when
+/// empty), max deleted ID 0-0, entries added = length, entries read -1 (unknown),
+/// consumer active time = seen time.
+pub fn canonical_stream_meta(m: &mut StreamMeta<'static>, entries: &[Entry]) {
+    m.first_id.get_or_insert_with(|| entries.first().map(|e| e.0).unwrap_or_default());
+    m.max_deleted_id.get_or_insert_with(StreamId::default);
+    m.entries_added.get_or_insert(m.length);
+    for g in &mut m.groups {
+        g.entries_read.get_or_insert(-1);
+        for c in &mut g.consumers {
+            c.active_time.get_or_insert(c.seen_time);
+        }
+    }
+}
+
+/// Stream metadata with every borrowed name copied.
+pub fn owned_meta(m: &StreamMeta<'_>) -> StreamMeta<'static> {
+    use crate::format::rdb::{Consumer, Group, Idmp, IdmpProducer};
+    StreamMeta {
+        length: m.length,
+        last_id: m.last_id,
+        first_id: m.first_id,
+        max_deleted_id: m.max_deleted_id,
+        entries_added: m.entries_added,
+        groups: m
+            .groups
+            .iter()
+            .map(|g| Group {
+                name: own(&g.name),
+                last_delivered: g.last_delivered,
+                entries_read: g.entries_read,
+                pending: g.pending.clone(),
+                consumers: g
+                    .consumers
+                    .iter()
+                    .map(|c| Consumer {
+                        name: own(&c.name),
+                        seen_time: c.seen_time,
+                        active_time: c.active_time,
+                        pending: c.pending.clone(),
+                    })
+                    .collect(),
+                nacked: g.nacked.clone(),
+            })
+            .collect(),
+        idmp: m.idmp.as_ref().map(|i| Idmp {
+            duration: i.duration,
+            max_entries: i.max_entries,
+            producers: i
+                .producers
+                .iter()
+                .map(|p| IdmpProducer {
+                    id: own(&p.id),
+                    entries: p.entries.iter().map(|(iid, sid)| (own(iid), *sid)).collect(),
+                })
+                .collect(),
+            iids_added: i.iids_added,
+            iids_duplicates: i.iids_duplicates,
+        }),
+    }
+}
+
+/// A 128-bit digest of a canonical value (type included), for comparing datasets without
+/// holding them: equal values have equal digests. Expiry is not part of it.
+pub fn digest(v: &Logical) -> u128 {
+    let mut h = Hasher128::new(v.logical_type() as u64);
+    match v {
+        Logical::String(s) => h.bytes(s),
+        Logical::List(items) | Logical::Set(items) => {
+            h.u64(items.len() as u64);
+            for i in items {
+                h.bytes(i);
+            }
+        }
+        Logical::Zset(items) => {
+            h.u64(items.len() as u64);
+            for (m, s) in items {
+                h.bytes(m);
+                // -0 and 0 are the same score to Redis.
+                h.u64(if *s == 0.0 { 0 } else { s.to_bits() });
+            }
+        }
+        Logical::Hash(fields) => {
+            h.u64(fields.len() as u64);
+            for f in fields {
+                h.bytes(&f.field);
+                h.bytes(&f.value);
+                h.u64(f.expire_ms.map_or(u64::MAX, |t| t as u64));
+            }
+        }
+        Logical::Stream(s) => {
+            h.u64(s.entries.len() as u64);
+            for (id, fields) in &s.entries {
+                h.u64(id.ms);
+                h.u64(id.seq);
+                h.u64(fields.len() as u64);
+                for (f, v) in fields {
+                    h.bytes(f);
+                    h.bytes(v);
+                }
+            }
+            let m = &s.meta;
+            h.u64(m.last_id.ms);
+            h.u64(m.last_id.seq);
+            h.u64(m.groups.len() as u64);
+            for g in &m.groups {
+                h.bytes(&g.name.to_bytes());
+                h.u64(g.last_delivered.ms);
+                h.u64(g.last_delivered.seq);
+                h.u64(g.pending.len() as u64);
+                for p in &g.pending {
+                    h.u64(p.id.ms);
+                    h.u64(p.id.seq);
+                    h.u64(p.delivery_count);
+                }
+                h.u64(g.consumers.len() as u64);
+                for c in &g.consumers {
+                    h.bytes(&c.name.to_bytes());
+                    h.u64(c.pending.len() as u64);
+                }
+            }
+        }
+        Logical::Module(m) => {
+            h.u64(m.id);
+            h.bytes(&m.payload);
+        }
+    }
+    h.finish()
+}
+
+/// Two independent 64-bit FNV-style lanes with a final mix: fast, not cryptographic.
+struct Hasher128 {
+    a: u64,
+    b: u64,
+}
+
+impl Hasher128 {
+    fn new(seed: u64) -> Self {
+        Hasher128 { a: 0xcbf2_9ce4_8422_2325 ^ seed, b: 0x8422_2325_cbf2_9ce4 ^ seed.rotate_left(17) }
+    }
+
+    fn u64(&mut self, v: u64) {
+        self.a = (self.a ^ v).wrapping_mul(0x0000_0100_0000_01B3);
+        self.b = (self.b ^ v.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn bytes(&mut self, b: &[u8]) {
+        self.u64(b.len() as u64);
+        let mut chunks = b.chunks_exact(8);
+        for c in &mut chunks {
+            self.u64(u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]));
+        }
+        let mut tail = [0u8; 8];
+        tail[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
+        self.u64(u64::from_le_bytes(tail));
+    }
+
+    fn finish(&self) -> u128 {
+        let mix = |mut x: u64| {
+            x ^= x >> 33;
+            x = x.wrapping_mul(0xff51_afd7_ed55_8ccd);
+            x ^= x >> 33;
+            x = x.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+            x ^ (x >> 33)
+        };
+        (u128::from(mix(self.a)) << 64) | u128::from(mix(self.b ^ self.a.rotate_left(7)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn digests_separate_types_and_order() {
+        let a = Logical::List(vec![b"a".to_vec(), b"b".to_vec()]);
+        let b = Logical::List(vec![b"b".to_vec(), b"a".to_vec()]);
+        let c = Logical::Set(vec![b"a".to_vec(), b"b".to_vec()]);
+        assert_ne!(digest(&a), digest(&b));
+        assert_ne!(digest(&a), digest(&c));
+        assert_eq!(digest(&a), digest(&a.clone()));
+        let z0 = Logical::Zset(vec![(b"m".to_vec(), 0.0)]);
+        let zn = Logical::Zset(vec![(b"m".to_vec(), -0.0)]);
+        assert_eq!(digest(&z0), digest(&zn));
+        // Length prefixes keep ["ab"] apart from ["a", "b"].
+        assert_ne!(digest(&Logical::List(vec![b"ab".to_vec()])), digest(&a));
+    }
+}

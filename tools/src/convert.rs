@@ -1,0 +1,277 @@
+//! `rdbtool convert IN OUT --to rdb:TARGET|jsonl|json|resp|aof`.
+//!
+//! IN is an RDB (any version we read) or a jsonl written by `rdbtool dump`. RDB output goes
+//! through the logical model and the encoder for TARGET; what the target cannot hold is
+//! listed as losses (and `--strict` refuses). Output is written to a temporary file beside
+//! OUT, synced, and renamed over OUT only when complete.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use ferrokv::format::rdb::{escape_key, Loss, RdbReader, RdbWriter, Record, Target};
+use ferrokv::logical::Logical;
+use ferrokv::Source;
+
+use crate::dump::{self, Expired, Filter, Format};
+use crate::jsonl_read::{self, JsonlRecord};
+use crate::out::{Out, ToolError};
+use crate::pipeline::Pipeline;
+
+/// Arguments of `rdbtool convert`.
+#[derive(clap::Args, Debug)]
+pub struct ConvertArgs {
+    /// Input: an RDB file, or a jsonl written by `rdbtool dump`.
+    pub input: PathBuf,
+    /// Output file; written to a temporary file and renamed when complete.
+    pub output: PathBuf,
+    /// rdb:redis-6.2 | rdb:redis-7.0 | rdb:redis-7.2 | rdb:redis-7.4 | rdb:valkey-9 | jsonl | json | resp | aof
+    #[arg(long)]
+    pub to: String,
+    /// Refuse (exit 3, no output) if anything would be lost.
+    #[arg(long)]
+    pub strict: bool,
+}
+
+/// One thing lost, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyLoss {
+    pub db: Option<u64>,
+    pub key: Option<Vec<u8>>,
+    pub what: String,
+}
+
+impl std::fmt::Display for KeyLoss {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match (&self.db, &self.key) {
+            (Some(db), Some(k)) => write!(f, "db {db} key '{}': {}", escape_key(k), self.what),
+            _ => f.write_str(&self.what),
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ConvertReport {
+    pub keys: u64,
+    pub losses: Vec<KeyLoss>,
+}
+
+/// Keys and expiring keys per db, for the RESIZEDB hints.
+type Sizes = BTreeMap<u64, (u64, u64)>;
+
+fn key_loss(db: u64, key: &[u8], losses: Vec<Loss>, out: &mut Vec<KeyLoss>) {
+    for l in losses {
+        out.push(KeyLoss { db: Some(db), key: Some(key.to_vec()), what: l.what });
+    }
+}
+
+/// A key to write, from whichever input.
+struct KeyIn<'k> {
+    db: u64,
+    key: &'k [u8],
+    expire_ms: Option<i64>,
+    idle: Option<u64>,
+    freq: Option<u8>,
+    value: &'k Logical,
+}
+
+fn write_key<W: Write>(
+    w: &mut RdbWriter<W>,
+    sizes: &Sizes,
+    k: KeyIn<'_>,
+    report: &mut ConvertReport,
+) -> Result<(), ToolError> {
+    if w.current_db() != Some(k.db) {
+        w.select_db(k.db, sizes.get(&k.db).copied())?;
+    }
+    let mut losses = Vec::new();
+    w.key(k.key, k.expire_ms, k.idle, k.freq, k.value, &mut losses)?;
+    key_loss(k.db, k.key, losses, &mut report.losses);
+    report.keys += 1;
+    Ok(())
+}
+
+/// Re-encode an RDB for `target`.
+pub fn rdb_to_rdb<W: Write>(data: &[u8], target: Target, out: W, ctime: i64) -> Result<(W, ConvertReport), ToolError> {
+    // Pass 1: sizes per database (structure only, values skipped).
+    let mut sizes = Sizes::new();
+    for rec in RdbReader::new(data)? {
+        if let Record::Key(k) = rec? {
+            let e = sizes.entry(k.db).or_default();
+            e.0 += 1;
+            e.1 += u64::from(k.expire_ms.is_some());
+        }
+    }
+    let mut w = RdbWriter::new(out, target, ctime)?;
+    let mut report = ConvertReport::default();
+    for rec in RdbReader::new(data)? {
+        match rec? {
+            Record::Key(k) => {
+                let value = Logical::from_record(&k)
+                    .map_err(|e| ToolError::Data(ferrokv::format::rdb::RdbError::in_key(e, &k)))?;
+                let key = k.key.to_bytes();
+                if !k.meta.is_empty() {
+                    report.losses.push(KeyLoss {
+                        db: Some(k.db),
+                        key: Some(key.to_vec()),
+                        what: "key metadata (Redis 8.6 KEY_META) dropped".into(),
+                    });
+                }
+                let input =
+                    KeyIn { db: k.db, key: &key, expire_ms: k.expire_ms, idle: k.idle, freq: k.freq, value: &value };
+                write_key(&mut w, &sizes, input, &mut report)?;
+            }
+            Record::Function { code } | Record::FunctionPreGa { code, .. } => {
+                if let Some(l) = w.function(&code.to_bytes())? {
+                    report.losses.push(KeyLoss { db: None, key: None, what: l.what });
+                }
+            }
+            Record::ModuleAux(m) => w.module_aux(m.raw.bytes())?,
+            _ => {}
+        }
+    }
+    Ok((w.finish()?, report))
+}
+
+/// Encode a jsonl dump for `target`.
+pub fn jsonl_to_rdb<W: Write>(
+    text: &[u8],
+    target: Target,
+    out: W,
+    ctime: i64,
+) -> Result<(W, ConvertReport), ToolError> {
+    let mut sizes = Sizes::new();
+    for (n, line) in jsonl_read::lines(text) {
+        if let JsonlRecord::Key { db, expire_ms, .. } = jsonl_read::parse(line, n)? {
+            let e = sizes.entry(db).or_default();
+            e.0 += 1;
+            e.1 += u64::from(expire_ms.is_some());
+        }
+    }
+    let mut w = RdbWriter::new(out, target, ctime)?;
+    let mut report = ConvertReport::default();
+    for (n, line) in jsonl_read::lines(text) {
+        match jsonl_read::parse(line, n)? {
+            JsonlRecord::Key { db, key, expire_ms, idle, freq, value } => {
+                write_key(&mut w, &sizes, KeyIn { db, key: &key, expire_ms, idle, freq, value: &value }, &mut report)?;
+            }
+            JsonlRecord::Function(code) => {
+                if let Some(l) = w.function(&code)? {
+                    report.losses.push(KeyLoss { db: None, key: None, what: l.what });
+                }
+            }
+            JsonlRecord::ModuleAux(raw) => w.module_aux(&raw)?,
+        }
+    }
+    Ok((w.finish()?, report))
+}
+
+/// A temporary file beside the destination, renamed over it on `commit`, removed on drop.
+struct AtomicFile {
+    tmp: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl AtomicFile {
+    fn new(dest: &Path) -> Result<(Self, File), ToolError> {
+        let dir = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let f = File::create(&tmp).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", tmp.display())))?;
+        Ok((AtomicFile { tmp, dest: dest.to_path_buf(), done: false }, f))
+    }
+
+    fn commit(mut self, f: File) -> Result<(), ToolError> {
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&self.tmp, &self.dest)?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+enum To {
+    Rdb(Target),
+    Dump(Format),
+}
+
+fn parse_to(s: &str) -> Result<To, ToolError> {
+    if let Some(t) = s.strip_prefix("rdb:") {
+        return Target::parse(t).map(To::Rdb).ok_or_else(|| {
+            ToolError::Usage(format!("unknown target '{t}' (redis-6.2, redis-7.0, redis-7.2, redis-7.4, valkey-9)"))
+        });
+    }
+    Ok(To::Dump(match s {
+        "jsonl" => Format::Jsonl,
+        "json" => Format::Json,
+        "resp" | "aof" => Format::Resp,
+        other => return Err(ToolError::Usage(format!("unknown output '{other}'"))),
+    }))
+}
+
+fn is_rdb(data: &[u8]) -> bool {
+    data.starts_with(b"REDIS") || data.starts_with(b"VALKEY")
+}
+
+/// Exit code when --strict refuses a lossy conversion.
+pub const EXIT_LOSSY: u8 = 3;
+
+pub fn run_cli(args: ConvertArgs) -> Result<u8, ToolError> {
+    let to = parse_to(&args.to)?;
+    let src = Source::open(&args.input)
+        .map_err(|e| ToolError::Usage(format!("cannot read {}: {e}", args.input.display())))?;
+    let ctime = crate::now_ms() / 1000;
+    let (atomic, file) = AtomicFile::new(&args.output)?;
+    let buf = BufWriter::with_capacity(1 << 20, file);
+    let (buf, report) = match (&to, is_rdb(&src)) {
+        (To::Rdb(t), true) => rdb_to_rdb(&src, *t, buf, ctime)?,
+        (To::Rdb(t), false) => jsonl_to_rdb(&src, *t, buf, ctime)?,
+        (To::Dump(format), rdb) => {
+            // A jsonl input is first encoded losslessly, then dumped.
+            let owned;
+            let data: &[u8] = if rdb {
+                &src
+            } else {
+                owned = jsonl_to_rdb(&src, Target::Redis74, Vec::new(), ctime)?.0;
+                &owned
+            };
+            let mut buf = buf;
+            {
+                let mut out = Out::new(&mut buf);
+                let f = Filter { db: None, key: None, types: vec![], expired: Expired::Keep, now_ms: 0 };
+                dump::run_with(data, *format, &f, &mut out, &Pipeline::default(), &|_| {})?;
+            }
+            (buf, ConvertReport::default())
+        }
+    };
+    for l in &report.losses {
+        eprintln!("rdbtool: convert: loss: {l}");
+    }
+    if !report.losses.is_empty() {
+        let keys: std::collections::BTreeSet<_> =
+            report.losses.iter().filter_map(|l| l.key.as_ref().map(|k| (l.db, k.clone()))).collect();
+        eprintln!(
+            "rdbtool: convert: {} loss(es), {} key(s) affected, target {}",
+            report.losses.len(),
+            keys.len(),
+            args.to
+        );
+        if args.strict {
+            eprintln!("rdbtool: convert: --strict: nothing written");
+            return Ok(EXIT_LOSSY);
+        }
+    }
+    let file = buf.into_inner().map_err(|e| ToolError::Io(e.into_error()))?;
+    atomic.commit(file)?;
+    Ok(crate::exit::OK)
+}
