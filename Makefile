@@ -18,6 +18,8 @@ deps:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+	# The fuzz crate lives outside the workspace: keep it compiling with the library.
+	$(CARGO) check --manifest-path fuzz/Cargo.toml
 
 unit:
 	$(CARGO) test --release --workspace

@@ -4,7 +4,7 @@
 use ferrokv::format::rdb::{
     dump_payload, read_dump_payload, Encoder, Family, RdbReader, RdbWriter, Record, StreamId, StreamMeta, Target,
 };
-use ferrokv::logical::{Field, Logical, StreamValue};
+use ferrokv::logical::{Entry, Field, Logical, StreamValue};
 use proptest::prelude::*;
 
 fn bytes() -> impl Strategy<Value = Vec<u8>> {
@@ -57,7 +57,7 @@ fn value() -> impl Strategy<Value = Logical> {
                 )
             }),
         prop::collection::vec(prop::collection::vec((bytes(), bytes()), 1..4), 1..300).prop_map(|entries| {
-            let entries: Vec<(StreamId, Vec<(Vec<u8>, Vec<u8>)>)> = entries
+            let entries: Vec<Entry> = entries
                 .into_iter()
                 .enumerate()
                 .map(|(i, f)| (StreamId { ms: 1_700_000_000_000 + (i as u64 / 3), seq: i as u64 % 3 }, f))
