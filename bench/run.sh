@@ -43,6 +43,9 @@ DUMP=$(best_of "$TOOL" dump "$RDB")
 DUMP1=$(best_of env FERROKV_THREADS=1 "$TOOL" dump "$RDB")
 RESP=$(best_of "$TOOL" dump --format resp "$RDB")
 INFO=$(best_of "$TOOL" info "$RDB")
+ENC_OUT="$BENCH_DIR/reencoded-7.0.rdb"
+ENCODE=$(best_of "$TOOL" convert "$RDB" "$ENC_OUT" --to rdb:redis-7.0)
+ENCODE_CHECK=$(redis-check-rdb "$ENC_OUT" 2>&1 | grep -c "RDB looks OK" || true)
 KEYS=$("$TOOL" info --json "$RDB" | python3 -c 'import json,sys; print(json.load(sys.stdin)["keys"])')
 OUTSZ=$("$TOOL" dump "$RDB" | wc -c)
 
@@ -78,6 +81,7 @@ row "rdbtool dump (jsonl) > /dev/null" "$DUMP" "target >= 300 MB/s; $OUTSZ bytes
 row "rdbtool dump (jsonl), 1 thread" "$DUMP1" ""
 row "rdbtool dump --format resp" "$RESP" ""
 row "rdbtool info" "$INFO" "structure only, CRC checked"
+row "rdbtool convert --to rdb:redis-7.0" "$ENCODE" "decode + encode, 1 thread; redis-check-rdb on the output: $([ "$ENCODE_CHECK" -gt 0 ] && echo OK || echo FAILED)"
 cat <<'TAIL'
 
 Targets (issue #2): verify >= 7x redis-check-rdb's throughput, dump jsonl >= 300 MB/s of input,

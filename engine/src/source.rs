@@ -62,7 +62,12 @@ impl Source {
         let Source::Mapped(map, released) = self else { return };
         let page = 4096;
         let upto = (offset.min(map.len()) / page) * page;
-        let from = released.0.load(Ordering::Relaxed);
+        let mut from = released.0.load(Ordering::Relaxed);
+        if upto < from {
+            // A new pass from the start of the file: release again from there.
+            from = 0;
+            released.0.store(0, Ordering::Relaxed);
+        }
         if upto < from + RELEASE_STEP {
             return;
         }

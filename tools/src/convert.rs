@@ -94,6 +94,17 @@ fn write_key<W: Write>(
 
 /// Re-encode an RDB for `target`.
 pub fn rdb_to_rdb<W: Write>(data: &[u8], target: Target, out: W, ctime: i64) -> Result<(W, ConvertReport), ToolError> {
+    rdb_to_rdb_with(data, target, out, ctime, &|_| {})
+}
+
+/// Re-encode an RDB for `target`; `release(offset)` is told what has been read for good.
+pub fn rdb_to_rdb_with<W: Write>(
+    data: &[u8],
+    target: Target,
+    out: W,
+    ctime: i64,
+    release: &dyn Fn(usize),
+) -> Result<(W, ConvertReport), ToolError> {
     // Pass 1: sizes per database (structure only, values skipped).
     let mut sizes = Sizes::new();
     for rec in RdbReader::new(data)? {
@@ -101,6 +112,7 @@ pub fn rdb_to_rdb<W: Write>(data: &[u8], target: Target, out: W, ctime: i64) -> 
             let e = sizes.entry(k.db).or_default();
             e.0 += 1;
             e.1 += u64::from(k.expire_ms.is_some());
+            release(k.end);
         }
     }
     let mut w = RdbWriter::new(out, target, ctime)?;
@@ -121,6 +133,7 @@ pub fn rdb_to_rdb<W: Write>(data: &[u8], target: Target, out: W, ctime: i64) -> 
                 let input =
                     KeyIn { db: k.db, key: &key, expire_ms: k.expire_ms, idle: k.idle, freq: k.freq, value: &value };
                 write_key(&mut w, &sizes, input, &mut report)?;
+                release(k.end);
             }
             Record::Function { code } | Record::FunctionPreGa { code, .. } => {
                 if let Some(l) = w.function(&code.to_bytes())? {
@@ -234,7 +247,7 @@ pub fn run_cli(args: ConvertArgs) -> Result<u8, ToolError> {
     let (atomic, file) = AtomicFile::new(&args.output)?;
     let buf = BufWriter::with_capacity(1 << 20, file);
     let (buf, report) = match (&to, is_rdb(&src)) {
-        (To::Rdb(t), true) => rdb_to_rdb(&src, *t, buf, ctime)?,
+        (To::Rdb(t), true) => rdb_to_rdb_with(&src, *t, buf, ctime, &|o| src.release_before(o))?,
         (To::Rdb(t), false) => jsonl_to_rdb(&src, *t, buf, ctime)?,
         (To::Dump(format), rdb) => {
             // A jsonl input is first encoded losslessly, then dumped.
