@@ -152,6 +152,84 @@ pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> R
     run(data, original_len, out)
 }
 
+/// Compress `input` as liblzf does (3-byte hash matches, back-references up to 8 KiB
+/// behind and 264 bytes long, literal runs of up to 32), or `None` when the output would
+/// exceed `max_out` bytes. Written here because the `lzf` crate's compressor panics on
+/// some inputs (an index out of bounds in lzf 1.0.0, met on real Redis data).
+pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    const HLOG: u32 = 14;
+    const MAX_OFF: usize = 1 << 13;
+    const MAX_REF: usize = 264;
+    let n = input.len();
+    if n == 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(max_out.min(n + n / 32 + 1));
+    let mut table = vec![0u32; 1 << HLOG];
+    let hash = |i: usize| -> usize {
+        let v = u32::from(input[i]) << 16 | u32::from(input[i + 1]) << 8 | u32::from(input[i + 2]);
+        (v.wrapping_mul(2_654_435_761) >> (32 - HLOG)) as usize
+    };
+    // Literal runs are written in chunks of up to 32 bytes behind a length byte.
+    let flush = |out: &mut Vec<u8>, lit: &[u8]| -> bool {
+        for chunk in lit.chunks(32) {
+            if out.len() + 1 + chunk.len() > max_out {
+                return false;
+            }
+            out.push((chunk.len() - 1) as u8);
+            out.extend_from_slice(chunk);
+        }
+        true
+    };
+    let (mut i, mut lit_start) = (0usize, 0usize);
+    while i + 2 < n {
+        let h = hash(i);
+        let candidate = table[h] as usize;
+        table[h] = (i + 1) as u32;
+        if candidate > 0 {
+            let r = candidate - 1;
+            let off = i - r - 1;
+            if off < MAX_OFF && input[r..r + 3] == input[i..i + 3] {
+                let max_len = MAX_REF.min(n - i);
+                let mut len = 3;
+                while len < max_len && input[r + len] == input[i + len] {
+                    len += 1;
+                }
+                if !flush(&mut out, &input[lit_start..i]) {
+                    return None;
+                }
+                let l = len - 2;
+                let need = if l < 7 { 2 } else { 3 };
+                if out.len() + need > max_out {
+                    return None;
+                }
+                if l < 7 {
+                    out.push(((l as u8) << 5) | (off >> 8) as u8);
+                } else {
+                    out.push((7 << 5) | (off >> 8) as u8);
+                    out.push((l - 7) as u8);
+                }
+                out.push((off & 0xFF) as u8);
+                // Index the positions the match covers, so later data can refer to them.
+                let end = i + len;
+                let mut k = i + 1;
+                while k < end && k + 2 < n {
+                    table[hash(k)] = (k + 1) as u32;
+                    k += 1;
+                }
+                i = end;
+                lit_start = i;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    if !flush(&mut out, &input[lit_start..]) {
+        return None;
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +243,39 @@ mod tests {
         assert!(decompress(&c, text.len() - 1).is_err());
         assert!(matches!(decompress(&c, usize::MAX / 2), Err(LzfError::ImplausibleLength { .. })));
         assert_eq!(decompress(&[], 3), Err(LzfError::Empty));
+    }
+
+    #[test]
+    fn compressor_round_trips_through_both_decoders() {
+        let mut x: u32 = 99;
+        let mut cases: Vec<Vec<u8>> =
+            vec![b"a".to_vec(), b"abc".to_vec(), vec![0; 100_000], b"abcabcabcabcabcabcabcabc".to_vec()];
+        for size in [10usize, 100, 1000, 40_000] {
+            let mut v = Vec::new();
+            while v.len() < size {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                if x % 5 == 0 && v.len() > 10 {
+                    let from = v.len() - 1 - (x >> 8) as usize % v.len().min(9000);
+                    let run = 3 + (x >> 20) as usize % 300;
+                    for k in 0..run {
+                        let b = v[from + k % (v.len() - from)];
+                        v.push(b);
+                    }
+                } else {
+                    v.push((x >> 24) as u8 % 7 + b'a');
+                }
+            }
+            cases.push(v);
+        }
+        for c in &cases {
+            let comp = compress(c, c.len() + c.len() / 32 + 8).unwrap();
+            assert_eq!(decompress(&comp, c.len()).unwrap(), *c);
+            assert_eq!(::lzf::decompress(&comp, c.len()).unwrap(), *c);
+            // A tight budget is refused, not overrun.
+            if comp.len() > 1 {
+                assert!(compress(c, comp.len() - 1).is_none_or(|v| v.len() < comp.len()));
+            }
+        }
     }
 
     #[test]

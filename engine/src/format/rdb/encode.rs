@@ -185,8 +185,8 @@ pub fn put_str(out: &mut Vec<u8>, b: &[u8], compress: bool) {
         }
     }
     if compress && b.len() > 20 {
-        if let Ok(c) = lzf::compress(b) {
-            if c.len() <= b.len() - 4 {
+        if let Some(c) = crate::format::lzf::compress(b, b.len() - 4) {
+            {
                 out.push(0xC3);
                 put_len(out, c.len() as u64);
                 put_len(out, b.len() as u64);
