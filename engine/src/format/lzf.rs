@@ -254,7 +254,7 @@ mod tests {
             let mut v = Vec::new();
             while v.len() < size {
                 x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-                if x % 5 == 0 && v.len() > 10 {
+                if x.is_multiple_of(5) && v.len() > 10 {
                     let from = v.len() - 1 - (x >> 8) as usize % v.len().min(9000);
                     let run = 3 + (x >> 20) as usize % 300;
                     for k in 0..run {
