@@ -10,14 +10,17 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use ferrokv::format::rdb::{escape_key, Loss, RdbReader, RdbWriter, Record, Target};
+use ferrokv::format::rdb::{
+    escape_key, put_function, put_key, put_select_db, Encoder, KeyParts, Loss, RdbError, RdbReader, RdbWriter, Record,
+    Target,
+};
 use ferrokv::logical::Logical;
 use ferrokv::Source;
 
 use crate::dump::{self, Expired, Filter, Format};
 use crate::jsonl_read::{self, JsonlRecord};
 use crate::out::{Out, ToolError};
-use crate::pipeline::Pipeline;
+use crate::pipeline::{Batch, Pipeline};
 
 /// Arguments of `rdbtool convert`.
 #[derive(clap::Args, Debug)]
@@ -94,7 +97,7 @@ fn write_key<W: Write>(
 
 /// Re-encode an RDB for `target`.
 pub fn rdb_to_rdb<W: Write>(data: &[u8], target: Target, out: W, ctime: i64) -> Result<(W, ConvertReport), ToolError> {
-    rdb_to_rdb_with(data, target, out, ctime, &|_| {})
+    rdb_to_rdb_with(data, target, out, ctime, &Pipeline::default(), &|_| {})
 }
 
 /// Re-encode an RDB for `target`; `release(offset)` is told what has been read for good.
@@ -103,6 +106,7 @@ pub fn rdb_to_rdb_with<W: Write>(
     target: Target,
     out: W,
     ctime: i64,
+    pipeline: &Pipeline,
     release: &dyn Fn(usize),
 ) -> Result<(W, ConvertReport), ToolError> {
     // Pass 1: sizes per database (structure only, values skipped).
@@ -115,36 +119,83 @@ pub fn rdb_to_rdb_with<W: Write>(
             release(k.end);
         }
     }
-    let mut w = RdbWriter::new(out, target, ctime)?;
-    let mut report = ConvertReport::default();
-    for rec in RdbReader::new(data)? {
-        match rec? {
+    // Pass 2: workers encode batches of records; they are written here, in order.
+    let w = std::cell::RefCell::new(RdbWriter::new(out, target, ctime)?);
+    let report = std::cell::RefCell::new(ConvertReport::default());
+    let enc = Encoder::new(target);
+    let work = |batch: &Batch<'_>| encode_records(&enc, &sizes, &batch.records, batch.prev_db);
+    let sink = |e: Encoded| -> Result<(), ToolError> {
+        w.borrow_mut().raw(&e.bytes, e.last_db)?;
+        let mut r = report.borrow_mut();
+        r.keys += e.keys;
+        r.losses.extend(e.losses);
+        Ok(())
+    };
+    let inline = |rec: &Record<'_>, prev_db: Option<u64>| -> Result<(), ToolError> {
+        let e = encode_records(&enc, &sizes, std::slice::from_ref(rec), prev_db)?;
+        w.borrow_mut().raw(&e.bytes, e.last_db)?;
+        let mut r = report.borrow_mut();
+        r.keys += e.keys;
+        r.losses.extend(e.losses);
+        Ok(())
+    };
+    pipeline.run(RdbReader::new(data)?, work, sink, inline, release, |_| {})?;
+    Ok((w.into_inner().finish()?, report.into_inner()))
+}
+
+/// Records encoded by a worker, to be written in order.
+struct Encoded {
+    bytes: Vec<u8>,
+    losses: Vec<KeyLoss>,
+    keys: u64,
+    /// The database the bytes leave selected, if they select one.
+    last_db: Option<u64>,
+}
+
+fn encode_records(
+    enc: &Encoder,
+    sizes: &Sizes,
+    records: &[Record<'_>],
+    prev_db: Option<u64>,
+) -> Result<Encoded, ToolError> {
+    let mut e = Encoded { bytes: Vec::new(), losses: Vec::new(), keys: 0, last_db: None };
+    let mut db = prev_db;
+    for rec in records {
+        match rec {
             Record::Key(k) => {
-                let value = Logical::from_record(&k)
-                    .map_err(|e| ToolError::Data(ferrokv::format::rdb::RdbError::in_key(e, &k)))?;
+                if db != Some(k.db) {
+                    put_select_db(&mut e.bytes, k.db, sizes.get(&k.db).copied());
+                    db = Some(k.db);
+                    e.last_db = db;
+                }
+                let value = Logical::from_record(k).map_err(|err| ToolError::Data(RdbError::in_key(err, k)))?;
                 let key = k.key.to_bytes();
                 if !k.meta.is_empty() {
-                    report.losses.push(KeyLoss {
+                    e.losses.push(KeyLoss {
                         db: Some(k.db),
                         key: Some(key.to_vec()),
                         what: "key metadata (Redis 8.6 KEY_META) dropped".into(),
                     });
                 }
-                let input =
-                    KeyIn { db: k.db, key: &key, expire_ms: k.expire_ms, idle: k.idle, freq: k.freq, value: &value };
-                write_key(&mut w, &sizes, input, &mut report)?;
-                release(k.end);
+                let mut losses = Vec::new();
+                let parts = KeyParts { key: &key, expire_ms: k.expire_ms, idle: k.idle, freq: k.freq };
+                put_key(enc, &mut e.bytes, parts, &value, &mut losses);
+                key_loss(k.db, &key, losses, &mut e.losses);
+                e.keys += 1;
             }
             Record::Function { code } | Record::FunctionPreGa { code, .. } => {
-                if let Some(l) = w.function(&code.to_bytes())? {
-                    report.losses.push(KeyLoss { db: None, key: None, what: l.what });
+                if let Some(l) = put_function(enc, &mut e.bytes, &code.to_bytes()) {
+                    e.losses.push(KeyLoss { db: None, key: None, what: l.what });
                 }
             }
-            Record::ModuleAux(m) => w.module_aux(m.raw.bytes())?,
+            Record::ModuleAux(m) => {
+                e.bytes.push(0xF7);
+                e.bytes.extend_from_slice(m.raw.bytes());
+            }
             _ => {}
         }
     }
-    Ok((w.finish()?, report))
+    Ok(e)
 }
 
 /// Encode a jsonl dump for `target`.
@@ -247,7 +298,7 @@ pub fn run_cli(args: ConvertArgs) -> Result<u8, ToolError> {
     let (atomic, file) = AtomicFile::new(&args.output)?;
     let buf = BufWriter::with_capacity(1 << 20, file);
     let (buf, report) = match (&to, is_rdb(&src)) {
-        (To::Rdb(t), true) => rdb_to_rdb_with(&src, *t, buf, ctime, &|o| src.release_before(o))?,
+        (To::Rdb(t), true) => rdb_to_rdb_with(&src, *t, buf, ctime, &Pipeline::default(), &|o| src.release_before(o))?,
         (To::Rdb(t), false) => jsonl_to_rdb(&src, *t, buf, ctime)?,
         (To::Dump(format), rdb) => {
             // A jsonl input is first encoded losslessly, then dumped.

@@ -198,3 +198,23 @@ fn convert_to_dump_formats() {
         assert!(std::fs::metadata(&out).expect("output").len() > 1000);
     }
 }
+
+#[test]
+fn encoded_bytes_do_not_depend_on_the_pipeline_shape() {
+    use ferrokv_tools::pipeline::Pipeline;
+    let data = std::fs::read(fixture("all-types")).expect("read");
+    let shapes = [
+        Pipeline { workers: 1, batch_bytes: usize::MAX, big_key_bytes: usize::MAX },
+        Pipeline { workers: 2, batch_bytes: 1, big_key_bytes: 2000 },
+        Pipeline { workers: 3, batch_bytes: 4000, big_key_bytes: 100 },
+    ];
+    for target in Target::ALL {
+        let outs: Vec<Vec<u8>> = shapes
+            .iter()
+            .map(|p| {
+                ferrokv_tools::convert::rdb_to_rdb_with(&data, target, Vec::new(), 1, p, &|_| {}).expect("convert").0
+            })
+            .collect();
+        assert!(outs.iter().all(|o| o == &outs[0]), "{target}: bytes depend on the pipeline shape");
+    }
+}

@@ -568,6 +568,55 @@ pub fn dump_payload(enc: &Encoder, v: &Logical, losses: &mut Vec<Loss>) -> Vec<u
 
 // ---------------------------------------------------------------- files
 
+/// SELECTDB, and RESIZEDB when the sizes are known.
+pub fn put_select_db(out: &mut Vec<u8>, db: u64, sizes: Option<(u64, u64)>) {
+    out.push(0xFE);
+    put_len(out, db);
+    if let Some((a, b)) = sizes {
+        out.push(0xFB);
+        put_len(out, a);
+        put_len(out, b);
+    }
+}
+
+/// What goes before a key's value.
+pub struct KeyParts<'k> {
+    pub key: &'k [u8],
+    pub expire_ms: Option<i64>,
+    pub idle: Option<u64>,
+    pub freq: Option<u8>,
+}
+
+/// A whole key record: per-key opcodes, type, key, value.
+pub fn put_key(enc: &Encoder, out: &mut Vec<u8>, k: KeyParts<'_>, value: &Logical, losses: &mut Vec<Loss>) {
+    if let Some(ms) = k.expire_ms {
+        out.push(0xFC);
+        out.extend_from_slice(&ms.to_le_bytes());
+    }
+    if let Some(i) = k.idle {
+        out.push(0xF8);
+        put_len(out, i);
+    } else if let Some(f) = k.freq {
+        out.push(0xF9);
+        out.push(f);
+    }
+    let type_at = out.len();
+    out.push(0);
+    put_str(out, k.key, enc.limits.compression);
+    let t = enc.value(value, out, losses);
+    out[type_at] = t;
+}
+
+/// A FUNCTION2 record, or the loss when the target has no functions.
+pub fn put_function(enc: &Encoder, out: &mut Vec<u8>, code: &[u8]) -> Option<Loss> {
+    if enc.target == Target::Redis62 {
+        return Some(Loss { what: "function library dropped: RDB 9 has no functions".into() });
+    }
+    out.push(0xF5);
+    put_str(out, code, enc.limits.compression);
+    None
+}
+
 /// Writes an RDB file record by record, keeping the CRC as it goes.
 pub struct RdbWriter<W: Write> {
     w: W,
@@ -618,14 +667,10 @@ impl<W: Write> RdbWriter<W> {
 
     /// A function library; targets before 7.0 cannot hold one.
     pub fn function(&mut self, code: &[u8]) -> io::Result<Option<Loss>> {
-        if self.enc.target == Target::Redis62 {
-            return Ok(Some(Loss { what: "function library dropped: RDB 9 has no functions".into() }));
-        }
         self.scratch.clear();
-        self.scratch.push(0xF5);
-        put_str(&mut self.scratch, code, self.enc.limits.compression);
+        let loss = put_function(&self.enc, &mut self.scratch, code);
         self.put_scratch()?;
-        Ok(None)
+        Ok(loss)
     }
 
     /// A MODULE_AUX record, as read (everything after the opcode byte).
@@ -637,15 +682,18 @@ impl<W: Write> RdbWriter<W> {
     /// Start database `db` with optional RESIZEDB sizes.
     pub fn select_db(&mut self, db: u64, sizes: Option<(u64, u64)>) -> io::Result<()> {
         self.scratch.clear();
-        self.scratch.push(0xFE);
-        put_len(&mut self.scratch, db);
-        if let Some((a, b)) = sizes {
-            self.scratch.push(0xFB);
-            put_len(&mut self.scratch, a);
-            put_len(&mut self.scratch, b);
-        }
+        put_select_db(&mut self.scratch, db, sizes);
         self.db = Some(db);
         self.put_scratch()
+    }
+
+    /// Append records encoded elsewhere (by `put_key` / `put_select_db` on other threads);
+    /// `db` is the database the last of them selected, if any.
+    pub fn raw(&mut self, bytes: &[u8], db: Option<u64>) -> io::Result<()> {
+        if db.is_some() {
+            self.db = db;
+        }
+        self.put(bytes)
     }
 
     pub fn current_db(&self) -> Option<u64> {
@@ -664,22 +712,7 @@ impl<W: Write> RdbWriter<W> {
     ) -> io::Result<()> {
         let mut rec = std::mem::take(&mut self.scratch);
         rec.clear();
-        if let Some(ms) = expire_ms {
-            rec.push(0xFC);
-            rec.extend_from_slice(&ms.to_le_bytes());
-        }
-        if let Some(i) = idle {
-            rec.push(0xF8);
-            put_len(&mut rec, i);
-        } else if let Some(f) = freq {
-            rec.push(0xF9);
-            rec.push(f);
-        }
-        let type_at = rec.len();
-        rec.push(0);
-        put_str(&mut rec, key, self.enc.limits.compression);
-        let t = self.enc.value(value, &mut rec, losses);
-        rec[type_at] = t;
+        put_key(&self.enc, &mut rec, KeyParts { key, expire_ms, idle, freq }, value, losses);
         let r = self.put(&rec);
         self.scratch = rec;
         r
