@@ -46,6 +46,10 @@ INFO=$(best_of "$TOOL" info "$RDB")
 ENC_OUT="$BENCH_DIR/reencoded-7.0.rdb"
 ENCODE=$(best_of "$TOOL" convert "$RDB" "$ENC_OUT" --to rdb:redis-7.0)
 ENCODE_CHECK=$(redis-check-rdb "$ENC_OUT" 2>&1 | grep -c "RDB looks OK" || true)
+DIFF_REPORT=$(./bench/diff.sh 2>&1 | tail -12)
+DIFF_LINE=$(echo "$DIFF_REPORT" | grep '^rdbtool diff' | sed -E 's/.*exit [0-9]+, //')
+DIFF_SECS=${DIFF_LINE%% s *}
+DIFF_KB=$(echo "$DIFF_LINE" | awk '{print $3}')
 KEYS=$("$TOOL" info --json "$RDB" | python3 -c 'import json,sys; print(json.load(sys.stdin)["keys"])')
 OUTSZ=$("$TOOL" dump "$RDB" | wc -c)
 
@@ -81,7 +85,14 @@ row "rdbtool dump (jsonl) > /dev/null" "$DUMP" "target >= 300 MB/s; $OUTSZ bytes
 row "rdbtool dump (jsonl), 1 thread" "$DUMP1" ""
 row "rdbtool dump --format resp" "$RESP" ""
 row "rdbtool info" "$INFO" "structure only, CRC checked"
+row "rdbtool diff big.rdb big-changed.rdb (1% of keys changed)" "$DIFF_SECS $DIFF_KB" "target <= 10 s, <= 512 MiB; counts checked below"
 row "rdbtool convert --to rdb:redis-7.0" "$ENCODE" "decode + encode, 1 thread; redis-check-rdb on the output: $([ "$ENCODE_CHECK" -gt 0 ] && echo OK || echo FAILED)"
+echo
+echo "diff against the changes made (bench/diff.sh; big-changed.rdb made by fixtures/diff/mutate.py through a real redis-server):"
+echo
+echo '```'
+echo "$DIFF_REPORT"
+echo '```'
 cat <<'TAIL'
 
 Targets (issue #2): verify >= 7x redis-check-rdb's throughput, dump jsonl >= 300 MB/s of input,

@@ -238,6 +238,50 @@ pub enum ValueType {
 }
 
 impl ValueType {
+    /// Every value type, in a fixed order (their `code`s).
+    pub const ALL: [ValueType; 28] = {
+        use ValueType::*;
+        [
+            String,
+            ListLinked,
+            SetHashtable,
+            ZsetText,
+            Hash,
+            Zset2,
+            ModulePreGa,
+            Module2,
+            HashZipmap,
+            ListZiplist,
+            SetIntset,
+            ZsetZiplist,
+            HashZiplist,
+            ListQuicklist,
+            Stream1,
+            HashListpack,
+            ZsetListpack,
+            ListQuicklist2,
+            Stream2,
+            SetListpack,
+            Stream3,
+            HashMetadataPreGa,
+            HashListpackExPreGa,
+            HashMetadata,
+            HashListpackEx,
+            Stream4,
+            Stream5,
+            ValkeyHash2,
+        ]
+    };
+
+    /// A stable small number for the type (its index in `ALL`), for compact indexes.
+    pub fn code(self) -> u8 {
+        Self::ALL.iter().position(|x| *x == self).map_or(u8::MAX, |p| p as u8)
+    }
+
+    pub fn from_code(code: u8) -> Option<ValueType> {
+        Self::ALL.get(usize::from(code)).copied()
+    }
+
     pub fn logical(self) -> LogicalType {
         use ValueType::*;
         match self {
