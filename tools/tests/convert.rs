@@ -218,3 +218,22 @@ fn encoded_bytes_do_not_depend_on_the_pipeline_shape() {
         assert!(outs.iter().all(|o| o == &outs[0]), "{target}: bytes depend on the pipeline shape");
     }
 }
+
+#[test]
+fn plain_quicklist_nodes_we_write_load_in_real_redis() {
+    use ferrokv::format::rdb::RdbWriter;
+    let items: Vec<Vec<u8>> = (0..40)
+        .map(|i| if i % 7 == 3 { vec![b'a' + (i % 26) as u8; 300] } else { i.to_string().into_bytes() })
+        .collect();
+    let mut w = RdbWriter::new(Vec::new(), Target::Redis70, 1_700_000_000).expect("writer");
+    w.enc.limits.list_plain_bytes = 200;
+    w.select_db(0, Some((1, 0))).expect("select");
+    w.key(b"plain", None, None, None, &Logical::List(items.clone()), &mut Vec::new()).expect("key");
+    let path = tmp("plain-nodes.rdb");
+    std::fs::write(&path, w.finish().expect("finish")).expect("write");
+    let server = start_server_with(&path);
+    let got = cli(server.port, &["LRANGE", "plain", "0", "-1"]);
+    let want: Vec<String> = items.iter().map(|v| String::from_utf8_lossy(v).into_owned()).collect();
+    assert_eq!(got, want.join("\n"));
+    assert_eq!(cli(server.port, &["LLEN", "plain"]), "40");
+}

@@ -116,6 +116,9 @@ pub struct Limits {
     pub set_listpack_value: usize,
     /// list-max-listpack-size -2: 8 KiB per node.
     pub list_node_bytes: usize,
+    /// Elements at least this big get a PLAIN quicklist node of their own (7.0+; Redis's
+    /// packed threshold, 1 GiB by default).
+    pub list_plain_bytes: usize,
     pub stream_node_bytes: usize,
     pub stream_node_entries: usize,
     pub compression: bool,
@@ -132,6 +135,7 @@ impl Default for Limits {
             set_listpack_entries: 128,
             set_listpack_value: 64,
             list_node_bytes: 8192,
+            list_plain_bytes: 1 << 30,
             stream_node_bytes: 4096,
             stream_node_entries: 100,
             compression: true,
@@ -268,10 +272,22 @@ impl Encoder {
             }
             return 14;
         }
-        let nodes = pack_nodes::<ListpackWriter>(items, max);
+        // PACKED runs between PLAIN nodes for elements at the packed threshold.
+        let plain = self.limits.list_plain_bytes;
+        let mut nodes: Vec<(u64, Vec<u8>)> = Vec::new();
+        for run in items.split_inclusive(|it| it.len() >= plain) {
+            let (packed, big) = match run.last() {
+                Some(last) if last.len() >= plain => (&run[..run.len() - 1], Some(last)),
+                _ => (run, None),
+            };
+            nodes.extend(pack_nodes::<ListpackWriter>(packed, max).into_iter().map(|n| (2, n)));
+            if let Some(big) = big {
+                nodes.push((1, big.clone()));
+            }
+        }
         put_len(out, nodes.len() as u64);
-        for n in &nodes {
-            put_len(out, 2);
+        for (container, n) in &nodes {
+            put_len(out, *container);
             self.s(out, n);
         }
         18
@@ -766,4 +782,30 @@ pub fn read_dump_payload(
         return Err(FormatError::new(rest.offset(), "bytes left after the DUMP payload value"));
     }
     Ok(super::value::Value { vtype, body })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::rdb::{RdbReader, Record};
+
+    #[test]
+    fn big_list_elements_get_plain_nodes() {
+        let enc_limits = Limits { list_plain_bytes: 100, ..Limits::default() };
+        let items: Vec<Vec<u8>> =
+            vec![b"a".to_vec(), vec![b'x'; 150], b"b".to_vec(), b"c".to_vec(), vec![b'y'; 100], vec![b'z'; 99]];
+        let mut w = RdbWriter::new(Vec::new(), Target::Redis70, 0).unwrap();
+        w.enc.limits = enc_limits;
+        w.select_db(0, None).unwrap();
+        w.key(b"l", None, None, None, &Logical::List(items.clone()), &mut Vec::new()).unwrap();
+        let file = w.finish().unwrap();
+        let rec = RdbReader::new(&file).unwrap().find_map(|r| match r.unwrap() {
+            Record::Key(k) => Some(k),
+            _ => None,
+        });
+        let k = rec.unwrap();
+        assert_eq!(Logical::from_record(&k).unwrap(), Logical::List(items));
+        // Nodes: [a] PLAIN(x*150) [b c] PLAIN(y*100) [z*99]
+        assert_eq!(k.value.body.bytes()[0], 5);
+    }
 }
