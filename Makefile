@@ -29,7 +29,7 @@ test: deps lint build unit
 
 # Needs ../shared (corpus and external fixtures) beside the checkout.
 compat: build
-	$(CARGO) test --release -p ferrokv-tools -- --ignored
+	$(CARGO) test --release -p ferrokv-tools --tests -- --ignored
 
 # Regenerate the committed fixtures from a real redis-server.
 fixtures:
