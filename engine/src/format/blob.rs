@@ -121,6 +121,22 @@ pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
     Some(v)
 }
 
+/// One step of a reader that stops for good at its end or its first error: turns
+/// `read()`'s `Result<Option<T>>` into an iterator item and records when to stop.
+pub fn fused<T>(done: &mut bool, r: Result<Option<T>, FormatError>) -> Option<Result<T, FormatError>> {
+    match r {
+        Ok(Some(x)) => Some(Ok(x)),
+        Ok(None) => {
+            *done = true;
+            None
+        }
+        Err(e) => {
+            *done = true;
+            Some(Err(e))
+        }
+    }
+}
+
 /// A builder of a flat container (listpack or ziplist): the encoder picks one per target
 /// and fills it the same way.
 pub trait FlatWriter: Default {

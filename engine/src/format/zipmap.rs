@@ -94,17 +94,8 @@ impl<'a> Iterator for ZipmapIter<'a> {
         if self.done {
             return None;
         }
-        match self.read() {
-            Ok(Some(e)) => Some(Ok(e)),
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
-        }
+        let r = self.read();
+        crate::format::blob::fused(&mut self.done, r)
     }
 }
 

@@ -388,13 +388,7 @@ impl<'a> Iterator for StreamEntries<'a> {
         if self.failed {
             return None;
         }
-        match self.read() {
-            Ok(Some(e)) => Some(Ok(e)),
-            Ok(None) => None,
-            Err(e) => {
-                self.failed = true;
-                Some(Err(e))
-            }
-        }
+        let r = self.read();
+        crate::format::blob::fused(&mut self.failed, r)
     }
 }
