@@ -30,8 +30,14 @@ pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
     match vtype {
         String | HashZipmap | ListZiplist | SetIntset | ZsetZiplist | HashZiplist | HashListpack | ZsetListpack
         | SetListpack | HashListpackExPreGa => str_(input),
-        ListLinked | SetHashtable | ListQuicklist => repeat(input, "element count", str_),
-        Hash => repeat(input, "field count", |i| str_(str_(i)?.0)),
+        ListLinked | SetHashtable | ListQuicklist => {
+            let (r, n) = length(input, "element count")?;
+            skip_strs(r, n)
+        }
+        Hash => {
+            let (r, n) = length(input, "field count")?;
+            skip_strs(r, n.saturating_mul(2))
+        }
         ZsetText => repeat(input, "member count", |i| text_double(rdb_str(i)?.0).map(|(r, _)| (r, ()))),
         Zset2 => repeat(input, "member count", |i| take_bytes(rdb_str(i)?.0, 8, "a score").map(|(r, _)| (r, ()))),
         ListQuicklist2 => repeat(input, "node count", |i| {
@@ -67,6 +73,56 @@ pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
             "pre-release module value (type 6, Redis 4.0 RCs) cannot be read: it carries no structure to walk",
         ),
     }
+}
+
+/// Skip `count` RDB strings: the hot path of finding where a hashtable collection ends.
+/// Plain lengths and int encodings are stepped over on raw bytes; anything else (LZF, or
+/// a problem) goes through `rdb_str`, so errors read exactly as they do there.
+fn skip_strs(input: Input<'_>, count: u64) -> PResult<'_, ()> {
+    let b = input.bytes();
+    let mut i = 0usize;
+    let mut left = count;
+    while left > 0 {
+        let Some(&first) = b.get(i) else { break };
+        let step = match first >> 6 {
+            0 => 1 + (first & 0x3F) as usize,
+            1 => match b.get(i + 1) {
+                Some(&lo) => 2 + (((first & 0x3F) as usize) << 8 | lo as usize),
+                None => break,
+            },
+            3 => match first & 0x3F {
+                0 => 2,
+                1 => 3,
+                2 => 5,
+                _ => {
+                    // LZF or an unknown encoding: the general parser.
+                    let here = nom::Input::take_from(&input, i);
+                    let (rest, _) = rdb_str(here)?;
+                    i = rest.offset() - input.offset();
+                    left -= 1;
+                    continue;
+                }
+            },
+            _ => {
+                let here = nom::Input::take_from(&input, i);
+                let (rest, _) = rdb_str(here)?;
+                i = rest.offset() - input.offset();
+                left -= 1;
+                continue;
+            }
+        };
+        if i + step > b.len() {
+            break;
+        }
+        i += step;
+        left -= 1;
+    }
+    let mut rest = nom::Input::take_from(&input, i.min(b.len()));
+    // Whatever is left (a truncation, most likely) is read by the general parser for its error.
+    for _ in 0..left {
+        rest = rdb_str(rest)?.0;
+    }
+    Ok((rest, ()))
 }
 
 /// Read a count, then `count` items with `item`.
