@@ -1,7 +1,8 @@
 //! ferrokv: a Redis-compatible storage engine and the format layer its tools stand on.
 //!
-//! Today this crate holds the format layer (`format`): streaming, zero-copy decoders for
-//! RDB files and the compact encodings inside them.
+//! Today this crate holds the format layer (`format`): streaming, zero-copy decoders and
+//! encoders for RDB files, DUMP payloads and the compact encodings inside them; and the
+//! encoding-free view of values (`logical`) that comparing and converting use.
 //!
 //! ```
 //! use ferrokv::format::rdb::{RdbReader, Record};

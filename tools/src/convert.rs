@@ -287,6 +287,26 @@ fn is_rdb(data: &[u8]) -> bool {
     data.starts_with(b"REDIS") || data.starts_with(b"VALKEY")
 }
 
+/// Encode a jsonl input as a temporary RDB (removed when the guard drops) and map it.
+fn stage_jsonl_as_rdb(text: &[u8], ctime: i64) -> Result<(TempPath, Source), ToolError> {
+    let path = TempPath(std::env::temp_dir().join(format!("ferrokv-convert-{}.rdb", std::process::id())));
+    let file =
+        File::create(&path.0).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", path.0.display())))?;
+    let buf = jsonl_to_rdb(text, Target::Redis74, BufWriter::with_capacity(1 << 20, file), ctime)?.0;
+    buf.into_inner().map_err(|e| ToolError::Io(e.into_error()))?;
+    let src = Source::open(&path.0)?;
+    Ok((path, src))
+}
+
+/// A file removed on drop.
+struct TempPath(PathBuf);
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// Exit code when --strict refuses a lossy conversion.
 pub const EXIT_LOSSY: u8 = 3;
 
@@ -301,13 +321,14 @@ pub fn run_cli(args: ConvertArgs) -> Result<u8, ToolError> {
         (To::Rdb(t), true) => rdb_to_rdb_with(&src, *t, buf, ctime, &Pipeline::default(), &|o| src.release_before(o))?,
         (To::Rdb(t), false) => jsonl_to_rdb(&src, *t, buf, ctime)?,
         (To::Dump(format), rdb) => {
-            // A jsonl input is first encoded losslessly, then dumped.
-            let owned;
+            // A jsonl input is first encoded losslessly into a temporary RDB (mapped like
+            // any input, so memory does not grow with it), then dumped.
+            let staged;
             let data: &[u8] = if rdb {
                 &src
             } else {
-                owned = jsonl_to_rdb(&src, Target::Redis74, Vec::new(), ctime)?.0;
-                &owned
+                staged = stage_jsonl_as_rdb(&src, ctime)?;
+                &staged.1
             };
             let mut buf = buf;
             {

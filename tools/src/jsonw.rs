@@ -113,25 +113,8 @@ pub fn uint(out: &mut Vec<u8>, v: u64) {
     out.extend_from_slice(v.to_string().as_bytes());
 }
 
-/// A score as text that parses back to the same double: integers without a fraction,
-/// "inf"/"-inf"/"nan", "-0", otherwise the shortest round-trip form.
-pub fn score_text(f: f64) -> String {
-    if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 {
-            "inf".into()
-        } else {
-            "-inf".into()
-        }
-    } else if f == 0.0 && f.is_sign_negative() {
-        "-0".into()
-    } else if f.fract() == 0.0 && f.abs() < 9.007_199_254_740_992e15 {
-        format!("{}", f as i64)
-    } else {
-        format!("{f:?}")
-    }
-}
+/// A score as text that parses back to the same double (as Redis's d2string writes it).
+pub use ferrokv::format::rdb::score_text;
 
 #[cfg(test)]
 mod tests {

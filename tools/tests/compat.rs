@@ -257,17 +257,7 @@ fn external_hdt3213_expected_outputs() {
 
 // ---- issue #3: the encoder on real files ----
 
-fn dataset(data: &[u8]) -> std::collections::BTreeMap<(u64, Vec<u8>), (Option<i64>, ferrokv::logical::Logical)> {
-    use ferrokv::format::rdb::{RdbReader, Record};
-    let mut m = std::collections::BTreeMap::new();
-    for rec in RdbReader::new(data).expect("header") {
-        if let Record::Key(k) = rec.expect("record") {
-            let v = ferrokv::logical::Logical::from_record(&k).expect("value");
-            m.insert((k.db, k.key.to_bytes().into_owned()), (k.expire_ms, v));
-        }
-    }
-    m
-}
+use common::dataset;
 
 #[test]
 #[ignore = "needs ../shared; run with make compat"]

@@ -29,16 +29,7 @@ fn tmp(name: &str) -> PathBuf {
     d.join(name)
 }
 
-/// Every key as (db, key) -> (expire, logical value).
-fn dataset(data: &[u8]) -> std::collections::BTreeMap<(u64, Vec<u8>), (Option<i64>, Logical)> {
-    let mut m = std::collections::BTreeMap::new();
-    for rec in RdbReader::new(data).expect("header") {
-        if let Record::Key(k) = rec.expect("record") {
-            m.insert((k.db, k.key.to_bytes().into_owned()), (k.expire_ms, Logical::from_record(&k).expect("value")));
-        }
-    }
-    m
-}
+use common::dataset;
 
 const LOADABLE: [&str; 4] = ["all-types", "nocompress-nochecksum", "lru", "lfu"];
 

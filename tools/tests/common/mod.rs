@@ -268,3 +268,16 @@ pub fn compare_with_truth(rdb: &Path, truth: &Path, ttl_tolerance_ms: i64) -> Re
         Err(format!("{}: {n} differences:\n{}", rdb.display(), errors.join("\n")))
     }
 }
+
+/// Every key of an RDB as (db, key) -> (expiry, canonical value).
+pub fn dataset(data: &[u8]) -> BTreeMap<(u64, Vec<u8>), (Option<i64>, ferrokv::logical::Logical)> {
+    use ferrokv::format::rdb::{RdbReader, Record};
+    let mut m = BTreeMap::new();
+    for rec in RdbReader::new(data).expect("header") {
+        if let Record::Key(k) = rec.expect("record") {
+            let v = ferrokv::logical::Logical::from_record(&k).expect("value");
+            m.insert((k.db, k.key.to_bytes().into_owned()), (k.expire_ms, v));
+        }
+    }
+    m
+}

@@ -211,6 +211,9 @@ fn put_raw_str(out: &mut Vec<u8>, b: &[u8]) {
 /// A score as Redis's d2string writes it: integer text when integral, else the shortest
 /// text that reads back to the same double.
 pub fn score_text(f: f64) -> String {
+    if f.is_nan() {
+        return "nan".into();
+    }
     if f.is_infinite() {
         return if f > 0.0 { "inf".into() } else { "-inf".into() };
     }

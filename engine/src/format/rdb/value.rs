@@ -84,32 +84,23 @@ fn skip_strs(input: Input<'_>, count: u64) -> PResult<'_, ()> {
     let mut left = count;
     while left > 0 {
         let Some(&first) = b.get(i) else { break };
-        let step = match first >> 6 {
-            0 => 1 + (first & 0x3F) as usize,
-            1 => match b.get(i + 1) {
-                Some(&lo) => 2 + (((first & 0x3F) as usize) << 8 | lo as usize),
+        let step = match (first >> 6, first & 0x3F) {
+            (0, n) => Some(1 + n as usize),
+            (1, hi) => match b.get(i + 1) {
+                Some(&lo) => Some(2 + ((hi as usize) << 8 | lo as usize)),
                 None => break,
             },
-            3 => match first & 0x3F {
-                0 => 2,
-                1 => 3,
-                2 => 5,
-                _ => {
-                    // LZF or an unknown encoding: the general parser.
-                    let here = nom::Input::take_from(&input, i);
-                    let (rest, _) = rdb_str(here)?;
-                    i = rest.offset() - input.offset();
-                    left -= 1;
-                    continue;
-                }
-            },
-            _ => {
-                let here = nom::Input::take_from(&input, i);
-                let (rest, _) = rdb_str(here)?;
-                i = rest.offset() - input.offset();
-                left -= 1;
-                continue;
-            }
+            (3, 0) => Some(2),
+            (3, 1) => Some(3),
+            (3, 2) => Some(5),
+            // 32/64-bit lengths, LZF, or something wrong: the general parser.
+            _ => None,
+        };
+        let Some(step) = step else {
+            let (rest, _) = rdb_str(nom::Input::take_from(&input, i))?;
+            i = rest.offset() - input.offset();
+            left -= 1;
+            continue;
         };
         if i + step > b.len() {
             break;
