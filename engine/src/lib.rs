@@ -1,8 +1,11 @@
 //! ferrokv: a Redis-compatible storage engine and the format layer its tools stand on.
 //!
-//! Today this crate holds the format layer (`format`): streaming, zero-copy decoders and
-//! encoders for RDB files, DUMP payloads and the compact encodings inside them; and the
-//! encoding-free view of values (`logical`) that comparing and converting use.
+//! - `format`: streaming, zero-copy decoders and encoders for RDB files, DUMP payloads and
+//!   the compact encodings inside them.
+//! - `logical`: the encoding-free view of values that comparing and converting use.
+//! - `value`, `keyspace`, `command`, `persist`: the engine: values with Redis's encodings,
+//!   databases with expiry, the command table, and the write path. [`Engine`] ties them
+//!   together (see docs/library.md).
 //!
 //! ```
 //! use ferrokv::format::rdb::{RdbReader, Record};
@@ -13,8 +16,18 @@
 //! assert!(matches!(records[0], Record::Eof { .. }));
 //! ```
 
+pub mod command;
+pub mod config;
+pub mod engine;
 pub mod format;
+pub mod glob;
+pub mod keyspace;
 pub mod logical;
+pub mod persist;
 pub mod source;
+pub mod value;
 
+pub use command::Reply;
+pub use config::Config;
+pub use engine::{Engine, Session};
 pub use source::Source;

@@ -135,7 +135,7 @@ impl Options {
             return false;
         }
         match &self.key {
-            Some(p) => crate::glob::matches(p, &k.key.to_bytes()),
+            Some(p) => ferrokv::glob::matches(p, &k.key.to_bytes()),
             None => true,
         }
     }

@@ -4,7 +4,6 @@
 pub mod convert;
 pub mod diff;
 pub mod dump;
-pub mod glob;
 pub mod jsonl_read;
 pub mod jsonw;
 pub mod out;

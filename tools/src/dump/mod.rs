@@ -48,7 +48,7 @@ impl Filter {
             return false;
         }
         if let Some(p) = &self.key {
-            if !crate::glob::matches(p, &k.key.to_bytes()) {
+            if !ferrokv::glob::matches(p, &k.key.to_bytes()) {
                 return false;
             }
         }

@@ -1,0 +1,327 @@
+//! What a command runs against: the keyspace, the selected database, the time, and the
+//! record of its effects (propagation, notifications, modified keys).
+
+use super::{notify, Argv};
+use crate::config::Config;
+use crate::keyspace::{Keyspace, Slot, NO_EXPIRE};
+use crate::value::{Sds, Value};
+
+/// How lookups treat keys whose TTL has passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ExpireMode {
+    /// Delete them and propagate DEL/UNLINK (a master).
+    #[default]
+    Master,
+    /// Never expired (loading an AOF: the log carries the DELs).
+    Loading,
+    /// Reported missing but kept (a replica waits for its master's DEL).
+    Replica,
+}
+
+/// Counters INFO reports.
+#[derive(Debug, Clone, Default)]
+pub struct Stats {
+    pub expired_keys: u64,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    /// Changes since the last save.
+    pub dirty: u64,
+    pub commands: u64,
+}
+
+/// A keyspace event (for notifications and blocked clients).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Event {
+    pub class: u32,
+    pub name: &'static str,
+    pub db: usize,
+    pub key: Vec<u8>,
+}
+
+/// Effects gathered while commands run; drained by the caller.
+#[derive(Debug, Default)]
+pub struct Effects {
+    /// Commands to propagate, with the database each runs in.
+    pub propagate: Vec<(usize, Argv)>,
+    /// Keyspace events, when `track_events` is on.
+    pub events: Vec<Event>,
+    pub track_events: bool,
+    /// Keys written (for WATCH), when `track_modified` is on.
+    pub modified: Vec<(usize, Sds)>,
+    pub track_modified: bool,
+}
+
+pub struct Ctx<'a> {
+    pub ks: &'a mut Keyspace,
+    pub cfg: &'a Config,
+    /// Selected database.
+    pub db: usize,
+    /// The time of this command, unix ms.
+    pub now: i64,
+    /// LRU clock for touched keys.
+    pub lru: u32,
+    pub mode: ExpireMode,
+    pub rng: &'a mut fastrand::Rng,
+    pub stats: &'a mut Stats,
+    pub fx: &'a mut Effects,
+    /// Changes made by the running command.
+    pub dirty: u64,
+    rewrite: Option<Argv>,
+    suppress: bool,
+}
+
+impl<'a> Ctx<'a> {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        ks: &'a mut Keyspace,
+        cfg: &'a Config,
+        db: usize,
+        now: i64,
+        mode: ExpireMode,
+        rng: &'a mut fastrand::Rng,
+        stats: &'a mut Stats,
+        fx: &'a mut Effects,
+    ) -> Ctx<'a> {
+        let lru = ((now / 1000) as u32) & crate::keyspace::LRU_MAX;
+        Ctx { ks, cfg, db, now, lru, mode, rng, stats, fx, dirty: 0, rewrite: None, suppress: false }
+    }
+
+    pub(super) fn begin_command(&mut self) {
+        self.dirty = 0;
+        self.rewrite = None;
+        self.suppress = false;
+        self.stats.commands += 1;
+    }
+
+    pub(super) fn end_command(&mut self, argv: &[Vec<u8>]) {
+        self.stats.dirty += self.dirty;
+        if self.dirty > 0 && !self.suppress {
+            let argv = self.rewrite.take().unwrap_or_else(|| argv.to_vec());
+            self.fx.propagate.push((self.db, argv));
+        }
+    }
+
+    // ------------------------------------------------------------ propagation
+
+    /// Propagate this command as `argv` instead of as called.
+    pub fn rewrite(&mut self, argv: Argv) {
+        self.rewrite = Some(argv);
+    }
+
+    /// Do not propagate the command itself (it propagated its effects explicitly).
+    pub fn suppress_propagation(&mut self) {
+        self.suppress = true;
+    }
+
+    /// Propagate an extra command, now (before the command itself).
+    pub fn propagate(&mut self, argv: Argv) {
+        self.fx.propagate.push((self.db, argv));
+    }
+
+    /// Propagate an extra command in database `db`.
+    pub fn propagate_in(&mut self, db: usize, argv: Argv) {
+        self.fx.propagate.push((db, argv));
+    }
+
+    // ------------------------------------------------------------ notifications
+
+    /// Fire a keyspace event for `key` in the selected database.
+    pub fn notify(&mut self, class: u32, name: &'static str, key: &[u8]) {
+        let db = self.db;
+        self.notify_in(db, class, name, key);
+    }
+
+    pub fn notify_in(&mut self, db: usize, class: u32, name: &'static str, key: &[u8]) {
+        if self.fx.track_events {
+            self.fx.events.push(Event { class, name, db, key: key.to_vec() });
+        }
+    }
+
+    /// Record that `key` changed (WATCH).
+    pub fn signal_modified(&mut self, key: &[u8]) {
+        let db = self.db;
+        self.signal_modified_in(db, key);
+    }
+
+    pub fn signal_modified_in(&mut self, db: usize, key: &[u8]) {
+        if self.fx.track_modified {
+            self.fx.modified.push((db, crate::value::sds(key)));
+        }
+    }
+
+    // ------------------------------------------------------------ expiry
+
+    /// Whether `key` in `db` is logically expired now (false while loading).
+    pub fn is_expired_in(&self, db: usize, key: &[u8]) -> bool {
+        if self.mode == ExpireMode::Loading {
+            return false;
+        }
+        match self.ks.dbs[db].get(key) {
+            Some(s) => s.expire != NO_EXPIRE && self.now > s.expire,
+            None => false,
+        }
+    }
+
+    /// Redis's expireIfNeeded: true when `key` is expired (and, on a master, now deleted,
+    /// with its DEL/UNLINK propagated and an `expired` event fired).
+    pub fn expire_if_needed_in(&mut self, db: usize, key: &[u8]) -> bool {
+        if !self.is_expired_in(db, key) {
+            return false;
+        }
+        if self.mode == ExpireMode::Replica {
+            return true;
+        }
+        self.ks.dbs[db].remove(key);
+        self.expired_deleted(db, key);
+        true
+    }
+
+    pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+        let db = self.db;
+        self.expire_if_needed_in(db, key)
+    }
+
+    /// Bookkeeping after an expired key was deleted (lazily or by the active cycle).
+    pub fn expired_deleted(&mut self, db: usize, key: &[u8]) {
+        self.stats.expired_keys += 1;
+        self.notify_in(db, notify::EXPIRED, "expired", key);
+        self.signal_modified_in(db, key);
+        let cmd: &[u8] = if self.cfg.lazyfree_lazy_expire { b"UNLINK" } else { b"DEL" };
+        self.propagate_in(db, vec![cmd.to_vec(), key.to_vec()]);
+    }
+
+    // ------------------------------------------------------------ lookups
+
+    /// Look a key up for reading: expire it if due, count a hit or miss, touch its LRU.
+    pub fn lookup_read(&mut self, key: &[u8]) -> Option<&mut Value> {
+        let db = self.db;
+        self.lookup_read_in(db, key)
+    }
+
+    pub fn lookup_read_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
+        self.expire_if_needed_in(db, key);
+        let lru = self.lru;
+        match self.ks.dbs[db].get_mut(key) {
+            Some(s) => {
+                self.stats.keyspace_hits += 1;
+                s.lru = lru;
+                Some(&mut s.value)
+            }
+            None => {
+                self.stats.keyspace_misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Look a key up for writing: expire it if due, touch its LRU.
+    pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
+        let db = self.db;
+        self.lookup_write_in(db, key)
+    }
+
+    pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
+        self.expire_if_needed_in(db, key);
+        let lru = self.lru;
+        self.ks.dbs[db].get_mut(key).map(|s| {
+            s.lru = lru;
+            &mut s.value
+        })
+    }
+
+    /// Look a key up without touching LRU or stats (TYPE-like and OBJECT lookups still expire).
+    pub fn lookup_slot(&mut self, key: &[u8]) -> Option<&Slot> {
+        let db = self.db;
+        self.expire_if_needed_in(db, key);
+        self.ks.dbs[db].get(key)
+    }
+
+    /// Whether `key` exists (after the expiry check).
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        self.lookup_slot(key).is_some()
+    }
+
+    // ------------------------------------------------------------ writes
+
+    /// Add a key that does not exist (dbAdd).
+    pub fn db_add(&mut self, key: &[u8], value: Value) {
+        let db = self.db;
+        let lru = self.lru;
+        self.ks.dbs[db].add(key, value, lru);
+        self.signal_modified(key);
+    }
+
+    /// Store a value, replacing any (setKey): the TTL is dropped unless `keep_ttl`.
+    pub fn db_set(&mut self, key: &[u8], value: Value, keep_ttl: bool) {
+        let db = self.db;
+        self.db_set_in(db, key, value, keep_ttl);
+    }
+
+    pub fn db_set_in(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) {
+        let lru = self.lru;
+        self.ks.dbs[db].set(key, value, keep_ttl, lru);
+        self.signal_modified_in(db, key);
+    }
+
+    /// Delete a key (no expiry check: callers look it up first); true when it was there.
+    pub fn db_delete(&mut self, key: &[u8]) -> bool {
+        let db = self.db;
+        self.db_delete_in(db, key)
+    }
+
+    pub fn db_delete_in(&mut self, db: usize, key: &[u8]) -> bool {
+        let gone = self.ks.dbs[db].remove(key).is_some();
+        if gone {
+            self.signal_modified_in(db, key);
+        }
+        gone
+    }
+
+    /// Get the value at `key` for writing, creating it with `make` when missing.
+    pub fn lookup_write_or_insert(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Value {
+        let db = self.db;
+        self.expire_if_needed_in(db, key);
+        let lru = self.lru;
+        let d = &mut self.ks.dbs[db];
+        let pos = match d.find(key) {
+            Some(p) => p,
+            None => d.add(key, make(), lru),
+        };
+        let s = d.slot_mut(pos);
+        s.lru = lru;
+        &mut s.value
+    }
+
+    /// Delete `key` if its collection is now empty, firing the `del` event; true if deleted.
+    pub fn delete_if_empty(&mut self, key: &[u8]) -> bool {
+        let db = self.db;
+        let empty = self.ks.dbs[db].get(key).is_some_and(|s| s.value.is_empty() && !matches!(s.value, Value::Str(_)));
+        if empty {
+            self.db_delete(key);
+            self.notify(notify::GENERIC, "del", key);
+        }
+        empty
+    }
+
+    /// The absolute expiry of `key`, if it has one.
+    pub fn expire_of(&self, key: &[u8]) -> Option<i64> {
+        self.ks.dbs[self.db].get(key).and_then(Slot::expire_ms)
+    }
+
+    /// Set the absolute expiry of an existing key.
+    pub fn set_expire(&mut self, key: &[u8], when: i64) {
+        let db = self.db;
+        if let Some(p) = self.ks.dbs[db].find(key) {
+            self.ks.dbs[db].set_expire_at(p, when);
+        }
+    }
+
+    /// Drop the TTL of `key`; true when it had one.
+    pub fn persist(&mut self, key: &[u8]) -> bool {
+        let db = self.db;
+        match self.ks.dbs[db].find(key) {
+            Some(p) => self.ks.dbs[db].clear_expire_at(p),
+            None => false,
+        }
+    }
+}

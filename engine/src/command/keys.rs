@@ -1,0 +1,5 @@
+//! keys commands.
+
+use super::Spec;
+
+pub const SPECS: &[Spec] = &[];

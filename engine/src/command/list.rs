@@ -1,0 +1,5 @@
+//! list commands.
+
+use super::Spec;
+
+pub const SPECS: &[Spec] = &[];

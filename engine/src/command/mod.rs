@@ -1,0 +1,144 @@
+//! The command layer: the command table (data) and one file per family.
+//!
+//! A command is a small function `fn(&mut Ctx, &[Vec<u8>]) -> Reply`. The table says its
+//! arity, flags and key positions; [`execute`] checks arity, runs it and records what it
+//! propagates: the command as called (or as the command rewrote itself, e.g. EXPIRE →
+//! PEXPIREAT), after the DELs of keys found expired on the way.
+
+mod ctx;
+mod reply;
+pub mod table;
+
+pub mod hash;
+pub mod keys;
+pub mod list;
+pub mod set;
+pub mod string;
+pub mod zset;
+
+pub use ctx::{Ctx, Effects, Event, ExpireMode, Stats};
+pub use reply::{fmt_double, fmt_g, Reply, WRONGTYPE};
+pub use table::{lookup, specs, Spec};
+
+/// An argument vector, command name first.
+pub type Argv = Vec<Vec<u8>>;
+
+pub type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Reply;
+
+/// Command flags, as COMMAND names them.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const FAST: u32 = 1 << 10;
+    pub const NO_AUTH: u32 = 1 << 11;
+    pub const MAY_REPLICATE: u32 = 1 << 12;
+    pub const NO_MULTI: u32 = 1 << 13;
+    pub const MOVABLE_KEYS: u32 = 1 << 14;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (MAY_REPLICATE, "may_replicate"),
+        (NO_MULTI, "no_multi"),
+        (MOVABLE_KEYS, "movablekeys"),
+    ];
+}
+
+/// Keyspace notification classes (`notify-keyspace-events`).
+pub mod notify {
+    pub const GENERIC: u32 = 1 << 2;
+    pub const STRING: u32 = 1 << 3;
+    pub const LIST: u32 = 1 << 4;
+    pub const SET: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const ZSET: u32 = 1 << 7;
+    pub const EXPIRED: u32 = 1 << 8;
+    pub const EVICTED: u32 = 1 << 9;
+    pub const STREAM: u32 = 1 << 10;
+    pub const KEY_MISS: u32 = 1 << 11;
+    pub const NEW: u32 = 1 << 14;
+}
+
+/// Run one command: look it up, check its arity, call it, and record its propagation in
+/// `ctx.fx`. Unknown commands and arity errors reply as Redis 7.0 does.
+pub fn execute(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
+    let Some(name) = argv.first() else {
+        return Reply::err("ERR empty command");
+    };
+    let Some(spec) = lookup(name) else {
+        return unknown_command(argv);
+    };
+    if !spec.arity_ok(argv.len()) {
+        return Reply::error(format!("ERR wrong number of arguments for '{}' command", spec.name));
+    }
+    ctx.begin_command();
+    let reply = (spec.handler)(ctx, argv);
+    ctx.end_command(argv);
+    reply
+}
+
+/// Redis's reply to a command it does not know.
+pub fn unknown_command(argv: &[Vec<u8>]) -> Reply {
+    let name = argv.first().map(|n| String::from_utf8_lossy(&n[..n.len().min(128)]).into_owned()).unwrap_or_default();
+    let mut args = String::new();
+    for a in argv.iter().skip(1) {
+        if args.len() >= 128 {
+            break;
+        }
+        let room = 128 - args.len();
+        args.push('\'');
+        args.push_str(&String::from_utf8_lossy(&a[..a.len().min(room)]));
+        args.push_str("' ");
+    }
+    Reply::error(format!("ERR unknown command '{name}', with args beginning with: {args}"))
+}
+
+/// Parse an integer argument as Redis's string2ll does.
+pub fn parse_i64(b: &[u8]) -> Option<i64> {
+    crate::format::blob::parse_canonical_i64(b)
+}
+
+/// Parse an integer argument, or the reply Redis gives for a bad one.
+pub fn arg_i64(b: &[u8]) -> Result<i64, Reply> {
+    parse_i64(b).ok_or_else(Reply::not_integer)
+}
+
+/// Parse a float argument as Redis's getDoubleFromObject does (strtod, whole string, no NaN).
+pub fn parse_f64(b: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(b).ok()?;
+    if s.is_empty()
+        || s.starts_with(|c: char| c.is_ascii_whitespace())
+        || s.ends_with(|c: char| c.is_ascii_whitespace())
+    {
+        return None;
+    }
+    let v: f64 = match s.to_ascii_lowercase().as_str() {
+        "inf" | "+inf" | "infinity" | "+infinity" => f64::INFINITY,
+        "-inf" | "-infinity" => f64::NEG_INFINITY,
+        _ => s.parse().ok()?,
+    };
+    (!v.is_nan()).then_some(v)
+}
+
+/// Case-insensitive comparison of an argument with an option name.
+pub fn eq_ic(arg: &[u8], opt: &str) -> bool {
+    arg.eq_ignore_ascii_case(opt.as_bytes())
+}

@@ -1,0 +1,213 @@
+//! Replies, and their RESP2/RESP3 bytes.
+
+use std::borrow::Cow;
+
+/// A command's reply, independent of the protocol version.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// `+text`
+    Simple(Cow<'static, str>),
+    /// `-text`; the text starts with its code (`ERR`, `WRONGTYPE`, ...).
+    Error(Cow<'static, str>),
+    Int(i64),
+    Bulk(Vec<u8>),
+    /// The null bulk string (`$-1` / `_`).
+    Nil,
+    /// The null array (`*-1` / `_`).
+    NilArray,
+    Array(Vec<Reply>),
+    /// A RESP3 map; a flat array in RESP2.
+    Map(Vec<(Reply, Reply)>),
+    /// A RESP3 set; an array in RESP2.
+    Set(Vec<Reply>),
+    /// A RESP3 double; a bulk string in RESP2.
+    Double(f64),
+    /// A RESP3 boolean; 1/0 in RESP2.
+    Bool(bool),
+}
+
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+impl Reply {
+    pub fn ok() -> Reply {
+        Reply::Simple(Cow::Borrowed("OK"))
+    }
+
+    pub fn simple(s: &'static str) -> Reply {
+        Reply::Simple(Cow::Borrowed(s))
+    }
+
+    pub fn bulk(b: &[u8]) -> Reply {
+        Reply::Bulk(b.to_vec())
+    }
+
+    /// An error with a static text (code included).
+    pub fn err(s: &'static str) -> Reply {
+        Reply::Error(Cow::Borrowed(s))
+    }
+
+    pub fn error(s: String) -> Reply {
+        Reply::Error(Cow::Owned(s))
+    }
+
+    pub fn wrongtype() -> Reply {
+        Reply::err(WRONGTYPE)
+    }
+
+    pub fn syntax() -> Reply {
+        Reply::err("ERR syntax error")
+    }
+
+    pub fn not_integer() -> Reply {
+        Reply::err("ERR value is not an integer or out of range")
+    }
+
+    pub fn not_float() -> Reply {
+        Reply::err("ERR value is not a valid float")
+    }
+
+    pub fn is_error(&self) -> bool {
+        matches!(self, Reply::Error(_))
+    }
+
+    /// An array of bulk strings.
+    pub fn bulks<I, B>(items: I) -> Reply
+    where
+        I: IntoIterator<Item = B>,
+        B: AsRef<[u8]>,
+    {
+        Reply::Array(items.into_iter().map(|b| Reply::Bulk(b.as_ref().to_vec())).collect())
+    }
+
+    /// Append the RESP bytes of this reply (`resp3` selects the protocol).
+    pub fn write_resp(&self, out: &mut Vec<u8>, resp3: bool) {
+        match self {
+            Reply::Simple(s) => line(out, b'+', s.as_bytes()),
+            Reply::Error(s) => line(out, b'-', s.as_bytes()),
+            Reply::Int(i) => line(out, b':', i.to_string().as_bytes()),
+            Reply::Bulk(b) => bulk(out, b),
+            Reply::Nil => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
+            Reply::NilArray => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" }),
+            Reply::Array(v) => {
+                line(out, b'*', v.len().to_string().as_bytes());
+                for r in v {
+                    r.write_resp(out, resp3);
+                }
+            }
+            Reply::Set(v) => {
+                line(out, if resp3 { b'~' } else { b'*' }, v.len().to_string().as_bytes());
+                for r in v {
+                    r.write_resp(out, resp3);
+                }
+            }
+            Reply::Map(v) => {
+                if resp3 {
+                    line(out, b'%', v.len().to_string().as_bytes());
+                } else {
+                    line(out, b'*', (v.len() * 2).to_string().as_bytes());
+                }
+                for (k, x) in v {
+                    k.write_resp(out, resp3);
+                    x.write_resp(out, resp3);
+                }
+            }
+            Reply::Double(d) => {
+                let t = fmt_double(*d);
+                if resp3 {
+                    line(out, b',', t.as_bytes());
+                } else {
+                    bulk(out, t.as_bytes());
+                }
+            }
+            Reply::Bool(b) => {
+                if resp3 {
+                    out.extend_from_slice(if *b { b"#t\r\n" } else { b"#f\r\n" });
+                } else {
+                    out.extend_from_slice(if *b { b":1\r\n" } else { b":0\r\n" });
+                }
+            }
+        }
+    }
+
+    /// RESP2 bytes (handy in tests).
+    pub fn to_resp2(&self) -> Vec<u8> {
+        let mut v = Vec::new();
+        self.write_resp(&mut v, false);
+        v
+    }
+}
+
+fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
+    out.push(tag);
+    out.extend_from_slice(body);
+    out.extend_from_slice(b"\r\n");
+}
+
+fn bulk(out: &mut Vec<u8>, b: &[u8]) {
+    line(out, b'$', b.len().to_string().as_bytes());
+    out.extend_from_slice(b);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A double as Redis 7.0 replies with it: `printf("%.17g")`, and `inf` / `-inf`.
+pub fn fmt_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d.is_nan() {
+        return "nan".into();
+    }
+    fmt_g(d, 17)
+}
+
+/// C's `%.{prec}g`.
+pub fn fmt_g(d: f64, prec: usize) -> String {
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let sci = format!("{:.*e}", prec - 1, d);
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= prec as i32 {
+        let mant = strip_zeros(mant);
+        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    } else {
+        let decimals = (prec as i32 - 1 - exp).max(0) as usize;
+        strip_zeros(&format!("{:.*}", decimals, d)).to_string()
+    }
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn doubles_print_as_printf_g17() {
+        assert_eq!(fmt_double(1.1), "1.1000000000000001");
+        assert_eq!(fmt_double(1.5), "1.5");
+        assert_eq!(fmt_double(3.0), "3");
+        assert_eq!(fmt_double(-0.0), "-0");
+        assert_eq!(fmt_double(1e20), "1e+20");
+        assert_eq!(fmt_double(1.0e-5), "1.0000000000000001e-05");
+        assert_eq!(fmt_double(123456789012345678.0), "1.2345678901234568e+17");
+        assert_eq!(fmt_double(0.0001), "0.0001");
+        assert_eq!(fmt_double(f64::INFINITY), "inf");
+    }
+
+    #[test]
+    fn resp2_and_resp3() {
+        let r = Reply::Map(vec![(Reply::bulk(b"a"), Reply::Double(1.5))]);
+        assert_eq!(r.to_resp2(), b"*2\r\n$1\r\na\r\n$3\r\n1.5\r\n");
+        let mut v = Vec::new();
+        r.write_resp(&mut v, true);
+        assert_eq!(v, b"%1\r\n$1\r\na\r\n,1.5\r\n");
+    }
+}

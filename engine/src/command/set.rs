@@ -1,0 +1,5 @@
+//! set commands.
+
+use super::Spec;
+
+pub const SPECS: &[Spec] = &[];

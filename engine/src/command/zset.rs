@@ -1,0 +1,5 @@
+//! zset commands.
+
+use super::Spec;
+
+pub const SPECS: &[Spec] = &[];

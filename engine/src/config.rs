@@ -1,0 +1,79 @@
+//! Engine configuration: the redis.conf settings the engine itself reads.
+
+use std::path::PathBuf;
+
+use crate::value::Limits;
+
+/// When the AOF is fsynced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fsync {
+    Always,
+    #[default]
+    EverySec,
+    No,
+}
+
+impl Fsync {
+    pub fn parse(s: &str) -> Option<Fsync> {
+        match s.to_ascii_lowercase().as_str() {
+            "always" => Some(Fsync::Always),
+            "everysec" => Some(Fsync::EverySec),
+            "no" => Some(Fsync::No),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::EverySec => "everysec",
+            Fsync::No => "no",
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub databases: usize,
+    pub limits: Limits,
+    /// Expired keys propagate as UNLINK instead of DEL.
+    pub lazyfree_lazy_expire: bool,
+    /// Active expiry ticks per second.
+    pub hz: u32,
+    /// Data directory: the RDB file and the AOF directory live here.
+    pub dir: PathBuf,
+    pub dbfilename: String,
+    pub appendonly: bool,
+    pub appendfilename: String,
+    pub appenddirname: String,
+    pub appendfsync: Fsync,
+    pub aof_use_rdb_preamble: bool,
+    pub aof_timestamp_enabled: bool,
+    pub rdbcompression: bool,
+    pub rdbchecksum: bool,
+    /// `save` points: (seconds, changes).
+    pub save: Vec<(u64, u64)>,
+}
+
+impl Default for Config {
+    /// Redis 7.0's defaults, with the data in the current directory.
+    fn default() -> Self {
+        Config {
+            databases: 16,
+            limits: Limits::default(),
+            lazyfree_lazy_expire: false,
+            hz: 10,
+            dir: PathBuf::from("."),
+            dbfilename: "dump.rdb".into(),
+            appendonly: false,
+            appendfilename: "appendonly.aof".into(),
+            appenddirname: "appendonlydir".into(),
+            appendfsync: Fsync::EverySec,
+            aof_use_rdb_preamble: true,
+            aof_timestamp_enabled: false,
+            rdbcompression: true,
+            rdbchecksum: true,
+            save: vec![(3600, 1), (300, 100), (60, 10000)],
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! One database: the main dict and, beside it, the index of keys with a TTL.
+//!
+//! Entries live in a dense `Vec` (one allocation for all, no per-key node) and a
+//! `HashTable<u32>` finds them by key. Removal swaps the last entry into the hole, so a
+//! SCAN cursor walks positions downwards: an entry moved by a removal goes from an
+//! already-visited position to an unvisited one, never the other way, and every key
+//! present for the whole scan is returned at least once, as SCAN promises.
+
+use std::hash::BuildHasher;
+
+use hashbrown::HashTable;
+
+use crate::value::{Sds, Value};
+
+/// No TTL.
+pub const NO_EXPIRE: i64 = i64::MIN;
+
+/// A key with its value and metadata.
+#[derive(Debug, Clone)]
+pub struct Slot {
+    pub key: Sds,
+    pub value: Value,
+    /// Absolute expiry in unix ms, or [`NO_EXPIRE`].
+    pub expire: i64,
+    /// LRU clock (seconds, 24 bits) of the last access.
+    pub lru: u32,
+    /// Position in `Db::volatile` when the key has a TTL.
+    vpos: u32,
+}
+
+impl Slot {
+    pub fn expire_ms(&self) -> Option<i64> {
+        (self.expire != NO_EXPIRE).then_some(self.expire)
+    }
+}
+
+#[derive(Clone)]
+pub struct Db {
+    index: HashTable<u32>,
+    slots: Vec<Slot>,
+    /// Slot positions of the keys with a TTL (the "expires dict").
+    volatile: Vec<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Default for Db {
+    fn default() -> Self {
+        Db { index: HashTable::new(), slots: Vec::new(), volatile: Vec::new(), hasher: Default::default() }
+    }
+}
+
+impl std::fmt::Debug for Db {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Db").field("keys", &self.slots.len()).field("volatile", &self.volatile.len()).finish()
+    }
+}
+
+impl Db {
+    fn hash(&self, key: &[u8]) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Keys with a TTL.
+    pub fn volatile_len(&self) -> usize {
+        self.volatile.len()
+    }
+
+    /// Position of `key`, whatever its TTL says.
+    pub fn find(&self, key: &[u8]) -> Option<usize> {
+        let h = self.hash(key);
+        self.index.find(h, |&i| self.slots[i as usize].key.as_slice() == key).map(|&i| i as usize)
+    }
+
+    pub fn slot(&self, pos: usize) -> &Slot {
+        &self.slots[pos]
+    }
+
+    pub fn slot_mut(&mut self, pos: usize) -> &mut Slot {
+        &mut self.slots[pos]
+    }
+
+    pub fn slots(&self) -> &[Slot] {
+        &self.slots
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&Slot> {
+        self.find(key).map(|p| &self.slots[p])
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Slot> {
+        self.find(key).map(|p| &mut self.slots[p])
+    }
+
+    /// Add a key that is not there; returns its position.
+    pub fn add(&mut self, key: &[u8], value: Value, lru: u32) -> usize {
+        let pos = self.slots.len();
+        let h = self.hash(key);
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.index.insert_unique(h, pos as u32, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
+        self.slots.push(Slot { key: crate::value::sds(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
+        pos
+    }
+
+    /// Store `value` under `key`: replace the value of an existing key (dropping its TTL
+    /// unless `keep_ttl`), or add the key. Returns its position.
+    pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool, lru: u32) -> usize {
+        match self.find(key) {
+            Some(pos) => {
+                self.slots[pos].value = value;
+                self.slots[pos].lru = lru;
+                if !keep_ttl {
+                    self.clear_expire_at(pos);
+                }
+                pos
+            }
+            None => self.add(key, value, lru),
+        }
+    }
+
+    /// Remove a key; returns its slot.
+    pub fn remove(&mut self, key: &[u8]) -> Option<Slot> {
+        let pos = self.find(key)?;
+        Some(self.remove_at(pos))
+    }
+
+    /// Remove the key at `pos`; the last entry moves into its place.
+    pub fn remove_at(&mut self, pos: usize) -> Slot {
+        self.clear_expire_at(pos);
+        let h = self.hash(&self.slots[pos].key);
+        if let Ok(e) = self.index.find_entry(h, |&i| i as usize == pos) {
+            e.remove();
+        }
+        let last = self.slots.len() - 1;
+        if pos != last {
+            let hl = self.hash(&self.slots[last].key);
+            if let Some(i) = self.index.find_mut(hl, |&i| i as usize == last) {
+                *i = pos as u32;
+            }
+            if self.slots[last].expire != NO_EXPIRE {
+                let vp = self.slots[last].vpos as usize;
+                self.volatile[vp] = pos as u32;
+            }
+        }
+        self.slots.swap_remove(pos)
+    }
+
+    /// Set the absolute expiry of the key at `pos`.
+    pub fn set_expire_at(&mut self, pos: usize, when: i64) {
+        let s = &mut self.slots[pos];
+        if s.expire == NO_EXPIRE {
+            s.vpos = self.volatile.len() as u32;
+            self.volatile.push(pos as u32);
+        }
+        s.expire = when;
+    }
+
+    /// Drop the TTL of the key at `pos`; true when it had one.
+    pub fn clear_expire_at(&mut self, pos: usize) -> bool {
+        if self.slots[pos].expire == NO_EXPIRE {
+            return false;
+        }
+        let vp = self.slots[pos].vpos as usize;
+        self.slots[pos].expire = NO_EXPIRE;
+        let moved = self.volatile[self.volatile.len() - 1];
+        self.volatile.swap_remove(vp);
+        if vp < self.volatile.len() {
+            self.slots[moved as usize].vpos = vp as u32;
+        }
+        true
+    }
+
+    /// Position of the `i`-th key with a TTL (for sampling).
+    pub fn volatile_at(&self, i: usize) -> usize {
+        self.volatile[i] as usize
+    }
+
+    /// A random key position, if any.
+    pub fn random_pos(&self, rng: &mut fastrand::Rng) -> Option<usize> {
+        (!self.slots.is_empty()).then(|| rng.usize(..self.slots.len()))
+    }
+
+    /// One SCAN step: visit up to `count` positions below the cursor; returns the next
+    /// cursor (0 when done). Cursor 0 starts at the top.
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&Slot)) -> u64 {
+        let len = self.slots.len() as u64;
+        let mut next = if cursor == 0 || cursor > len { len } else { cursor };
+        let mut n = 0;
+        while next > 0 && n < count.max(1) {
+            next -= 1;
+            visit(&self.slots[next as usize]);
+            n += 1;
+        }
+        next
+    }
+
+    pub fn clear(&mut self) {
+        *self = Db { hasher: self.hasher.clone(), ..Db::default() };
+    }
+
+    /// Reserve room for `n` more keys (RESIZEDB on load).
+    pub fn reserve(&mut self, n: usize) {
+        self.slots.reserve(n);
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.index.reserve(n, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::Str;
+
+    fn v(s: &str) -> Value {
+        Value::Str(Str::try_encode(s.as_bytes()))
+    }
+
+    #[test]
+    fn add_remove_keeps_index_and_volatile_consistent() {
+        let mut db = Db::default();
+        for i in 0..100 {
+            let p = db.add(format!("k{i}").as_bytes(), v("x"), 0);
+            if i % 3 == 0 {
+                db.set_expire_at(p, 1000 + i);
+            }
+        }
+        assert_eq!(db.volatile_len(), 34);
+        for i in (0..100).step_by(2) {
+            assert!(db.remove(format!("k{i}").as_bytes()).is_some());
+        }
+        assert_eq!(db.len(), 50);
+        for i in 0..100 {
+            let s = db.get(format!("k{i}").as_bytes());
+            assert_eq!(s.is_some(), i % 2 == 1, "k{i}");
+            if let Some(s) = s {
+                assert_eq!(s.expire_ms(), (i % 3 == 0).then_some(1000 + i));
+            }
+        }
+        let with_ttl = (0..100).filter(|i| i % 2 == 1 && i % 3 == 0).count();
+        assert_eq!(db.volatile_len(), with_ttl);
+        for j in 0..db.volatile_len() {
+            assert_ne!(db.slot(db.volatile_at(j)).expire, NO_EXPIRE);
+        }
+    }
+
+    #[test]
+    fn scan_returns_every_key_present_throughout_despite_removals() {
+        let mut db = Db::default();
+        for i in 0..1000 {
+            db.add(format!("k{i}").as_bytes(), v("x"), 0);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            cursor = db.scan(cursor, 10, |s| {
+                seen.insert(s.key.to_vec());
+            });
+            // Remove keys divisible by 7 as the scan goes; add new ones too.
+            round += 1;
+            let _ = db.remove(format!("k{}", round * 7).as_bytes());
+            db.add(format!("new{round}").as_bytes(), v("y"), 0);
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..1000 {
+            if i % 7 != 0 || i / 7 > round {
+                assert!(seen.contains(format!("k{i}").as_bytes()), "k{i} missed");
+            }
+        }
+    }
+}

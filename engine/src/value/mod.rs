@@ -1,0 +1,189 @@
+//! In-memory values with Redis's encodings.
+//!
+//! Each type keeps the representation Redis would pick (a small hash is a "listpack", a
+//! big one a "hashtable"), because OBJECT ENCODING, reply order and the RDB a snapshot
+//! writes all follow from it. Conversions happen at the thresholds in [`Limits`].
+
+pub mod hash;
+pub mod list;
+pub mod set;
+pub mod str;
+pub mod zset;
+
+use smallvec::SmallVec;
+
+pub use hash::Hash;
+pub use list::List;
+pub use set::Set;
+pub use str::Str;
+pub use zset::Zset;
+
+use crate::format::rdb::LogicalType;
+use crate::logical::Logical;
+
+/// Bytes of a key or element: inline up to 16 bytes, on the heap beyond.
+pub type Sds = SmallVec<[u8; 16]>;
+
+/// Build an [`Sds`] from a slice.
+pub fn sds(b: &[u8]) -> Sds {
+    SmallVec::from_slice(b)
+}
+
+/// Conversion thresholds (Redis's `*-max-listpack-*` and `set-max-intset-entries`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub hash_max_listpack_entries: usize,
+    pub hash_max_listpack_value: usize,
+    pub set_max_intset_entries: usize,
+    /// Redis 7.2+ keeps small sets of strings in a listpack; 0 gives Redis 7.0's behaviour
+    /// (intset or hashtable only).
+    pub set_max_listpack_entries: usize,
+    pub set_max_listpack_value: usize,
+    pub zset_max_listpack_entries: usize,
+    pub zset_max_listpack_value: usize,
+    /// Entries (positive) or bytes class (-1..-5) per quicklist node.
+    pub list_max_listpack_size: i64,
+}
+
+impl Default for Limits {
+    /// Redis 7.x's defaults.
+    fn default() -> Self {
+        Limits {
+            hash_max_listpack_entries: 128,
+            hash_max_listpack_value: 64,
+            set_max_intset_entries: 512,
+            set_max_listpack_entries: 128,
+            set_max_listpack_value: 64,
+            zset_max_listpack_entries: 128,
+            zset_max_listpack_value: 64,
+            list_max_listpack_size: -2,
+        }
+    }
+}
+
+/// A key's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    Str(Str),
+    List(Box<List>),
+    Hash(Box<Hash>),
+    Set(Box<Set>),
+    Zset(Box<Zset>),
+}
+
+impl Value {
+    /// The name TYPE answers.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::Zset(_) => "zset",
+        }
+    }
+
+    pub fn logical_type(&self) -> LogicalType {
+        match self {
+            Value::Str(_) => LogicalType::String,
+            Value::List(_) => LogicalType::List,
+            Value::Hash(_) => LogicalType::Hash,
+            Value::Set(_) => LogicalType::Set,
+            Value::Zset(_) => LogicalType::Zset,
+        }
+    }
+
+    /// The name OBJECT ENCODING answers.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::Zset(z) => z.encoding(),
+        }
+    }
+
+    /// Elements held (1 for a string).
+    pub fn len(&self) -> usize {
+        match self {
+            Value::Str(_) => 1,
+            Value::List(l) => l.len(),
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::Zset(z) => z.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The canonical, encoding-free view (for snapshots, DUMP, diff).
+    pub fn to_logical(&self) -> Logical {
+        match self {
+            Value::Str(s) => Logical::String(s.to_vec()),
+            Value::List(l) => Logical::List(l.iter().map(|e| e.to_vec()).collect()),
+            Value::Hash(h) => {
+                let mut v: Vec<_> = h
+                    .iter()
+                    .map(|(f, v)| crate::logical::Field { field: f.to_vec(), value: v.to_vec(), expire_ms: None })
+                    .collect();
+                v.sort_by(|a, b| a.field.cmp(&b.field));
+                Logical::Hash(v)
+            }
+            Value::Set(s) => {
+                let mut v = s.members();
+                v.sort();
+                Logical::Set(v)
+            }
+            Value::Zset(z) => Logical::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
+        }
+    }
+
+    /// Build a value from its canonical view, in the encoding `limits` call for; streams,
+    /// modules and hash field TTLs are not held in memory yet and are refused.
+    pub fn from_logical(v: &Logical, limits: &Limits) -> Result<Value, String> {
+        Ok(match v {
+            Logical::String(b) => Value::Str(Str::from_loaded(b)),
+            Logical::List(items) => Value::List(Box::new(List::from_items(items.iter().map(|e| sds(e))))),
+            Logical::Hash(fields) => {
+                if fields.iter().any(|f| f.expire_ms.is_some()) {
+                    return Err("hash field TTLs are not supported".into());
+                }
+                let mut h = Hash::default();
+                for f in fields {
+                    h.insert(&f.field, &f.value, limits);
+                }
+                Value::Hash(Box::new(h))
+            }
+            Logical::Set(members) => {
+                let mut s = Set::for_members(members.iter().map(|m| m.as_slice()), members.len(), limits);
+                for m in members {
+                    s.insert(m, limits);
+                }
+                Value::Set(Box::new(s))
+            }
+            Logical::Zset(items) => {
+                let mut z = Zset::default();
+                for (m, sc) in items {
+                    z.insert(m, *sc, limits);
+                }
+                Value::Zset(Box::new(z))
+            }
+            Logical::Stream(_) => return Err("streams are not supported yet".into()),
+            Logical::Module(m) => return Err(format!("module type '{}' is not supported", m.name)),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_stay_small() {
+        assert_eq!(std::mem::size_of::<Sds>(), 24);
+        assert!(std::mem::size_of::<Value>() <= 32, "{}", std::mem::size_of::<Value>());
+    }
+}

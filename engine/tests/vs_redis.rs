@@ -1,0 +1,155 @@
+//! Replies against real Redis: every script in tests/scripts/ runs, line by line, on a real
+//! redis-server 7.0 and on our engine; each reply must be the same RESP2 bytes.
+//!
+//! Script lines are commands as redis-cli reads them. Directives:
+//! - `# ...` a comment; blank lines are skipped.
+//! - `sleep MS` sleeps on both sides (for expiry).
+//! - `!sorted CMD` compares an array reply as a sorted list (hashtable order is Redis's own).
+//! - `!len CMD` compares the reply's type and element count only (random picks).
+//! - `!near N CMD` compares integer replies within ±N (TTLs).
+//!
+//! `SCRIPT=name cargo test -p ferrokv --test vs_redis` runs one script.
+
+use ferrokv::{Config, Engine, Session};
+use ferrokv_testkit::{split_args, Server};
+
+fn engine_config() -> Config {
+    let mut cfg = Config::default();
+    // Redis 7.0 has no listpack sets.
+    cfg.limits.set_max_listpack_entries = 0;
+    cfg
+}
+
+/// Top-level elements of a RESP reply, as raw bytes each.
+fn elements(reply: &[u8]) -> Option<Vec<Vec<u8>>> {
+    if reply.first() != Some(&b'*') {
+        return None;
+    }
+    let mut r = reply;
+    let nl = r.iter().position(|&c| c == b'\n')?;
+    let n: usize = std::str::from_utf8(&r[1..nl - 1]).ok()?.parse().ok()?;
+    r = &r[nl + 1..];
+    let mut out = Vec::new();
+    for _ in 0..n {
+        let len = one_len(r)?;
+        out.push(r[..len].to_vec());
+        r = &r[len..];
+    }
+    Some(out)
+}
+
+/// Length in bytes of the first RESP value in `r`.
+fn one_len(r: &[u8]) -> Option<usize> {
+    let nl = r.iter().position(|&c| c == b'\n')?;
+    let n: i64 = std::str::from_utf8(&r[1..nl - 1]).ok()?.parse().unwrap_or(0);
+    Some(match r[0] {
+        b'$' if n >= 0 => nl + 1 + n as usize + 2,
+        b'*' if n > 0 => {
+            let mut at = nl + 1;
+            for _ in 0..n {
+                at += one_len(&r[at..])?;
+            }
+            at
+        }
+        _ => nl + 1,
+    })
+}
+
+fn int_of(reply: &[u8]) -> Option<i64> {
+    (reply.first() == Some(&b':')).then(|| std::str::from_utf8(&reply[1..reply.len() - 2]).ok()?.parse().ok())?
+}
+
+enum Check {
+    Exact,
+    Sorted,
+    Len,
+    Near(i64),
+}
+
+fn same(check: &Check, ours: &[u8], theirs: &[u8]) -> bool {
+    match check {
+        Check::Exact => ours == theirs,
+        Check::Sorted => match (elements(ours), elements(theirs)) {
+            (Some(mut a), Some(mut b)) => {
+                a.sort();
+                b.sort();
+                a == b
+            }
+            _ => ours == theirs,
+        },
+        Check::Len => match (elements(ours), elements(theirs)) {
+            (Some(a), Some(b)) => a.len() == b.len(),
+            _ => ours.first() == theirs.first(),
+        },
+        Check::Near(n) => match (int_of(ours), int_of(theirs)) {
+            (Some(a), Some(b)) => (a - b).abs() <= *n,
+            _ => ours == theirs,
+        },
+    }
+}
+
+fn show(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).replace("\r\n", "⏎")
+}
+
+/// Run one script; the mismatches, described.
+fn run_script(name: &str, text: &str) -> Vec<String> {
+    let server = Server::start();
+    let mut redis = server.client();
+    let mut engine = Engine::in_memory(engine_config());
+    let mut sess = Session::default();
+    let mut bad = Vec::new();
+    for (no, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        if let Some(ms) = line.strip_prefix("sleep ") {
+            std::thread::sleep(std::time::Duration::from_millis(ms.trim().parse().expect("sleep MS")));
+            continue;
+        }
+        let (check, cmd) = if let Some(rest) = line.strip_prefix("!sorted ") {
+            (Check::Sorted, rest)
+        } else if let Some(rest) = line.strip_prefix("!len ") {
+            (Check::Len, rest)
+        } else if let Some(rest) = line.strip_prefix("!near ") {
+            let (n, rest) = rest.split_once(' ').expect("!near N CMD");
+            (Check::Near(n.parse().expect("!near N")), rest)
+        } else {
+            (Check::Exact, line)
+        };
+        let argv = split_args(cmd).unwrap_or_else(|e| panic!("{name}:{}: {e}", no + 1));
+        let theirs = redis.call(&argv);
+        let ours = engine.execute(&mut sess, &argv).to_resp2();
+        if !same(&check, &ours, &theirs) {
+            bad.push(format!("{name}:{}: {cmd}\n    redis: {}\n    ours:  {}", no + 1, show(&theirs), show(&ours)));
+        }
+    }
+    bad
+}
+
+#[test]
+fn replies_match_real_redis() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
+    let only = std::env::var("SCRIPT").ok();
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("tests/scripts")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "redis"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scripts in {dir:?}");
+    let mut bad = Vec::new();
+    let mut ran = 0;
+    for f in &files {
+        let name = f.file_stem().and_then(|s| s.to_str()).unwrap_or("?").to_string();
+        if only.as_deref().is_some_and(|o| o != name) {
+            continue;
+        }
+        let text = std::fs::read_to_string(f).expect("read script");
+        bad.extend(run_script(&name, &text));
+        ran += 1;
+    }
+    assert!(ran > 0, "SCRIPT={only:?} matched no script");
+    assert!(bad.is_empty(), "{} replies differ from Redis 7.0:\n{}", bad.len(), bad.join("\n"));
+}

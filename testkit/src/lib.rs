@@ -1,0 +1,262 @@
+//! Test support shared by the workspace's test suites: start a real redis-server
+//! (Debian's 7.0, installed by `make deps`) on a free loopback port, and talk RESP to it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    /// A fresh, empty directory under the system temp dir.
+    pub fn new(tag: &str) -> TempDir {
+        static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ferrokv-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        TempDir(dir)
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
+}
+
+/// Run redis-cli against `port`; its trimmed stdout.
+pub fn cli(port: u16, args: &[&str]) -> String {
+    let out = Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .expect("redis-cli is installed (make deps)");
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A running redis-server, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    pub dir: TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// An empty server with no persistence and DEBUG enabled.
+    pub fn start() -> Server {
+        Server::start_with(None, &[])
+    }
+
+    /// A server that loads `rdb` at boot, with extra `--name value` arguments.
+    pub fn start_with(rdb: Option<&Path>, extra: &[&str]) -> Server {
+        let dir = TempDir::new("redis");
+        if let Some(rdb) = rdb {
+            std::fs::copy(rdb, dir.path().join("dump.rdb")).expect("copy rdb");
+        }
+        Server::start_in(dir, extra)
+    }
+
+    /// A server over an existing directory (its dump.rdb or AOF dir are loaded).
+    pub fn start_in(dir: TempDir, extra: &[&str]) -> Server {
+        let port = free_port();
+        let mut args: Vec<String> =
+            ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""].iter().map(|s| s.to_string()).collect();
+        if !extra.contains(&"--appendonly") {
+            args.extend(["--appendonly".into(), "no".into()]);
+        }
+        args.extend(["--enable-debug-command".into(), "yes".into(), "--dbfilename".into(), "dump.rdb".into()]);
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let child = Command::new("redis-server")
+            .args(&args)
+            .arg("--dir")
+            .arg(dir.path())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("redis-server is installed (make deps)");
+        let start = Instant::now();
+        while cli(port, &["PING"]) != "PONG" {
+            assert!(start.elapsed() < Duration::from_secs(30), "redis-server did not start in {:?}", dir.path());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Server { child, port, dir }
+    }
+
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli(self.port, args)
+    }
+
+    pub fn client(&self) -> Client {
+        Client::connect(self.port)
+    }
+
+    /// Stop the server without saving, keeping its directory.
+    pub fn stop(mut self) -> TempDir {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let dir = TempDir(std::mem::take(&mut self.dir.0));
+        std::mem::forget(self);
+        dir
+    }
+}
+
+/// Send raw RESP through `redis-cli --pipe`, asserting no errors.
+pub fn pipe_into(port: u16, resp: &[u8]) {
+    let mut child = Command::new("redis-cli")
+        .args(["-p", &port.to_string(), "--pipe"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    child.stdin.take().expect("stdin").write_all(resp).expect("write");
+    let out = child.wait_with_output().expect("redis-cli --pipe");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("errors: 0"), "redis-cli --pipe reported errors: {text}");
+}
+
+/// A RESP2 client that returns each reply's raw bytes.
+pub struct Client {
+    r: BufReader<TcpStream>,
+    w: TcpStream,
+}
+
+impl Client {
+    pub fn connect(port: u16) -> Client {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30))).expect("timeout");
+        Client { r: BufReader::new(s.try_clone().expect("clone")), w: s }
+    }
+
+    /// Send one command; its reply's raw RESP bytes.
+    pub fn call(&mut self, argv: &[Vec<u8>]) -> Vec<u8> {
+        self.w.write_all(&encode_command(argv)).expect("send");
+        let mut out = Vec::new();
+        read_reply(&mut self.r, &mut out);
+        out
+    }
+
+    pub fn call_str(&mut self, args: &[&str]) -> Vec<u8> {
+        self.call(&args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>())
+    }
+}
+
+/// A command as a RESP multibulk.
+pub fn encode_command(argv: &[Vec<u8>]) -> Vec<u8> {
+    let mut v = format!("*{}\r\n", argv.len()).into_bytes();
+    for a in argv {
+        v.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        v.extend_from_slice(a);
+        v.extend_from_slice(b"\r\n");
+    }
+    v
+}
+
+fn read_reply(r: &mut impl BufRead, out: &mut Vec<u8>) {
+    let start = out.len();
+    r.read_until(b'\n', out).expect("read reply");
+    let line = &out[start..];
+    assert!(line.len() >= 3, "short reply line {line:?}");
+    let tag = line[0];
+    let n: i64 = std::str::from_utf8(&line[1..line.len() - 2]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
+    match tag {
+        b'$' if n >= 0 => {
+            let mut body = vec![0u8; n as usize + 2];
+            r.read_exact(&mut body).expect("read bulk");
+            out.extend_from_slice(&body);
+        }
+        b'*' | b'~' if n > 0 => {
+            for _ in 0..n {
+                read_reply(r, out);
+            }
+        }
+        b'%' if n > 0 => {
+            for _ in 0..2 * n {
+                read_reply(r, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Split a script line into arguments: whitespace-separated, with "double quotes"
+/// (C escapes \n \r \t \" \\ \xHH) and 'single quotes' as redis-cli reads them.
+pub fn split_args(line: &str) -> Result<Vec<Vec<u8>>, String> {
+    let b = line.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        while i < b.len() && b[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= b.len() {
+            break;
+        }
+        let mut arg = Vec::new();
+        match b[i] {
+            b'"' => {
+                i += 1;
+                loop {
+                    match b.get(i) {
+                        None => return Err(format!("unterminated quotes in {line:?}")),
+                        Some(b'"') => break,
+                        Some(b'\\') => {
+                            let c = *b.get(i + 1).ok_or("dangling backslash")?;
+                            i += 1;
+                            match c {
+                                b'n' => arg.push(b'\n'),
+                                b'r' => arg.push(b'\r'),
+                                b't' => arg.push(b'\t'),
+                                b'x' => {
+                                    let hex = line.get(i + 1..i + 3).ok_or("short \\x")?;
+                                    arg.push(u8::from_str_radix(hex, 16).map_err(|e| e.to_string())?);
+                                    i += 2;
+                                }
+                                c => arg.push(c),
+                            }
+                        }
+                        Some(&c) => arg.push(c),
+                    }
+                    i += 1;
+                }
+                i += 1;
+            }
+            b'\'' => {
+                i += 1;
+                while i < b.len() && b[i] != b'\'' {
+                    arg.push(b[i]);
+                    i += 1;
+                }
+                if i >= b.len() {
+                    return Err(format!("unterminated quotes in {line:?}"));
+                }
+                i += 1;
+            }
+            _ => {
+                while i < b.len() && !b[i].is_ascii_whitespace() {
+                    arg.push(b[i]);
+                    i += 1;
+                }
+            }
+        }
+        out.push(arg);
+    }
+    Ok(out)
+}
