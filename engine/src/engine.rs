@@ -75,7 +75,12 @@ impl Engine {
 
     /// Take the pending propagation as one unit (MULTI/EXEC around several commands) and
     /// hand it to the AOF. Returns what was written.
-    pub fn flush(&mut self) -> Vec<(usize, Argv)> {
+    pub fn flush(&mut self) {
+        let _ = self.flush_collect();
+    }
+
+    /// [`Engine::flush`], returning the unit written.
+    pub fn flush_collect(&mut self) -> Vec<(usize, Argv)> {
         let ops = wrap_unit(std::mem::take(&mut self.fx.propagate));
         if !ops.is_empty() {
             self.persist.feed(&ops, self.clock.now_ms());

@@ -1,5 +1,9 @@
 //! The write path: AOF (multi-part, fsync policy, rewrite), RDB snapshots, startup loading.
 
+pub mod feed;
+
+pub use feed::AofFeed;
+
 use crate::command::Argv;
 
 /// Where propagated commands go.

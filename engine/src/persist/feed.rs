@@ -1,0 +1,81 @@
+//! The bytes Redis 7.0 appends to its AOF for propagated commands (feedAppendOnlyFile):
+//! a `#TS:` annotation when enabled and the second changed, a SELECT when the database
+//! differs from the last one written, then the command as a RESP multibulk.
+
+use crate::command::Argv;
+
+#[derive(Debug, Clone)]
+pub struct AofFeed {
+    /// Database of the last command written; None at the start of a file.
+    selected: Option<usize>,
+    /// Unix seconds of the last `#TS:` annotation.
+    last_ts: i64,
+    pub timestamps: bool,
+}
+
+impl AofFeed {
+    pub fn new(timestamps: bool) -> AofFeed {
+        AofFeed { selected: None, last_ts: 0, timestamps }
+    }
+
+    /// Start a new file: the next command is preceded by a SELECT.
+    pub fn reset(&mut self) {
+        self.selected = None;
+    }
+
+    /// Append the bytes of one propagated command run in `db` at `now_ms`.
+    pub fn command(&mut self, out: &mut Vec<u8>, db: usize, argv: &[Vec<u8>], now_ms: i64) {
+        if self.timestamps {
+            let secs = now_ms.div_euclid(1000);
+            if self.last_ts < secs {
+                out.extend_from_slice(format!("#TS:{secs}\r\n").as_bytes());
+                self.last_ts = secs;
+            }
+        }
+        if self.selected != Some(db) {
+            let d = db.to_string();
+            out.extend_from_slice(format!("*2\r\n$6\r\nSELECT\r\n${}\r\n{d}\r\n", d.len()).as_bytes());
+            self.selected = Some(db);
+        }
+        put_multibulk(out, argv);
+    }
+
+    /// Append a unit of propagated commands.
+    pub fn unit(&mut self, out: &mut Vec<u8>, ops: &[(usize, Argv)], now_ms: i64) {
+        for (db, argv) in ops {
+            self.command(out, *db, argv, now_ms);
+        }
+    }
+}
+
+/// A command as a RESP multibulk, as Redis writes it to the AOF.
+pub fn put_multibulk(out: &mut Vec<u8>, argv: &[Vec<u8>]) {
+    out.push(b'*');
+    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+    for a in argv {
+        out.push(b'$');
+        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(b"\r\n");
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn select_only_when_the_database_changes() {
+        let mut f = AofFeed::new(false);
+        let mut out = Vec::new();
+        let set = vec![b"SET".to_vec(), b"k".to_vec(), b"v".to_vec()];
+        f.command(&mut out, 0, &set, 0);
+        f.command(&mut out, 0, &set, 0);
+        f.command(&mut out, 3, &set, 0);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text.matches("SELECT").count(), 2);
+        assert!(text.starts_with("*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n"));
+    }
+}
