@@ -1,0 +1,81 @@
+//! Library throughput and memory per key, against a real redis-server 7.0 in the same run.
+//!
+//! `cargo bench -p ferrokv --bench engine` (part of `make bench`). Prints one line per
+//! measurement, `name value unit`, which bench/run.sh puts in docs/benchmarks.md.
+//!
+//! - commands/s of `Engine::execute` (argv in, reply out) for SET/GET/LPUSH/HSET/ZADD over
+//!   1 M keys `key:N`;
+//! - memory for 1 M small string keys (`key:N` = `value:N`, what `DEBUG POPULATE 1000000`
+//!   makes): our process's RSS growth against redis-server's `used_memory` and RSS growth.
+
+use std::time::Instant;
+
+use ferrokv::{Config, Engine, Session};
+use ferrokv_testkit::Server;
+
+const N: usize = 1_000_000;
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|s| s.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+fn argv(parts: &[&[u8]]) -> Vec<Vec<u8>> {
+    parts.iter().map(|p| p.to_vec()).collect()
+}
+
+/// Run `make(i)` for i in 0..N through the engine; commands per second.
+fn rate(engine: &mut Engine, make: impl Fn(usize) -> Vec<Vec<u8>>) -> f64 {
+    let mut s = Session::default();
+    let cmds: Vec<_> = (0..N).map(&make).collect();
+    let t = Instant::now();
+    for c in &cmds {
+        let r = engine.execute(&mut s, c);
+        assert!(!r.is_error(), "{r:?}");
+    }
+    N as f64 / t.elapsed().as_secs_f64()
+}
+
+fn info_field(server: &Server, field: &str) -> u64 {
+    let info = server.cli(&["INFO", "memory"]);
+    info.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
+}
+
+fn main() {
+    // Throughput.
+    let mut engine = Engine::in_memory(Config::default());
+    let set = rate(&mut engine, |i| argv(&[b"SET", format!("key:{i}").as_bytes(), format!("value:{i}").as_bytes()]));
+    let get = rate(&mut engine, |i| argv(&[b"GET", format!("key:{i}").as_bytes()]));
+    let mut engine = Engine::in_memory(Config::default());
+    let lpush = rate(&mut engine, |i| argv(&[b"LPUSH", format!("list:{i}").as_bytes(), b"element"]));
+    let hset = rate(&mut engine, |i| argv(&[b"HSET", format!("hash:{i}").as_bytes(), b"field", b"value"]));
+    let zadd = rate(&mut engine, |i| argv(&[b"ZADD", format!("zset:{i}").as_bytes(), b"1.5", b"member"]));
+    drop(engine);
+    for (name, r) in [("set", set), ("get", get), ("lpush", lpush), ("hset", hset), ("zadd", zadd)] {
+        println!("engine_{name} {r:.0} commands/s");
+    }
+
+    // Memory per key: ours.
+    let before = rss_bytes();
+    let mut engine = Engine::in_memory(Config::default());
+    let mut s = Session::default();
+    for i in 0..N {
+        let c = argv(&[b"SET", format!("key:{i}").as_bytes(), format!("value:{i}").as_bytes()]);
+        engine.execute(&mut s, &c);
+    }
+    let ours = rss_bytes().saturating_sub(before);
+    assert_eq!(engine.ks.len(), N);
+
+    // Redis: the same keys and values through DEBUG POPULATE.
+    let server = Server::start();
+    let (used0, rss0) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
+    server.cli(&["DEBUG", "POPULATE", &N.to_string()]);
+    let (used1, rss1) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
+    let per = |b: u64| b as f64 / N as f64;
+    println!("mem_ours_rss_per_key {:.1} bytes", per(ours));
+    println!("mem_redis_used_memory_per_key {:.1} bytes", per(used1 - used0));
+    println!("mem_redis_rss_per_key {:.1} bytes", per(rss1.saturating_sub(rss0)));
+    println!("mem_ratio_vs_used_memory {:.2} x", per(ours) / per(used1 - used0));
+    drop(engine);
+}
