@@ -224,4 +224,13 @@ mod tests {
         r.write_resp(&mut v, true);
         assert_eq!(v, b"%1\r\n$1\r\na\r\n,1.5\r\n");
     }
+
+    #[test]
+    fn pairs_are_flat_in_resp2_and_nested_in_resp3() {
+        let r = Reply::Pairs(vec![(Reply::bulk(b"f"), Reply::bulk(b"v"))]);
+        assert_eq!(r.to_resp2(), b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+        let mut v = Vec::new();
+        r.write_resp(&mut v, true);
+        assert_eq!(v, b"*1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+    }
 }
