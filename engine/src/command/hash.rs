@@ -1,5 +1,416 @@
-//! hash commands.
+//! Hash commands.
 
-use super::Spec;
+use super::flags::*;
+use super::long_double::LongDouble;
+use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
+use crate::glob;
+use crate::value::{Hash, Sds, Value};
 
-pub const SPECS: &[Spec] = &[];
+pub const SPECS: &[Spec] = &[
+    Spec::new("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), hset),
+    Spec::new("hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), hset),
+    Spec::new("hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), hsetnx),
+    Spec::new("hget", 3, READONLY | FAST, (1, 1, 1), hget),
+    Spec::new("hmget", -3, READONLY | FAST, (1, 1, 1), hmget),
+    Spec::new("hdel", -3, WRITE | FAST, (1, 1, 1), hdel),
+    Spec::new("hlen", 2, READONLY | FAST, (1, 1, 1), hlen),
+    Spec::new("hstrlen", 3, READONLY | FAST, (1, 1, 1), hstrlen),
+    Spec::new("hexists", 3, READONLY | FAST, (1, 1, 1), hexists),
+    Spec::new("hgetall", 2, READONLY, (1, 1, 1), hgetall),
+    Spec::new("hkeys", 2, READONLY, (1, 1, 1), hkeys),
+    Spec::new("hvals", 2, READONLY, (1, 1, 1), hvals),
+    Spec::new("hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), hincrby),
+    Spec::new("hincrbyfloat", 4, WRITE | DENYOOM | FAST, (1, 1, 1), hincrbyfloat),
+    Spec::new("hscan", -3, READONLY, (1, 1, 1), hscan),
+    Spec::new("hrandfield", -2, READONLY, (1, 1, 1), hrandfield),
+];
+
+/// The hash at `key` for reading: Ok(None) when missing, Err(WRONGTYPE) for another type.
+fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Hash>, Reply> {
+    match ctx.lookup_read(key) {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(Reply::wrongtype()),
+    }
+}
+
+/// The hash at `key` for writing: Ok(None) when missing, Err(WRONGTYPE) for another type.
+fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Hash>, Reply> {
+    match ctx.lookup_write(key) {
+        None => Ok(None),
+        Some(Value::Hash(h)) => Ok(Some(h)),
+        Some(_) => Err(Reply::wrongtype()),
+    }
+}
+
+/// The hash at `key` for writing, created empty when missing.
+fn hash_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<&'c mut Hash, Reply> {
+    write_hash(ctx, key)?;
+    match ctx.lookup_write_or_insert(key, || Value::Hash(Box::default())) {
+        Value::Hash(h) => Ok(h),
+        _ => Err(Reply::wrongtype()),
+    }
+}
+
+/// After a write that changed fields: WATCH, the event, dirty.
+fn changed(ctx: &mut Ctx<'_>, key: &[u8], event: &'static str, dirty: u64) {
+    ctx.signal_modified(key);
+    ctx.notify(notify::HASH, event, key);
+    ctx.dirty += dirty;
+}
+
+// ------------------------------------------------------------------ writes
+
+/// HSET key field value [field value ...] (and the deprecated HMSET, which answers OK).
+fn hset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let hmset = eq_ic(&a[0], "hmset");
+    if a.len() % 2 == 1 {
+        let name = if hmset { "hmset" } else { "hset" };
+        return Reply::error(format!("ERR wrong number of arguments for '{name}' command"));
+    }
+    let key = &a[1];
+    let limits = ctx.cfg.limits;
+    let hash = match hash_or_create(ctx, key) {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
+    if hash.args_too_long(a[2..].iter().map(|x| x.as_slice()), &limits) {
+        hash.convert();
+    }
+    let created = a[2..].chunks_exact(2).filter(|p| hash.insert(&p[0], &p[1], &limits)).count();
+    changed(ctx, key, "hset", ((a.len() - 2) / 2) as u64);
+    if hmset {
+        Reply::ok()
+    } else {
+        Reply::Int(created as i64)
+    }
+}
+
+fn hsetnx(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let limits = ctx.cfg.limits;
+    let hash = match hash_or_create(ctx, key) {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
+    if hash.contains(&a[2]) {
+        return Reply::Int(0);
+    }
+    hash.insert(&a[2], &a[3], &limits);
+    changed(ctx, key, "hset", 1);
+    Reply::Int(1)
+}
+
+fn hdel(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let hash = match write_hash(ctx, key) {
+        Ok(Some(h)) => h,
+        Ok(None) => return Reply::Int(0),
+        Err(e) => return e,
+    };
+    let mut deleted = 0;
+    for field in &a[2..] {
+        if hash.remove(field) {
+            deleted += 1;
+            if hash.is_empty() {
+                break;
+            }
+        }
+    }
+    if deleted > 0 {
+        changed(ctx, key, "hdel", deleted);
+        ctx.delete_if_empty(key);
+    }
+    Reply::Int(deleted as i64)
+}
+
+/// HINCRBY key field increment
+fn hincrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let (key, field) = (&a[1], &a[2]);
+    let incr = match arg_i64(&a[3]) {
+        Ok(n) => n,
+        Err(e) => return e,
+    };
+    let current = match write_hash(ctx, key) {
+        Err(e) => return e,
+        Ok(h) => match h.and_then(|h| h.get(field)) {
+            None => 0,
+            Some(v) => match parse_i64(v) {
+                Some(n) => n,
+                None => return Reply::err("ERR hash value is not an integer"),
+            },
+        },
+    };
+    let Some(value) = current.checked_add(incr) else {
+        return Reply::err("ERR increment or decrement would overflow");
+    };
+    set_field(ctx, key, field, value.to_string().as_bytes());
+    changed(ctx, key, "hincrby", 1);
+    Reply::Int(value)
+}
+
+/// HINCRBYFLOAT key field increment: `long double` arithmetic as Redis on x86-64,
+/// propagated as HSET with the resulting text.
+fn hincrbyfloat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let (key, field) = (&a[1], &a[2]);
+    let incr = match LongDouble::parse(&a[3]) {
+        Some(v) if v.is_finite() => v,
+        Some(_) => return Reply::err("ERR value is NaN or Infinity"),
+        None => return Reply::not_float(),
+    };
+    let current = match write_hash(ctx, key) {
+        Err(e) => return e,
+        Ok(h) => match h.and_then(|h| h.get(field)) {
+            None => LongDouble::ZERO,
+            Some(v) => match LongDouble::parse(v) {
+                Some(x) => x,
+                None => return Reply::err("ERR hash value is not a float"),
+            },
+        },
+    };
+    let value = current + incr;
+    if !value.is_finite() {
+        return Reply::err("ERR increment would produce NaN or Infinity");
+    }
+    let text = value.to_human().into_bytes();
+    set_field(ctx, key, field, &text);
+    changed(ctx, key, "hincrbyfloat", 1);
+    ctx.rewrite(vec![b"HSET".to_vec(), key.clone(), field.clone(), text.clone()]);
+    Reply::Bulk(text)
+}
+
+/// Set one field, creating the hash when missing (type already checked).
+fn set_field(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8], value: &[u8]) {
+    let limits = ctx.cfg.limits;
+    if let Ok(h) = hash_or_create(ctx, key) {
+        h.insert(field, value, &limits);
+    }
+}
+
+// ------------------------------------------------------------------ reads
+
+fn hget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_hash(ctx, &a[1]) {
+        Ok(Some(h)) => h.get(&a[2]).map_or(Reply::Nil, |v| Reply::bulk(v)),
+        Ok(None) => Reply::Nil,
+        Err(e) => e,
+    }
+}
+
+fn hmget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let hash = match read_hash(ctx, &a[1]) {
+        Ok(h) => h,
+        Err(e) => return e,
+    };
+    let get = |f: &Vec<u8>| hash.as_ref().and_then(|h| h.get(f)).map_or(Reply::Nil, |v| Reply::bulk(v));
+    Reply::Array(a[2..].iter().map(get).collect())
+}
+
+fn hlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_hash(ctx, &a[1]) {
+        Ok(h) => Reply::Int(h.map_or(0, |h| h.len() as i64)),
+        Err(e) => e,
+    }
+}
+
+fn hstrlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_hash(ctx, &a[1]) {
+        Ok(h) => Reply::Int(h.and_then(|h| h.get(&a[2])).map_or(0, |v| v.len() as i64)),
+        Err(e) => e,
+    }
+}
+
+fn hexists(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_hash(ctx, &a[1]) {
+        Ok(h) => Reply::Int(i64::from(h.is_some_and(|h| h.contains(&a[2])))),
+        Err(e) => e,
+    }
+}
+
+fn hgetall(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_hash(ctx, &a[1]) {
+        Ok(Some(h)) => Reply::Map(h.iter().map(|(f, v)| (Reply::bulk(f), Reply::bulk(v))).collect()),
+        Ok(None) => Reply::Map(Vec::new()),
+        Err(e) => e,
+    }
+}
+
+fn hkeys(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_hash(ctx, &a[1]) {
+        Ok(Some(h)) => Reply::bulks(h.iter().map(|(f, _)| f)),
+        Ok(None) => Reply::Array(Vec::new()),
+        Err(e) => e,
+    }
+}
+
+fn hvals(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_hash(ctx, &a[1]) {
+        Ok(Some(h)) => Reply::bulks(h.iter().map(|(_, v)| v)),
+        Ok(None) => Reply::Array(Vec::new()),
+        Err(e) => e,
+    }
+}
+
+// ------------------------------------------------------------------ HSCAN
+
+/// A SCAN cursor as Redis's strtoul reads it (sign allowed, wrapping; no spaces).
+pub fn parse_scan_cursor(b: &[u8]) -> Option<u64> {
+    if b.first().is_some_and(|c| c.is_ascii_whitespace() || *c == 0x0b) {
+        return None;
+    }
+    if b.is_empty() {
+        return Some(0);
+    }
+    let (neg, digits) = match b[0] {
+        b'-' => (true, &b[1..]),
+        b'+' => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+/// HSCAN key cursor [MATCH pattern] [COUNT count]
+fn hscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let Some(cursor) = parse_scan_cursor(&a[2]) else {
+        return Reply::err("ERR invalid cursor");
+    };
+    let hash = match read_hash(ctx, &a[1]) {
+        Ok(Some(h)) => h,
+        Ok(None) => return Reply::Array(vec![Reply::bulk(b"0"), Reply::Array(Vec::new())]),
+        Err(e) => return e,
+    };
+    let (mut count, mut pattern) = (10i64, None::<&[u8]>);
+    let mut i = 3;
+    while i < a.len() {
+        let more = i + 1 < a.len();
+        if eq_ic(&a[i], "count") && more {
+            count = match arg_i64(&a[i + 1]) {
+                Ok(c) if c >= 1 => c,
+                Ok(_) => return Reply::syntax(),
+                Err(e) => return e,
+            };
+        } else if eq_ic(&a[i], "match") && more {
+            pattern = Some(&a[i + 1]).filter(|p| p.as_slice() != b"*").map(|p| p.as_slice());
+        } else {
+            return Reply::syntax();
+        }
+        i += 2;
+    }
+    let mut out = Vec::new();
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let next = hash.scan(cursor, count, |f: &Sds, v: &Sds| {
+        if pattern.is_none_or(|p| glob::matches(p, f)) {
+            out.push(Reply::bulk(f));
+            out.push(Reply::bulk(v));
+        }
+    });
+    Reply::Array(vec![Reply::Bulk(next.to_string().into_bytes()), Reply::Array(out)])
+}
+
+// ------------------------------------------------------------------ HRANDFIELD
+
+/// Most picks HRANDFIELD with a negative count answers (Redis has no limit, but a reply
+/// that size could not be built in memory).
+const MAX_RANDOM_PICKS: u64 = 1 << 24;
+
+/// HRANDFIELD key [count [WITHVALUES]]
+fn hrandfield(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    if a.len() == 2 {
+        let (hash, rng) = match hash_and_rng(ctx, &a[1]) {
+            Ok(Some(h)) => h,
+            Ok(None) => return Reply::Nil,
+            Err(e) => return e,
+        };
+        let i = rng.usize(..hash.len().max(1));
+        return hash.pair_at(i).map_or(Reply::Nil, |(f, _)| Reply::bulk(f));
+    }
+    let count = match arg_i64(&a[2]) {
+        Ok(i64::MIN) => {
+            return Reply::err(
+                "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807",
+            )
+        }
+        Ok(c) => c,
+        Err(e) => return e,
+    };
+    if a.len() > 4 || (a.len() == 4 && !eq_ic(&a[3], "withvalues")) {
+        return Reply::syntax();
+    }
+    let with_values = a.len() == 4;
+    if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
+        return Reply::err("ERR value is out of range");
+    }
+    if count < 0 && count.unsigned_abs() > MAX_RANDOM_PICKS {
+        return Reply::err("ERR value is out of range");
+    }
+    let (hash, rng) = match hash_and_rng(ctx, &a[1]) {
+        Ok(Some(h)) => h,
+        Ok(None) => return Reply::Array(Vec::new()),
+        Err(e) => return e,
+    };
+    let size = hash.len();
+    let positions: Vec<usize> = if count == 0 {
+        Vec::new()
+    } else if count < 0 {
+        // Repeats allowed: independent picks.
+        (0..count.unsigned_abs()).map(|_| rng.usize(..size)).collect()
+    } else if count as u64 >= size as u64 {
+        (0..size).collect()
+    } else {
+        distinct_positions(rng, size, count as usize, matches!(hash, Hash::Listpack(_)))
+    };
+    let pair = |i: &usize| hash.pair_at(*i).map(|(f, v)| (Reply::bulk(f), Reply::bulk(v)));
+    if with_values {
+        Reply::Pairs(positions.iter().filter_map(pair).collect())
+    } else {
+        Reply::Array(positions.iter().filter_map(pair).map(|(f, _)| f).collect())
+    }
+}
+
+/// The hash at `key` for reading, with the random generator beside it.
+#[allow(clippy::type_complexity)]
+fn hash_and_rng<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<(&'c Hash, &'c mut fastrand::Rng)>, Reply> {
+    if read_hash(ctx, key)?.is_none() {
+        return Ok(None);
+    }
+    match ctx.ks.dbs[ctx.db].get(key).map(|s| &s.value) {
+        Some(Value::Hash(h)) => Ok(Some((h, &mut *ctx.rng))),
+        _ => Ok(None),
+    }
+}
+
+/// `count` (< `size`) distinct positions out of `size`; in order for a listpack, as
+/// Redis's lpRandomPairsUnique returns them.
+fn distinct_positions(rng: &mut fastrand::Rng, size: usize, count: usize, ordered: bool) -> Vec<usize> {
+    let mut picked = if count * 3 > size {
+        // Partial Fisher-Yates over all positions.
+        let mut all: Vec<usize> = (0..size).collect();
+        for i in 0..count {
+            let j = rng.usize(i..size);
+            all.swap(i, j);
+        }
+        all.truncate(count);
+        all
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(count);
+        let mut out = Vec::with_capacity(count);
+        while out.len() < count {
+            let p = rng.usize(..size);
+            if seen.insert(p) {
+                out.push(p);
+            }
+        }
+        out
+    };
+    if ordered {
+        picked.sort_unstable();
+    }
+    picked
+}

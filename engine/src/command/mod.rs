@@ -12,6 +12,7 @@ pub mod table;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod long_double;
 pub mod set;
 pub mod string;
 pub mod zset;

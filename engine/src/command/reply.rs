@@ -18,6 +18,9 @@ pub enum Reply {
     Array(Vec<Reply>),
     /// A RESP3 map; a flat array in RESP2.
     Map(Vec<(Reply, Reply)>),
+    /// Pairs (HRANDFIELD WITHVALUES, ZRANGE WITHSCORES): a flat array in RESP2, an
+    /// array of two-element arrays in RESP3.
+    Pairs(Vec<(Reply, Reply)>),
     /// A RESP3 set; an array in RESP2.
     Set(Vec<Reply>),
     /// A RESP3 double; a bulk string in RESP2.
@@ -107,6 +110,17 @@ impl Reply {
                     line(out, b'*', (v.len() * 2).to_string().as_bytes());
                 }
                 for (k, x) in v {
+                    k.write_resp(out, resp3);
+                    x.write_resp(out, resp3);
+                }
+            }
+            Reply::Pairs(v) => {
+                let n = if resp3 { v.len() } else { v.len() * 2 };
+                line(out, b'*', n.to_string().as_bytes());
+                for (k, x) in v {
+                    if resp3 {
+                        out.extend_from_slice(b"*2\r\n");
+                    }
                     k.write_resp(out, resp3);
                     x.write_resp(out, resp3);
                 }
@@ -209,5 +223,14 @@ mod tests {
         let mut v = Vec::new();
         r.write_resp(&mut v, true);
         assert_eq!(v, b"%1\r\n$1\r\na\r\n,1.5\r\n");
+    }
+
+    #[test]
+    fn pairs_are_flat_in_resp2_and_nested_in_resp3() {
+        let r = Reply::Pairs(vec![(Reply::bulk(b"f"), Reply::bulk(b"v"))]);
+        assert_eq!(r.to_resp2(), b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
+        let mut v = Vec::new();
+        r.write_resp(&mut v, true);
+        assert_eq!(v, b"*1\r\n*2\r\n$1\r\nf\r\n$1\r\nv\r\n");
     }
 }
