@@ -118,6 +118,8 @@ cargo bench -q -p ferrokv --bench codecs -- --noplot 2>/dev/null | grep -E "^(cr
     cat "$BENCH_DIR/criterion.txt"
     echo '```'
 } >> docs/benchmarks.md.new
+echo "engine benchmarks ..." >&2
+./bench/engine.sh "$RDB" >> docs/benchmarks.md.new
 cat bench/analysis.md >> docs/benchmarks.md.new
 mv docs/benchmarks.md.new docs/benchmarks.md
 cat docs/benchmarks.md

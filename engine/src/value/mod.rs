@@ -19,7 +19,7 @@ pub use str::Str;
 pub use zset::Zset;
 
 use crate::format::rdb::LogicalType;
-use crate::logical::Logical;
+use crate::logical::{Logical, StreamValue};
 
 /// Bytes of a key or element: inline up to 16 bytes, on the heap beyond.
 pub type Sds = SmallVec<[u8; 16]>;
@@ -69,6 +69,9 @@ pub enum Value {
     Hash(Box<Hash>),
     Set(Box<Set>),
     Zset(Box<Zset>),
+    /// Kept whole as loaded (entries, groups, PEL) until stream commands exist, so a stream
+    /// survives load, save, rewrite, DUMP/RESTORE and COPY unchanged.
+    Stream(Box<StreamValue>),
 }
 
 impl Value {
@@ -80,6 +83,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::Zset(_) => "zset",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -90,6 +94,7 @@ impl Value {
             Value::Hash(_) => LogicalType::Hash,
             Value::Set(_) => LogicalType::Set,
             Value::Zset(_) => LogicalType::Zset,
+            Value::Stream(_) => LogicalType::Stream,
         }
     }
 
@@ -101,6 +106,7 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::Zset(z) => z.encoding(),
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -112,6 +118,7 @@ impl Value {
             Value::Hash(h) => h.len(),
             Value::Set(s) => s.len(),
             Value::Zset(z) => z.len(),
+            Value::Stream(s) => s.entries.len(),
         }
     }
 
@@ -138,11 +145,12 @@ impl Value {
                 Logical::Set(v)
             }
             Value::Zset(z) => Logical::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
+            Value::Stream(s) => Logical::Stream(s.clone()),
         }
     }
 
-    /// Build a value from its canonical view, in the encoding `limits` call for; streams,
-    /// modules and hash field TTLs are not held in memory yet and are refused.
+    /// Build a value from its canonical view, in the encoding `limits` call for. Module
+    /// values and hash field TTLs (Redis 7.4) cannot be held and are refused.
     pub fn from_logical(v: &Logical, limits: &Limits) -> Result<Value, String> {
         Ok(match v {
             Logical::String(b) => Value::Str(Str::from_loaded(b)),
@@ -171,7 +179,7 @@ impl Value {
                 }
                 Value::Zset(Box::new(z))
             }
-            Logical::Stream(_) => return Err("streams are not supported yet".into()),
+            Logical::Stream(s) => Value::Stream(s.clone()),
             Logical::Module(m) => return Err(format!("module type '{}' is not supported", m.name)),
         })
     }
