@@ -191,3 +191,8 @@ pub fn wrap_unit(ops: Vec<(usize, Argv)>) -> Vec<(usize, Argv)> {
     out.push((last, vec![b"EXEC".to_vec()]));
     out
 }
+
+/// docs/library.md, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/library.md")]
+pub struct LibraryGuide;
