@@ -103,6 +103,11 @@ impl Engine {
         }
     }
 
+    /// DEBUG DIGEST: Redis's SHA1 digest of the dataset, as 40 hex digits.
+    pub fn digest(&self) -> String {
+        crate::digest::hex(&crate::digest::dataset_digest(&self.ks))
+    }
+
     /// Timer work: the everysec fsync of the AOF when it is due.
     pub fn cron(&mut self) {
         let now = self.clock.now_ms();

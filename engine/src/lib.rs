@@ -18,6 +18,7 @@
 
 pub mod command;
 pub mod config;
+pub mod digest;
 pub mod engine;
 pub mod format;
 pub mod glob;

@@ -383,6 +383,7 @@ fn our_rdb_and_aof_dirs_load_in_real_redis_with_the_same_digest() {
     let reference = reference_server(&c);
     let want = digest(&reference);
     assert_eq!(want.len(), 40, "{want}");
+    assert_eq!(e.digest(), want, "our DEBUG DIGEST");
 
     // Our RDB.
     let rdb_dir = TempDir::new("persist-vs-redis-rdb");
@@ -452,12 +453,14 @@ fn aof_dir_written_by_real_redis_opens_here() {
         }
         client.call(&argv(&["SET", "db2", "overwritten"]));
         expected[100].2 = "overwritten".into();
+        let want = digest(&server);
         let dir = server.stop();
         assert!(manifest(dir.path()).contains("seq 2 type b"), "{}", manifest(dir.path()));
 
         let e = Engine::open(config(dir.path(), true, preamble == "yes"), Clock::System).unwrap();
         assert!(e.persist.warnings.is_empty(), "{:?}", e.persist.warnings);
         assert_eq!(e.ks.len(), expected.len());
+        assert_eq!(e.digest(), want);
         for (db, k, v) in &expected {
             let got = e.ks.db(*db).get(k.as_bytes()).map(|s| s.value.to_logical());
             assert_eq!(got, Some(Logical::String(v.clone().into_bytes())), "db {db} key {k}");
