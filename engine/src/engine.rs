@@ -85,22 +85,32 @@ impl Engine {
     }
 
     /// Start a rewrite: later writes go to a new incr file; the job owns a copy of the
-    /// keyspace as it is now and may run on another thread ([`RewriteJob::run`]).
+    /// keyspace as it is now and may run on another thread ([`RewriteJob::run`]). With
+    /// the AOF off (or closed) the rewrite still writes a base and a manifest naming it,
+    /// as BGREWRITEAOF does in Redis.
     pub fn start_rewrite(&mut self) -> Result<RewriteJob, PersistError> {
         self.flush();
         let now = self.clock.now_ms();
+        if self.persist.aof.is_none() {
+            let manifest = persist::load::read_manifest(&self.cfg)?;
+            self.persist.aof = Some(persist::Aof::detached(&self.cfg, manifest, now)?);
+        }
         match &mut self.persist.aof {
             Some(aof) => aof.start_rewrite(&self.ks, now),
-            None => Err(PersistError::State("appendonly is off: there is no AOF to rewrite".into())),
+            None => Err(PersistError::State("no AOF".into())),
         }
     }
 
     /// Install the base a rewrite job built (or clean up after it failed).
     pub fn finish_rewrite(&mut self, built: Result<RewrittenBase, PersistError>) -> Result<(), PersistError> {
-        match &mut self.persist.aof {
-            Some(aof) => aof.finish_rewrite(built),
-            None => Err(PersistError::State("appendonly is off: there is no AOF to rewrite".into())),
+        let Some(aof) = &mut self.persist.aof else {
+            return Err(PersistError::State("no rewrite was started".into()));
+        };
+        let r = aof.finish_rewrite(built);
+        if !aof.is_open() {
+            self.persist.aof = None;
         }
+        r
     }
 
     /// DEBUG DIGEST: Redis's SHA1 digest of the dataset, as 40 hex digits.

@@ -567,3 +567,35 @@ fn resp_base_has_the_bytes_of_redis_rewrite() {
     }
     assert_eq!(a.len(), b.len());
 }
+
+#[test]
+fn rewrite_with_the_aof_off_writes_a_base_only_dir() {
+    let dir = TempDir::new("persist-rewrite-off");
+    let mut e = Engine::open(config(dir.path(), false, true), clock()).unwrap();
+    build(&mut e, true, 1_700_000_100_000);
+    let before = contents(&e);
+    e.rewrite_aof().unwrap();
+    assert_eq!(manifest(dir.path()), "file appendonly.aof.1.base.rdb seq 1 type b\n");
+    e.close().unwrap();
+    // Turning the AOF on later loads that base and adds an incr file, as Redis does.
+    let e = Engine::open(config(dir.path(), true, true), clock()).unwrap();
+    assert_eq!(contents(&e), before);
+    assert_eq!(
+        manifest(dir.path()),
+        "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n"
+    );
+}
+
+#[test]
+fn old_single_file_aof_is_moved_into_the_directory() {
+    let dir = TempDir::new("persist-upgrade");
+    std::fs::write(
+        dir.path().join("appendonly.aof"),
+        b"*2\r\n$6\r\nSELECT\r\n$1\r\n1\r\n*3\r\n$3\r\nSET\r\n$3\r\nold\r\n$5\r\nstyle\r\n",
+    )
+    .unwrap();
+    let e = Engine::open(config(dir.path(), true, true), clock()).unwrap();
+    assert_eq!(e.ks.db(1).get(b"old").map(|s| s.value.to_logical()), Some(Logical::String(b"style".to_vec())));
+    assert_eq!(manifest(dir.path()), "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n");
+    assert!(!dir.path().join("appendonly.aof").exists());
+}

@@ -108,6 +108,31 @@ impl Aof {
         })
     }
 
+    /// The AOF directory of a server with appendonly off, for a rewrite (Redis allows
+    /// BGREWRITEAOF then: the result is a manifest naming only the new base).
+    pub fn detached(cfg: &Config, manifest: Manifest, now_ms: i64) -> Result<Aof, PersistError> {
+        let dir = cfg.dir.join(&cfg.appenddirname);
+        fs::create_dir_all(&dir).map_err(|e| PersistError::io(&dir, "create AOF directory", e))?;
+        Ok(Aof {
+            dir,
+            manifest,
+            cfg: cfg.clone(),
+            file: None,
+            incr_name: String::new(),
+            feed: AofFeed::new(cfg.aof_timestamp_enabled),
+            last_fsync_ms: now_ms,
+            unsynced: false,
+            rewriting: false,
+            buf: Vec::new(),
+            error: None,
+        })
+    }
+
+    /// Whether commands are being appended (false for a detached or closed AOF).
+    pub fn is_open(&self) -> bool {
+        self.file.is_some()
+    }
+
     /// The incr file being appended to.
     pub fn incr_path(&self) -> PathBuf {
         self.dir.join(&self.incr_name)
@@ -169,25 +194,24 @@ impl Aof {
         if self.rewriting {
             return Err(PersistError::State("a rewrite is already in progress".into()));
         }
-        if self.file.is_none() {
-            return Err(PersistError::State("the AOF is closed".into()));
+        if self.file.is_some() {
+            let mut next = self.manifest.clone();
+            let name = next.new_incr(&self.cfg.appendfilename);
+            let path = self.dir.join(&name);
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| PersistError::io(&path, "create", e))?;
+            persist_manifest(&self.dir, &self.cfg.appendfilename, &next)?;
+            // The old incr file gets everything written so far before it is left behind.
+            self.fsync(now_ms);
+            self.file = Some(file);
+            self.incr_name = name;
+            self.manifest = next;
+            self.feed.reset();
         }
-        let mut next = self.manifest.clone();
-        let name = next.new_incr(&self.cfg.appendfilename);
-        let path = self.dir.join(&name);
-        let file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(|e| PersistError::io(&path, "create", e))?;
-        persist_manifest(&self.dir, &self.cfg.appendfilename, &next)?;
-        // The old incr file gets everything written so far before it is left behind.
-        self.fsync(now_ms);
-        self.file = Some(file);
-        self.incr_name = name;
-        self.manifest = next;
-        self.feed.reset();
         self.rewriting = true;
         let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
         Ok(RewriteJob { snapshot: ks.clone(), cfg: self.cfg.clone(), now_ms, tmp })

@@ -18,6 +18,7 @@ use super::aof::{persist_manifest, Aof};
 use super::manifest::{manifest_name, AofInfo, FileKind, Manifest};
 use super::PersistError;
 use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
+use crate::config::Config;
 use crate::engine::{Engine, Session};
 use crate::format::rdb::{RdbReader, Record};
 use crate::keyspace::{Keyspace, LRU_MAX};
@@ -132,13 +133,7 @@ pub fn load_rdb(
 fn load_aof_dir(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
     let cfg = e.cfg.clone();
     let dir = cfg.dir.join(&cfg.appenddirname);
-    let mpath = dir.join(manifest_name(&cfg.appendfilename));
-    let mut m = if dir.is_dir() && mpath.exists() {
-        let text = fs::read(&mpath).map_err(|err| PersistError::io(&mpath, "read", err))?;
-        Manifest::parse(&text).map_err(|(line, what)| PersistError::Manifest { path: mpath.clone(), line, what })?
-    } else {
-        Manifest::default()
-    };
+    let mut m = read_manifest(&cfg)?;
     let old = cfg.dir.join(&cfg.appendfilename);
     if old.is_file() {
         let only_old_base = m.incr.is_empty()
@@ -184,6 +179,17 @@ fn load_aof_dir(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
         }
     }
     Ok(Some(m))
+}
+
+/// The manifest on disk; empty when the AOF directory or the manifest does not exist.
+pub fn read_manifest(cfg: &Config) -> Result<Manifest, PersistError> {
+    let dir = cfg.dir.join(&cfg.appenddirname);
+    let mpath = dir.join(manifest_name(&cfg.appendfilename));
+    if !(dir.is_dir() && mpath.exists()) {
+        return Ok(Manifest::default());
+    }
+    let text = fs::read(&mpath).map_err(|err| PersistError::io(&mpath, "read", err))?;
+    Manifest::parse(&text).map_err(|(line, what)| PersistError::Manifest { path: mpath, line, what })
 }
 
 /// Move `dir/appendfilename` into the AOF directory as its base (Redis's aofUpgradePrepare).
