@@ -48,10 +48,8 @@ fn load_dump(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
     }
     let src = Source::open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
     let now = e.clock.now_ms();
-    let end = load_rdb(&mut e.ks, &src, &path, &e.cfg.limits, Some(now))?;
-    if end != src.len() {
-        return Err(PersistError::aof(&path, end as u64, "bytes after the RDB checksum"));
-    }
+    // Like Redis, bytes after the checksum are not looked at.
+    load_rdb(&mut e.ks, &src, &path, &e.cfg.limits, Some(now))?;
     Ok(None)
 }
 
@@ -126,7 +124,7 @@ pub fn load_rdb(
             Record::Aux { .. } | Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
         }
     }
-    Err(PersistError::aof(path, data.len() as u64, "RDB ends without an EOF record"))
+    Err(rdb_err(crate::format::rdb::RdbError::at(data.len(), "the RDB ends without an EOF record")))
 }
 
 /// The AOF directory: manifest, upgrade of an old single-file AOF, then every file.
