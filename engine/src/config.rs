@@ -49,6 +49,8 @@ pub struct Config {
     pub appendfsync: Fsync,
     pub aof_use_rdb_preamble: bool,
     pub aof_timestamp_enabled: bool,
+    /// Load an AOF whose last command was cut short (truncating it), instead of failing.
+    pub aof_load_truncated: bool,
     pub rdbcompression: bool,
     pub rdbchecksum: bool,
     /// `save` points: (seconds, changes).
@@ -71,6 +73,7 @@ impl Default for Config {
             appendfsync: Fsync::EverySec,
             aof_use_rdb_preamble: true,
             aof_timestamp_enabled: false,
+            aof_load_truncated: true,
             rdbcompression: true,
             rdbchecksum: true,
             save: vec![(3600, 1), (300, 100), (60, 10000)],

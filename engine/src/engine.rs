@@ -1,5 +1,12 @@
 //! The library API: an engine over a data directory, run command by command.
 //!
+//! [`Engine::open`] loads the data directory as Redis 7.0 does at startup (the AOF
+//! directory when `appendonly` is on, else the RDB file) and opens the AOF for writing;
+//! [`Engine::execute`] runs a command and appends what it propagates; [`Engine::save`],
+//! [`Engine::rewrite_aof`] and [`Engine::close`] are SAVE, BGREWRITEAOF (here
+//! synchronous, or split in three steps for a background thread) and shutdown.
+//! See docs/library.md.
+//!
 //! ```
 //! use ferrokv::{Config, Engine, Session, Reply};
 //! let mut engine = Engine::in_memory(Config::default());
@@ -12,7 +19,7 @@
 use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Stats};
 use crate::config::Config;
 use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace};
-use crate::persist::Persistence;
+use crate::persist::{self, PersistError, Persistence, RewriteJob, RewrittenBase};
 
 /// Per-client state the engine needs: the selected database.
 #[derive(Debug, Clone, Default)]
@@ -51,6 +58,88 @@ impl Engine {
             rng: fastrand::Rng::new(),
             fx: Effects::default(),
             persist: Persistence::none(),
+        }
+    }
+
+    /// Open the data directory `cfg.dir`: load it as Redis 7.0 does at startup and, with
+    /// `appendonly` on, open the AOF for appending (creating the AOF directory with a base
+    /// and an incr file when there is none).
+    pub fn open(cfg: Config, clock: Clock) -> Result<Engine, PersistError> {
+        let mut e = Engine::with_clock(cfg, clock);
+        persist::load::startup(&mut e)?;
+        Ok(e)
+    }
+
+    /// SAVE: write an RDB snapshot to `dir/dbfilename` (temp file, fsync, rename).
+    pub fn save(&mut self) -> Result<(), PersistError> {
+        persist::snapshot::save(&self.ks, &self.cfg, self.clock.now_ms())?;
+        self.stats.dirty = 0;
+        Ok(())
+    }
+
+    /// BGREWRITEAOF, run to the end on this thread.
+    pub fn rewrite_aof(&mut self) -> Result<(), PersistError> {
+        let job = self.start_rewrite()?;
+        let built = job.run();
+        self.finish_rewrite(built)
+    }
+
+    /// Start a rewrite: later writes go to a new incr file; the job owns a copy of the
+    /// keyspace as it is now and may run on another thread ([`RewriteJob::run`]). With
+    /// the AOF off (or closed) the rewrite still writes a base and a manifest naming it,
+    /// as BGREWRITEAOF does in Redis.
+    pub fn start_rewrite(&mut self) -> Result<RewriteJob, PersistError> {
+        self.flush();
+        let now = self.clock.now_ms();
+        if self.persist.aof.is_none() {
+            let manifest = persist::load::read_manifest(&self.cfg)?;
+            self.persist.aof = Some(persist::Aof::detached(&self.cfg, manifest, now)?);
+        }
+        match &mut self.persist.aof {
+            Some(aof) => aof.start_rewrite(&self.ks, now),
+            None => Err(PersistError::State("no AOF".into())),
+        }
+    }
+
+    /// Install the base a rewrite job built (or clean up after it failed).
+    pub fn finish_rewrite(&mut self, built: Result<RewrittenBase, PersistError>) -> Result<(), PersistError> {
+        let Some(aof) = &mut self.persist.aof else {
+            return Err(PersistError::State("no rewrite was started".into()));
+        };
+        let r = aof.finish_rewrite(built);
+        if !aof.is_open() {
+            self.persist.aof = None;
+        }
+        r
+    }
+
+    /// DEBUG DIGEST: Redis's SHA1 digest of the dataset, as 40 hex digits.
+    pub fn digest(&self) -> String {
+        crate::digest::hex(&crate::digest::dataset_digest(&self.ks))
+    }
+
+    /// Timer work: the everysec fsync of the AOF when it is due.
+    pub fn cron(&mut self) {
+        let now = self.clock.now_ms();
+        if let Some(aof) = &mut self.persist.aof {
+            aof.cron(now);
+        }
+    }
+
+    /// The first AOF write or fsync error since the last call (writes keep going to
+    /// memory; the caller decides whether to refuse writes, as Redis does).
+    pub fn take_persist_error(&mut self) -> Option<PersistError> {
+        self.persist.aof.as_mut().and_then(|a| a.take_error())
+    }
+
+    /// Shut down: flush pending propagation, fsync and close the AOF. Commands still
+    /// run afterwards but are no longer logged.
+    pub fn close(&mut self) -> Result<(), PersistError> {
+        self.flush();
+        let now = self.clock.now_ms();
+        match self.persist.aof.take() {
+            Some(mut aof) => aof.close(now),
+            None => Ok(()),
         }
     }
 
@@ -117,3 +206,8 @@ pub fn wrap_unit(ops: Vec<(usize, Argv)>) -> Vec<(usize, Argv)> {
     out.push((last, vec![b"EXEC".to_vec()]));
     out
 }
+
+/// docs/library.md, compiled and run as a doc test.
+#[cfg(doctest)]
+#[doc = include_str!("../../docs/library.md")]
+pub struct LibraryGuide;

@@ -1,21 +1,114 @@
-//! The write path: AOF (multi-part, fsync policy, rewrite), RDB snapshots, startup loading.
+//! The write path: the AOF (Redis 7.0 multi-part: manifest, base, incr files; fsync
+//! policy; rewrite), RDB snapshots, and loading both at startup.
+//!
+//! - [`aof`]: the open AOF directory and its incr file; rewrite jobs.
+//! - [`manifest`]: the manifest format.
+//! - [`rewrite`]: the RESP form of a base (shared with tools).
+//! - [`snapshot`]: RDB snapshots.
+//! - [`load`]: startup loading (RDB, or the AOF directory replayed through the commands).
 
+pub mod aof;
 pub mod feed;
+pub mod load;
+pub mod manifest;
+pub mod rewrite;
+pub mod snapshot;
 
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use aof::{Aof, RewriteJob, RewrittenBase};
 pub use feed::AofFeed;
+pub use manifest::{AofInfo, FileKind, Manifest};
+pub use rewrite::{RespBaseWriter, AOF_REWRITE_ITEMS_PER_CMD};
 
 use crate::command::Argv;
+use crate::format::rdb::{escape_key, RdbError};
 
-/// Where propagated commands go.
+/// Where propagated commands go, and what loading reported.
 #[derive(Debug, Default)]
-pub struct Persistence {}
+pub struct Persistence {
+    /// The AOF being appended to (appendonly yes).
+    pub aof: Option<Aof>,
+    /// Warnings from loading (a truncated AOF tail, a dropped incomplete MULTI).
+    pub warnings: Vec<String>,
+}
 
 impl Persistence {
     /// No files.
     pub fn none() -> Persistence {
-        Persistence {}
+        Persistence::default()
     }
 
-    /// Append one unit of propagated commands.
-    pub fn feed(&mut self, _ops: &[(usize, Argv)], _now_ms: i64) {}
+    /// Append one unit of propagated commands (already MULTI/EXEC-wrapped) to the AOF.
+    pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) {
+        if let Some(aof) = &mut self.aof {
+            aof.feed(ops, now_ms);
+        }
+    }
+}
+
+/// Why a file could not be written or loaded. Every variant names the file.
+#[derive(Debug)]
+pub enum PersistError {
+    /// A system call on `path` failed.
+    Io { path: PathBuf, op: &'static str, source: io::Error },
+    /// The AOF manifest is malformed.
+    Manifest { path: PathBuf, line: usize, what: String },
+    /// An RDB (the dump file, or an AOF base in RDB form) is malformed.
+    Rdb { path: PathBuf, source: RdbError },
+    /// An AOF file (base or incr, RESP part) could not be replayed.
+    Aof { path: PathBuf, offset: u64, what: String },
+    /// A key holds what the engine cannot keep (streams, modules, hash field TTLs).
+    Unsupported { path: PathBuf, offset: usize, db: u64, key: Vec<u8>, what: String },
+    /// The operation does not apply in the current state.
+    State(String),
+}
+
+impl PersistError {
+    pub fn io(path: &Path, op: &'static str, source: io::Error) -> PersistError {
+        PersistError::Io { path: path.to_path_buf(), op, source }
+    }
+
+    pub fn aof(path: &Path, offset: u64, what: impl Into<String>) -> PersistError {
+        PersistError::Aof { path: path.to_path_buf(), offset, what: what.into() }
+    }
+
+    /// The file the error is about, if any.
+    pub fn path(&self) -> Option<&Path> {
+        match self {
+            PersistError::Io { path, .. }
+            | PersistError::Manifest { path, .. }
+            | PersistError::Rdb { path, .. }
+            | PersistError::Aof { path, .. }
+            | PersistError::Unsupported { path, .. } => Some(path),
+            PersistError::State(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for PersistError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PersistError::Io { path, op, source } => write!(f, "{}: {op}: {source}", path.display()),
+            PersistError::Manifest { path, line, what } => write!(f, "{}: line {line}: {what}", path.display()),
+            PersistError::Rdb { path, source } => write!(f, "{}: {source}", path.display()),
+            PersistError::Aof { path, offset, what } => write!(f, "{}: offset {offset}: {what}", path.display()),
+            PersistError::Unsupported { path, offset, db, key, what } => {
+                write!(f, "{}: offset {offset}: db {db} key '{}': {what}", path.display(), escape_key(key))
+            }
+            PersistError::State(what) => f.write_str(what),
+        }
+    }
+}
+
+impl std::error::Error for PersistError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            PersistError::Io { source, .. } => Some(source),
+            PersistError::Rdb { source, .. } => Some(source),
+            _ => None,
+        }
+    }
 }

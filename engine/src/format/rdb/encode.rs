@@ -648,6 +648,12 @@ pub struct RdbWriter<W: Write> {
 impl<W: Write> RdbWriter<W> {
     /// Write the magic and the aux fields Redis writes.
     pub fn new(w: W, target: Target, ctime: i64) -> io::Result<Self> {
+        Self::with_aof_base(w, target, ctime, false)
+    }
+
+    /// As [`RdbWriter::new`]; `aof_base` marks an AOF base file (`aof-base` 1), as Redis
+    /// writes the RDB it rewrites its AOF into.
+    pub fn with_aof_base(w: W, target: Target, ctime: i64, aof_base: bool) -> io::Result<Self> {
         let mut me = RdbWriter { w, crc: Crc64::new(), enc: Encoder::new(target), scratch: Vec::new(), db: None };
         me.put(target.dialect().magic().as_bytes())?;
         let ver_key: &[u8] = if target == Target::Valkey9 { b"valkey-ver" } else { b"redis-ver" };
@@ -658,7 +664,7 @@ impl<W: Write> RdbWriter<W> {
         if target == Target::Redis62 {
             me.aux(b"aof-preamble", b"0")?;
         } else {
-            me.aux(b"aof-base", b"0")?;
+            me.aux(b"aof-base", if aof_base { b"1" } else { b"0" })?;
         }
         Ok(me)
     }

@@ -1,0 +1,278 @@
+//! The open AOF directory: the incr file commands are appended to, the fsync policy, and
+//! rewrites (BGREWRITEAOF semantics).
+//!
+//! fsync: `always` fsyncs after every unit; `everysec` fsyncs from the write path when
+//! the last fsync is at least a second old, and from [`Aof::cron`] (which the server's
+//! timer calls) so a quiet second is synced too; `no` leaves it to the OS. There is no
+//! background thread: the fsync runs on the caller's thread.
+//!
+//! A rewrite is three steps. [`Aof::start_rewrite`] opens a new incr file and persists a
+//! manifest naming it, so writes from then on land there, and returns a [`RewriteJob`]
+//! owning a point-in-time copy of the keyspace. [`RewriteJob::run`] (any thread) writes
+//! the new base to a temp file. [`Aof::finish_rewrite`] renames it to the next base name,
+//! turns the old base and the rewritten incr files into history, switches the manifest
+//! atomically (temp file, fsync, rename) and deletes the history files.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::feed::AofFeed;
+use super::manifest::{manifest_name, temp_manifest_name, Manifest};
+use super::{rewrite, snapshot, PersistError};
+use crate::command::Argv;
+use crate::config::{Config, Fsync};
+use crate::keyspace::Keyspace;
+
+#[derive(Debug)]
+pub struct Aof {
+    /// The AOF directory (`dir/appenddirname`).
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    cfg: Config,
+    /// The incr file being appended to; None once closed.
+    file: Option<File>,
+    incr_name: String,
+    feed: AofFeed,
+    last_fsync_ms: i64,
+    /// Bytes written since the last fsync.
+    unsynced: bool,
+    rewriting: bool,
+    buf: Vec<u8>,
+    /// The first write or fsync error since [`Aof::take_error`] (the unit that failed is
+    /// lost, as Redis loses it when its write fails).
+    error: Option<PersistError>,
+}
+
+/// A rewrite in progress: the point-in-time keyspace and where its base goes.
+pub struct RewriteJob {
+    snapshot: Keyspace,
+    cfg: Config,
+    now_ms: i64,
+    tmp: PathBuf,
+}
+
+/// A base built by [`RewriteJob::run`], waiting for [`Aof::finish_rewrite`].
+#[derive(Debug)]
+pub struct RewrittenBase {
+    tmp: PathBuf,
+}
+
+impl Aof {
+    /// Open the AOF directory after loading (Redis's aofOpenIfNeededOnServerStart): create
+    /// the directory, write a base from `ks` when the manifest names no file at all, open
+    /// the last incr file for appending (or a new one), and persist the manifest.
+    pub fn open_on_start(
+        cfg: &Config,
+        mut manifest: Manifest,
+        ks: &Keyspace,
+        now_ms: i64,
+    ) -> Result<Aof, PersistError> {
+        let dir = cfg.dir.join(&cfg.appenddirname);
+        fs::create_dir_all(&dir).map_err(|e| PersistError::io(&dir, "create AOF directory", e))?;
+        let mut dirty = false;
+        if manifest.base.is_none() && manifest.incr.is_empty() {
+            let name = manifest.new_base(&cfg.appendfilename, cfg.aof_use_rdb_preamble);
+            let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
+            write_base(&tmp, ks, cfg, now_ms)?;
+            let path = dir.join(&name);
+            fs::rename(&tmp, &path).map_err(|e| PersistError::io(&path, "rename", e))?;
+            dirty = true;
+        }
+        if manifest.incr.is_empty() {
+            manifest.new_incr(&cfg.appendfilename);
+            dirty = true;
+        }
+        let incr_name = manifest.incr.last().map(|ai| ai.name.clone()).unwrap_or_default();
+        let path = dir.join(&incr_name);
+        let file = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(|e| PersistError::io(&path, "open for appending", e))?;
+        if dirty {
+            persist_manifest(&dir, &cfg.appendfilename, &manifest)?;
+        }
+        Ok(Aof {
+            dir,
+            manifest,
+            cfg: cfg.clone(),
+            file: Some(file),
+            incr_name,
+            feed: AofFeed::new(cfg.aof_timestamp_enabled),
+            last_fsync_ms: now_ms,
+            unsynced: false,
+            rewriting: false,
+            buf: Vec::new(),
+            error: None,
+        })
+    }
+
+    /// The AOF directory of a server with appendonly off, for a rewrite (Redis allows
+    /// BGREWRITEAOF then: the result is a manifest naming only the new base).
+    pub fn detached(cfg: &Config, manifest: Manifest, now_ms: i64) -> Result<Aof, PersistError> {
+        let dir = cfg.dir.join(&cfg.appenddirname);
+        fs::create_dir_all(&dir).map_err(|e| PersistError::io(&dir, "create AOF directory", e))?;
+        Ok(Aof {
+            dir,
+            manifest,
+            cfg: cfg.clone(),
+            file: None,
+            incr_name: String::new(),
+            feed: AofFeed::new(cfg.aof_timestamp_enabled),
+            last_fsync_ms: now_ms,
+            unsynced: false,
+            rewriting: false,
+            buf: Vec::new(),
+            error: None,
+        })
+    }
+
+    /// Whether commands are being appended (false for a detached or closed AOF).
+    pub fn is_open(&self) -> bool {
+        self.file.is_some()
+    }
+
+    /// The incr file being appended to.
+    pub fn incr_path(&self) -> PathBuf {
+        self.dir.join(&self.incr_name)
+    }
+
+    /// Append one unit (one write, fsynced per the policy).
+    pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) {
+        let Some(file) = &mut self.file else { return };
+        self.buf.clear();
+        self.feed.unit(&mut self.buf, ops, now_ms);
+        if let Err(e) = file.write_all(&self.buf) {
+            let path = self.dir.join(&self.incr_name);
+            self.error.get_or_insert(PersistError::io(&path, "write", e));
+            return;
+        }
+        self.unsynced = true;
+        match self.cfg.appendfsync {
+            Fsync::Always => self.fsync(now_ms),
+            Fsync::EverySec => self.cron(now_ms),
+            Fsync::No => {}
+        }
+    }
+
+    /// The everysec fsync when due; call it from a timer.
+    pub fn cron(&mut self, now_ms: i64) {
+        if self.cfg.appendfsync == Fsync::EverySec && self.unsynced && now_ms - self.last_fsync_ms >= 1000 {
+            self.fsync(now_ms);
+        }
+    }
+
+    /// fsync the incr file now.
+    pub fn fsync(&mut self, now_ms: i64) {
+        if let Some(f) = &self.file {
+            if let Err(e) = f.sync_data() {
+                let path = self.dir.join(&self.incr_name);
+                self.error.get_or_insert(PersistError::io(&path, "fsync", e));
+                return;
+            }
+        }
+        self.unsynced = false;
+        self.last_fsync_ms = now_ms;
+    }
+
+    /// The first write/fsync error since the last call.
+    pub fn take_error(&mut self) -> Option<PersistError> {
+        self.error.take()
+    }
+
+    /// fsync and close the incr file; later units are not written.
+    pub fn close(&mut self, now_ms: i64) -> Result<(), PersistError> {
+        self.fsync(now_ms);
+        self.file = None;
+        self.take_error().map_or(Ok(()), Err)
+    }
+
+    /// Step 1 of a rewrite: switch writes to a new incr file named in a persisted
+    /// manifest, and capture `ks` for the new base.
+    pub fn start_rewrite(&mut self, ks: &Keyspace, now_ms: i64) -> Result<RewriteJob, PersistError> {
+        if self.rewriting {
+            return Err(PersistError::State("a rewrite is already in progress".into()));
+        }
+        if self.file.is_some() {
+            let mut next = self.manifest.clone();
+            let name = next.new_incr(&self.cfg.appendfilename);
+            let path = self.dir.join(&name);
+            let file = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&path)
+                .map_err(|e| PersistError::io(&path, "create", e))?;
+            persist_manifest(&self.dir, &self.cfg.appendfilename, &next)?;
+            // The old incr file gets everything written so far before it is left behind.
+            self.fsync(now_ms);
+            self.file = Some(file);
+            self.incr_name = name;
+            self.manifest = next;
+            self.feed.reset();
+        }
+        self.rewriting = true;
+        let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+        Ok(RewriteJob { snapshot: ks.clone(), cfg: self.cfg.clone(), now_ms, tmp })
+    }
+
+    /// Step 3: install the base `done` built (or clean up after the job failed).
+    pub fn finish_rewrite(&mut self, done: Result<RewrittenBase, PersistError>) -> Result<(), PersistError> {
+        self.rewriting = false;
+        let done = done?;
+        let mut next = self.manifest.clone();
+        let name = next.new_base(&self.cfg.appendfilename, self.cfg.aof_use_rdb_preamble);
+        let base = self.dir.join(&name);
+        if let Err(e) = fs::rename(&done.tmp, &base) {
+            let _ = fs::remove_file(&done.tmp);
+            return Err(PersistError::io(&base, "rename", e));
+        }
+        next.mark_rewritten_incr_as_history(self.file.is_some());
+        if let Err(e) = persist_manifest(&self.dir, &self.cfg.appendfilename, &next) {
+            let _ = fs::remove_file(&base);
+            return Err(e);
+        }
+        self.manifest = next;
+        // History files are garbage now; a failure to delete them is harmless.
+        for ai in std::mem::take(&mut self.manifest.history) {
+            let _ = fs::remove_file(self.dir.join(&ai.name));
+        }
+        persist_manifest(&self.dir, &self.cfg.appendfilename, &self.manifest)
+    }
+}
+
+impl RewriteJob {
+    /// Step 2: write the new base to its temp file (fsynced). Runs on any thread.
+    pub fn run(self) -> Result<RewrittenBase, PersistError> {
+        write_base(&self.tmp, &self.snapshot, &self.cfg, self.now_ms)?;
+        Ok(RewrittenBase { tmp: self.tmp })
+    }
+}
+
+/// A base file at `path`: an RDB with `aof-base` 1, or RESP commands.
+fn write_base(path: &Path, ks: &Keyspace, cfg: &Config, now_ms: i64) -> Result<(), PersistError> {
+    let file = File::create(path).map_err(|e| PersistError::io(path, "create", e))?;
+    let w = io::BufWriter::with_capacity(1 << 20, file);
+    let written = if cfg.aof_use_rdb_preamble {
+        snapshot::write_rdb(w, ks, cfg, now_ms, true)
+    } else {
+        rewrite::write_keyspace(w, ks, cfg.aof_timestamp_enabled.then_some(now_ms))
+    };
+    let synced = written.and_then(|w| w.into_inner().map_err(|e| e.into_error())).and_then(|f| f.sync_all());
+    synced.map_err(|e| {
+        let _ = fs::remove_file(path);
+        PersistError::io(path, "write", e)
+    })
+}
+
+/// Write the manifest atomically: temp file, fsync, rename, fsync of the directory.
+pub fn persist_manifest(dir: &Path, appendfilename: &str, m: &Manifest) -> Result<(), PersistError> {
+    let path = dir.join(manifest_name(appendfilename));
+    let tmp = dir.join(temp_manifest_name(appendfilename));
+    let text = m.to_text();
+    snapshot::write_atomically(&tmp, &path, |mut w| {
+        w.write_all(text.as_bytes())?;
+        Ok(w)
+    })
+}

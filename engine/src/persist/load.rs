@@ -1,0 +1,384 @@
+//! Startup loading, as Redis 7.0's loadDataFromDisk.
+//!
+//! - appendonly yes: the AOF directory through its manifest: the base (RDB or RESP), then
+//!   the incr files in order, replayed through the command layer with keys never expiring
+//!   while loading. A `dump.rdb` is not read in this mode (Redis 7.0 starts empty and
+//!   writes a new base when the directory has no AOF). An old single-file AOF
+//!   (`dir/appendfilename`) is moved into the directory as its base first.
+//! - appendonly no: the RDB file, skipping keys already expired (as a master does).
+//!
+//! A command cut short at the end of the last file is tolerated when
+//! `aof-load-truncated` is on: the file is truncated after the last whole command (or
+//! before an unfinished MULTI block) and a warning is recorded.
+
+use std::fs::{self, OpenOptions};
+use std::path::Path;
+
+use super::aof::{persist_manifest, Aof};
+use super::manifest::{manifest_name, AofInfo, FileKind, Manifest};
+use super::PersistError;
+use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
+use crate::config::Config;
+use crate::engine::{Engine, Session};
+use crate::format::rdb::{RdbReader, Record};
+use crate::keyspace::{Keyspace, LRU_MAX};
+use crate::logical::Logical;
+use crate::source::Source;
+use crate::value::{Limits, Value};
+
+/// Load what the configuration says and open the AOF for writing when it is on.
+pub fn startup(e: &mut Engine) -> Result<(), PersistError> {
+    e.mode = ExpireMode::Loading;
+    let loaded = if e.cfg.appendonly { load_aof_dir(e) } else { load_dump(e) };
+    e.mode = ExpireMode::Master;
+    e.fx = Default::default();
+    e.stats = Stats::default();
+    let manifest = loaded?;
+    if e.cfg.appendonly {
+        let aof = Aof::open_on_start(&e.cfg, manifest.unwrap_or_default(), &e.ks, e.clock.now_ms())?;
+        e.persist.aof = Some(aof);
+    }
+    Ok(())
+}
+
+fn load_dump(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
+    let path = e.cfg.dir.join(&e.cfg.dbfilename);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let src = Source::open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
+    let now = e.clock.now_ms();
+    // Like Redis, bytes after the checksum are not looked at.
+    load_rdb(&mut e.ks, &src, &path, &e.cfg.limits, Some(now))?;
+    Ok(None)
+}
+
+/// Read an RDB held in `data` into `ks`; keys expired before `skip_expired_before` are
+/// left out. Returns the offset just past the checksum.
+pub fn load_rdb(
+    ks: &mut Keyspace,
+    data: &[u8],
+    path: &Path,
+    limits: &Limits,
+    skip_expired_before: Option<i64>,
+) -> Result<usize, PersistError> {
+    let rdb_err = |source| PersistError::Rdb { path: path.to_path_buf(), source };
+    let reader = RdbReader::new(data).map_err(rdb_err)?;
+    let mut db = 0usize;
+    for rec in reader {
+        match rec.map_err(rdb_err)? {
+            Record::SelectDb { db: d } => {
+                db = usize::try_from(d).unwrap_or(usize::MAX);
+                if db >= ks.dbs.len() {
+                    return Err(PersistError::State(format!(
+                        "{}: the file selects database {d}, but the engine is configured with {} databases",
+                        path.display(),
+                        ks.dbs.len()
+                    )));
+                }
+            }
+            Record::ResizeDb { db_size, .. } => ks.dbs[db].reserve(db_size.min(1 << 24) as usize),
+            Record::Key(k) => {
+                let key = k.key.to_bytes();
+                let unsupported = |what: String| PersistError::Unsupported {
+                    path: path.to_path_buf(),
+                    offset: k.offset,
+                    db: k.db,
+                    key: key.to_vec(),
+                    what,
+                };
+                if let (Some(t), Some(now)) = (k.expire_ms, skip_expired_before) {
+                    if t < now {
+                        continue;
+                    }
+                }
+                let logical =
+                    Logical::from_record(&k).map_err(|err| rdb_err(crate::format::rdb::RdbError::in_key(err, &k)))?;
+                let value = Value::from_logical(&logical, limits).map_err(unsupported)?;
+                if !k.meta.is_empty() {
+                    return Err(unsupported("key metadata is not supported".into()));
+                }
+                let d = &mut ks.dbs[db];
+                if d.find(&key).is_some() {
+                    return Err(unsupported("duplicate key".into()));
+                }
+                let lru = k.idle.map_or(0, |idle| (LRU_MAX as u64).saturating_sub(idle.min(LRU_MAX as u64)) as u32);
+                let pos = d.add(&key, value, lru);
+                if let Some(t) = k.expire_ms {
+                    d.set_expire_at(pos, t);
+                }
+            }
+            Record::Eof { end, .. } => return Ok(end),
+            Record::Function { .. } | Record::FunctionPreGa { .. } => {
+                return Err(PersistError::State(format!(
+                    "{}: the file holds a function library; functions are not supported",
+                    path.display()
+                )))
+            }
+            Record::ModuleAux(_) => {
+                return Err(PersistError::State(format!(
+                    "{}: the file holds module data; modules are not supported",
+                    path.display()
+                )))
+            }
+            Record::Aux { .. } | Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
+        }
+    }
+    Err(rdb_err(crate::format::rdb::RdbError::at(data.len(), "the RDB ends without an EOF record")))
+}
+
+/// The AOF directory: manifest, upgrade of an old single-file AOF, then every file.
+fn load_aof_dir(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
+    let cfg = e.cfg.clone();
+    let dir = cfg.dir.join(&cfg.appenddirname);
+    let mut m = read_manifest(&cfg)?;
+    let old = cfg.dir.join(&cfg.appendfilename);
+    if old.is_file() {
+        let only_old_base = m.incr.is_empty()
+            && m.base.as_ref().is_some_and(|b| b.name == cfg.appendfilename)
+            && !dir.join(&cfg.appendfilename).exists();
+        if !dir.is_dir() || (m.base.is_none() && m.incr.is_empty()) || only_old_base {
+            upgrade_old_aof(&cfg.appendfilename, &old, &dir, &mut m)?;
+        }
+    }
+    let files: Vec<AofInfo> = m.base.iter().chain(&m.incr).cloned().collect();
+    if files.is_empty() {
+        return Ok(Some(m));
+    }
+    let mut total = 0;
+    for ai in &files {
+        let p = dir.join(&ai.name);
+        total += fs::metadata(&p).map_err(|err| PersistError::io(&p, "stat (named in the manifest)", err))?.len();
+    }
+    if total == 0 {
+        return Ok(Some(m));
+    }
+    let n = files.len();
+    for (i, ai) in files.iter().enumerate() {
+        let path = dir.join(&ai.name);
+        let last = i + 1 == n;
+        match replay_file(e, &path)? {
+            Replayed::Whole => {}
+            Replayed::Truncated { valid_up_to, why } => {
+                if !last {
+                    return Err(PersistError::aof(&path, valid_up_to, format!("{why}, and it is not the last file")));
+                }
+                if !cfg.aof_load_truncated {
+                    return Err(PersistError::aof(&path, valid_up_to, format!("{why} (aof-load-truncated is off)")));
+                }
+                let f =
+                    OpenOptions::new().write(true).open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
+                f.set_len(valid_up_to).map_err(|err| PersistError::io(&path, "truncate", err))?;
+                e.persist.warnings.push(format!(
+                    "{}: {why}; truncated the AOF at offset {valid_up_to} and loaded it anyway",
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(Some(m))
+}
+
+/// The manifest on disk; empty when the AOF directory or the manifest does not exist.
+pub fn read_manifest(cfg: &Config) -> Result<Manifest, PersistError> {
+    let dir = cfg.dir.join(&cfg.appenddirname);
+    let mpath = dir.join(manifest_name(&cfg.appendfilename));
+    if !(dir.is_dir() && mpath.exists()) {
+        return Ok(Manifest::default());
+    }
+    let text = fs::read(&mpath).map_err(|err| PersistError::io(&mpath, "read", err))?;
+    Manifest::parse(&text).map_err(|(line, what)| PersistError::Manifest { path: mpath, line, what })
+}
+
+/// Move `dir/appendfilename` into the AOF directory as its base (Redis's aofUpgradePrepare).
+fn upgrade_old_aof(name: &str, old: &Path, dir: &Path, m: &mut Manifest) -> Result<(), PersistError> {
+    fs::create_dir_all(dir).map_err(|err| PersistError::io(dir, "create AOF directory", err))?;
+    m.base = Some(AofInfo { name: name.to_string(), seq: 1, kind: FileKind::Base });
+    m.base_seq = 1;
+    persist_manifest(dir, name, m)?;
+    let to = dir.join(name);
+    fs::rename(old, &to).map_err(|err| PersistError::io(&to, "move the old AOF into the AOF directory", err))
+}
+
+enum Replayed {
+    Whole,
+    /// The file ends inside a command or a MULTI block; `valid_up_to` is where the last
+    /// complete unit ends.
+    Truncated {
+        valid_up_to: u64,
+        why: String,
+    },
+}
+
+/// Replay one AOF file: an RDB part when it starts with `REDIS`, then RESP commands.
+fn replay_file(e: &mut Engine, path: &Path) -> Result<Replayed, PersistError> {
+    let src = Source::open(path).map_err(|err| PersistError::io(path, "open", err))?;
+    let data: &[u8] = &src;
+    let mut pos = 0;
+    if data.starts_with(b"REDIS") {
+        pos = load_rdb(&mut e.ks, data, path, &e.cfg.limits, None)?;
+    }
+    let mut sess = Session::default();
+    let mut multi: Option<Vec<Argv>> = None;
+    let mut valid_up_to = pos;
+    let mut valid_before_multi = pos;
+    loop {
+        let at = pos;
+        let argv = match parse_command(data, &mut pos) {
+            Parsed::Command(argv) => argv,
+            Parsed::End => break,
+            Parsed::Short => {
+                let why = format!("unexpected end of file in the command at offset {at}");
+                let valid_up_to = if multi.is_some() { valid_before_multi } else { valid_up_to };
+                return Ok(Replayed::Truncated { valid_up_to: valid_up_to as u64, why });
+            }
+            Parsed::Bad(off, what) => return Err(PersistError::aof(path, off as u64, what)),
+        };
+        let name = &argv[0];
+        if eq_ic(name, "multi") {
+            valid_before_multi = valid_up_to;
+            multi = Some(Vec::new());
+        } else if eq_ic(name, "exec") {
+            for queued in multi.take().unwrap_or_default() {
+                replay_command(e, &mut sess, &queued);
+            }
+        } else if !eq_ic(name, "select") && command::lookup(name).is_none() {
+            let shown = String::from_utf8_lossy(&name[..name.len().min(128)]).into_owned();
+            return Err(PersistError::aof(path, at as u64, format!("unknown command '{shown}'")));
+        } else if let Some(q) = &mut multi {
+            q.push(argv);
+        } else {
+            replay_command(e, &mut sess, &argv);
+        }
+        valid_up_to = pos;
+    }
+    if multi.is_some() {
+        let why = "incomplete MULTI/EXEC transaction at the end of the file".to_string();
+        return Ok(Replayed::Truncated { valid_up_to: valid_before_multi as u64, why });
+    }
+    Ok(Replayed::Whole)
+}
+
+/// Run one logged command (replies are discarded, as for Redis's AOF client).
+fn replay_command(e: &mut Engine, sess: &mut Session, argv: &[Vec<u8>]) {
+    if eq_ic(&argv[0], "select") {
+        let db = argv.get(1).and_then(|a| command::parse_i64(a));
+        if let Some(db) = db.and_then(|d| usize::try_from(d).ok()).filter(|&d| d < e.ks.dbs.len()) {
+            sess.db = db;
+        }
+        return;
+    }
+    let _ = e.call(sess, argv);
+    e.fx.propagate.clear();
+    e.fx.events.clear();
+    e.fx.modified.clear();
+}
+
+enum Parsed {
+    Command(Argv),
+    /// Clean end of file.
+    End,
+    /// The file ends inside a command.
+    Short,
+    /// Not the AOF format: (offset, what).
+    Bad(usize, String),
+}
+
+/// The next line (without its `\n`) from `pos`; None when no newline follows.
+fn line(data: &[u8], pos: usize) -> Option<(&[u8], usize)> {
+    let rest = data.get(pos..)?;
+    let nl = rest.iter().position(|&c| c == b'\n')?;
+    let l = &rest[..nl];
+    Some((l.strip_suffix(b"\r").unwrap_or(l), pos + nl + 1))
+}
+
+fn number(b: &[u8]) -> Option<i64> {
+    std::str::from_utf8(b).ok()?.parse().ok()
+}
+
+/// One command as written to the AOF: `*N`, then N times `$len` + bytes + CRLF.
+/// `#` annotation lines before it are skipped.
+fn parse_command(data: &[u8], pos: &mut usize) -> Parsed {
+    loop {
+        if *pos >= data.len() {
+            return Parsed::End;
+        }
+        let at = *pos;
+        let Some((head, next)) = line(data, at) else {
+            // A last line without a newline: an annotation ends the file, anything else
+            // is a command cut short.
+            return match data[at] {
+                b'#' => Parsed::End,
+                b'*' => Parsed::Short,
+                b => Parsed::Bad(at, format!("expected '*' (a command), found byte 0x{b:02x}")),
+            };
+        };
+        if head.first() == Some(&b'#') {
+            *pos = next;
+            continue;
+        }
+        if head.first() != Some(&b'*') {
+            return Parsed::Bad(at, format!("expected '*' (a command), found byte 0x{:02x}", data[at]));
+        }
+        let argc = match number(&head[1..]) {
+            Some(n) if n >= 1 => n as usize,
+            _ => return Parsed::Bad(at, format!("invalid argument count '{}'", String::from_utf8_lossy(head))),
+        };
+        let mut argv = Vec::with_capacity(argc.min(1024));
+        let mut p = next;
+        for _ in 0..argc {
+            let Some((len_line, after)) = line(data, p) else { return Parsed::Short };
+            if len_line.first() != Some(&b'$') {
+                return Parsed::Bad(p, format!("expected '$' (an argument), found byte 0x{:02x}", data[p]));
+            }
+            let len = match number(&len_line[1..]) {
+                Some(n) if n >= 0 => n as usize,
+                _ => return Parsed::Bad(p, format!("invalid argument length '{}'", String::from_utf8_lossy(len_line))),
+            };
+            let end = after.saturating_add(len);
+            if end.saturating_add(2) > data.len() {
+                return Parsed::Short;
+            }
+            if &data[end..end + 2] != b"\r\n" {
+                return Parsed::Bad(end, "argument not followed by CRLF".into());
+            }
+            argv.push(data[after..end].to_vec());
+            p = end + 2;
+        }
+        *pos = p;
+        return Parsed::Command(argv);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_all(data: &[u8]) -> (Vec<Argv>, Parsed) {
+        let mut pos = 0;
+        let mut out = Vec::new();
+        loop {
+            match parse_command(data, &mut pos) {
+                Parsed::Command(a) => out.push(a),
+                other => return (out, other),
+            }
+        }
+    }
+
+    #[test]
+    fn commands_annotations_and_cut_ends() {
+        let (cmds, end) = parse_all(b"#TS:1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n#TS:2");
+        assert_eq!(cmds, vec![vec![b"GET".to_vec(), b"k".to_vec()]]);
+        assert!(matches!(end, Parsed::End));
+        assert!(matches!(parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\n").1, Parsed::Short));
+        assert!(matches!(parse_all(b"*2\r\n$3\r\nGET\r\n$5\r\nk").1, Parsed::Short));
+        assert!(matches!(parse_all(b"*2\r\n$3\r\nGEX\r\n$1\r\nk\r\n*1").1, Parsed::Short));
+        assert!(matches!(parse_all(b"*1\r\n$3\r\nGETxx").1, Parsed::Bad(11, _)));
+        assert!(matches!(parse_all(b"*1\r\n%3\r\n").1, Parsed::Bad(4, _)));
+        assert!(matches!(parse_all(b"x").1, Parsed::Bad(0, _)));
+        assert!(matches!(parse_all(b"*2").1, Parsed::Short));
+        assert!(matches!(parse_all(b"x\r\n").1, Parsed::Bad(0, _)));
+        assert!(matches!(parse_all(b"*0\r\n").1, Parsed::Bad(0, _)));
+        assert!(matches!(parse_all(b"*1\r\n$99999999999999\r\nab\r\n").1, Parsed::Short));
+    }
+}

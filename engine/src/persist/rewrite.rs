@@ -1,0 +1,229 @@
+//! The RESP form of an AOF base, as Redis 7.0's rewrite writes it when
+//! `aof-use-rdb-preamble` is off: per database a SELECT, then per key SET (strings) or
+//! RPUSH / SADD / ZADD / HMSET in batches of at most [`AOF_REWRITE_ITEMS_PER_CMD`]
+//! elements, then PEXPIREAT when the key has a TTL.
+//!
+//! The writer takes elements, not engine values, so tools that read RDB files can write
+//! the same bytes from [`Logical`] values ([`RespBaseWriter::logical`]).
+
+use std::io::{self, Write};
+
+use super::feed::put_multibulk;
+use crate::command::fmt_double;
+use crate::keyspace::Keyspace;
+use crate::logical::Logical;
+use crate::value::Value;
+
+/// Elements per variadic command in a rewritten AOF (Redis's AOF_REWRITE_ITEMS_PER_CMD).
+pub const AOF_REWRITE_ITEMS_PER_CMD: usize = 64;
+
+pub struct RespBaseWriter<W: Write> {
+    w: W,
+    buf: Vec<u8>,
+}
+
+impl<W: Write> RespBaseWriter<W> {
+    pub fn new(w: W) -> Self {
+        RespBaseWriter { w, buf: Vec::with_capacity(1 << 16) }
+    }
+
+    fn spill(&mut self) -> io::Result<()> {
+        if self.buf.len() >= 1 << 16 {
+            self.w.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn count(&mut self, n: usize) {
+        self.buf.push(b'*');
+        self.buf.extend_from_slice(n.to_string().as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    fn bulk(&mut self, b: &[u8]) {
+        self.buf.push(b'$');
+        self.buf.extend_from_slice(b.len().to_string().as_bytes());
+        self.buf.extend_from_slice(b"\r\n");
+        self.buf.extend_from_slice(b);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// The `#TS:` annotation a rewrite starts with when timestamps are enabled.
+    pub fn timestamp(&mut self, now_ms: i64) -> io::Result<()> {
+        self.buf.extend_from_slice(format!("#TS:{}\r\n", now_ms.div_euclid(1000)).as_bytes());
+        self.spill()
+    }
+
+    pub fn select_db(&mut self, db: usize) -> io::Result<()> {
+        put_multibulk(&mut self.buf, &[b"SELECT".to_vec(), db.to_string().into_bytes()]);
+        self.spill()
+    }
+
+    pub fn string(&mut self, key: &[u8], value: &[u8]) -> io::Result<()> {
+        self.count(3);
+        self.bulk(b"SET");
+        self.bulk(key);
+        self.bulk(value);
+        self.spill()
+    }
+
+    /// `cmd key e1 e2 ...` in batches; each item writes `per_item` bulks.
+    fn batched<I, F>(&mut self, cmd: &[u8], key: &[u8], items: I, per_item: usize, mut put: F) -> io::Result<()>
+    where
+        I: ExactSizeIterator,
+        F: FnMut(&mut Self, I::Item),
+    {
+        let mut left = items.len();
+        let mut in_cmd = 0;
+        for it in items {
+            if in_cmd == 0 {
+                let n = left.min(AOF_REWRITE_ITEMS_PER_CMD);
+                self.count(2 + n * per_item);
+                self.bulk(cmd);
+                self.bulk(key);
+            }
+            put(self, it);
+            in_cmd += 1;
+            if in_cmd == AOF_REWRITE_ITEMS_PER_CMD {
+                in_cmd = 0;
+            }
+            left -= 1;
+            self.spill()?;
+        }
+        Ok(())
+    }
+
+    pub fn list<'e>(&mut self, key: &[u8], items: impl ExactSizeIterator<Item = &'e [u8]>) -> io::Result<()> {
+        self.batched(b"RPUSH", key, items, 1, |w, e| w.bulk(e))
+    }
+
+    pub fn set<'e>(&mut self, key: &[u8], members: impl ExactSizeIterator<Item = &'e [u8]>) -> io::Result<()> {
+        self.batched(b"SADD", key, members, 1, |w, e| w.bulk(e))
+    }
+
+    /// ZADD with scores as `%.17g`.
+    pub fn zset<'e>(&mut self, key: &[u8], items: impl ExactSizeIterator<Item = (&'e [u8], f64)>) -> io::Result<()> {
+        self.batched(b"ZADD", key, items, 2, |w, (m, s)| {
+            w.bulk(fmt_double(s).as_bytes());
+            w.bulk(m);
+        })
+    }
+
+    pub fn hash<'e>(
+        &mut self,
+        key: &[u8],
+        fields: impl ExactSizeIterator<Item = (&'e [u8], &'e [u8])>,
+    ) -> io::Result<()> {
+        self.batched(b"HMSET", key, fields, 2, |w, (f, v)| {
+            w.bulk(f);
+            w.bulk(v);
+        })
+    }
+
+    pub fn pexpireat(&mut self, key: &[u8], when_ms: i64) -> io::Result<()> {
+        self.count(3);
+        self.bulk(b"PEXPIREAT");
+        self.bulk(key);
+        self.bulk(when_ms.to_string().as_bytes());
+        self.spill()
+    }
+
+    /// One key of the engine, in its in-memory element order, and its TTL.
+    pub fn value(&mut self, key: &[u8], v: &Value, expire_ms: Option<i64>) -> io::Result<()> {
+        match v {
+            Value::Str(s) => self.string(key, &s.as_bytes())?,
+            Value::List(l) => self.list(key, l.items.iter().map(|e| e.as_slice()))?,
+            Value::Set(s) => {
+                let members = s.members();
+                self.set(key, members.iter().map(Vec::as_slice))?
+            }
+            Value::Zset(z) => {
+                let items: Vec<(&[u8], f64)> = z.iter().map(|(m, s)| (m.as_slice(), s)).collect();
+                self.zset(key, items.into_iter())?
+            }
+            Value::Hash(h) => {
+                let fields: Vec<(&[u8], &[u8])> = h.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+                self.hash(key, fields.into_iter())?
+            }
+            Value::Stream(st) => return self.logical(key, &Logical::Stream(st.clone()), expire_ms),
+        }
+        match expire_ms {
+            Some(t) => self.pexpireat(key, t),
+            None => Ok(()),
+        }
+    }
+
+    /// One key from its canonical view. Streams, modules and hash field TTLs have no
+    /// Redis 7.0 rewrite form here and are refused.
+    pub fn logical(&mut self, key: &[u8], v: &Logical, expire_ms: Option<i64>) -> io::Result<()> {
+        let unsupported = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidData, what.to_string()));
+        match v {
+            Logical::String(s) => self.string(key, s)?,
+            Logical::List(items) => self.list(key, items.iter().map(Vec::as_slice))?,
+            Logical::Set(members) => self.set(key, members.iter().map(Vec::as_slice))?,
+            Logical::Zset(items) => self.zset(key, items.iter().map(|(m, s)| (m.as_slice(), *s)))?,
+            Logical::Hash(fields) => {
+                if fields.iter().any(|f| f.expire_ms.is_some()) {
+                    return unsupported("hash field TTLs have no Redis 7.0 AOF form");
+                }
+                self.hash(key, fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice())))?
+            }
+            Logical::Stream(_) => return unsupported("streams are not supported by the RESP base writer"),
+            Logical::Module(_) => return unsupported("module values have no AOF form"),
+        }
+        match expire_ms {
+            Some(t) => self.pexpireat(key, t),
+            None => Ok(()),
+        }
+    }
+
+    /// Flush what is buffered; returns the inner writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        self.w.write_all(&self.buf)?;
+        self.buf.clear();
+        self.w.flush()?;
+        Ok(self.w)
+    }
+}
+
+/// A whole keyspace as a RESP AOF base (`timestamp_ms`: the `#TS:` annotation to start
+/// with, when timestamps are enabled).
+pub fn write_keyspace<W: Write>(w: W, ks: &Keyspace, timestamp_ms: Option<i64>) -> io::Result<W> {
+    let mut out = RespBaseWriter::new(w);
+    if let Some(t) = timestamp_ms {
+        out.timestamp(t)?;
+    }
+    for (i, db) in ks.dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        out.select_db(i)?;
+        for slot in db.slots() {
+            out.value(&slot.key, &slot.value, slot.expire_ms())?;
+        }
+    }
+    out.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{sds, List, Str};
+
+    #[test]
+    fn batches_of_64_and_expiry() {
+        let mut ks = Keyspace::new(16);
+        let items = (0..130).map(|i| sds(i.to_string().as_bytes()));
+        let db = ks.db_mut(2);
+        let p = db.add(b"l", Value::List(Box::new(List::from_items(items))), 0);
+        db.set_expire_at(p, 1_700_000_000_123);
+        ks.db_mut(2).add(b"s", Value::Str(Str::try_encode(b"42")), 0);
+        let out = String::from_utf8(write_keyspace(Vec::new(), &ks, None).unwrap()).unwrap();
+        assert!(out.starts_with("*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n*66\r\n$5\r\nRPUSH\r\n$1\r\nl\r\n$1\r\n0\r\n"));
+        assert_eq!(out.matches("RPUSH").count(), 3);
+        assert!(out.contains("*4\r\n$5\r\nRPUSH\r\n$1\r\nl\r\n$3\r\n128\r\n$3\r\n129\r\n"));
+        assert!(out.contains("*3\r\n$9\r\nPEXPIREAT\r\n$1\r\nl\r\n$13\r\n1700000000123\r\n"));
+        assert!(out.ends_with("*3\r\n$3\r\nSET\r\n$1\r\ns\r\n$2\r\n42\r\n"));
+    }
+}

@@ -1,0 +1,90 @@
+//! RDB snapshots of the keyspace (SAVE, and the RDB form of an AOF base), written as
+//! Redis 7.0 writes them: RDB 10, its aux fields, per database SELECTDB + RESIZEDB, the
+//! keys with their expiry, EOF and the CRC-64.
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use super::PersistError;
+use crate::config::Config;
+use crate::format::rdb::{Encoder, RdbWriter, Target};
+use crate::keyspace::Keyspace;
+
+/// The encoder for `cfg`: Redis 7.0's format at the configured thresholds.
+pub fn encoder(cfg: &Config) -> Encoder {
+    let mut enc = Encoder::new(Target::Redis70);
+    let l = &cfg.limits;
+    enc.limits.hash_entries = l.hash_max_listpack_entries;
+    enc.limits.hash_value = l.hash_max_listpack_value;
+    enc.limits.zset_entries = l.zset_max_listpack_entries;
+    enc.limits.zset_value = l.zset_max_listpack_value;
+    enc.limits.intset_entries = l.set_max_intset_entries;
+    enc.limits.compression = cfg.rdbcompression;
+    enc
+}
+
+/// Write `ks` as an RDB file to `w`.
+pub fn write_rdb<W: Write>(w: W, ks: &Keyspace, cfg: &Config, now_ms: i64, aof_base: bool) -> io::Result<W> {
+    let mut rdb = RdbWriter::with_aof_base(w, Target::Redis70, now_ms.div_euclid(1000), aof_base)?;
+    rdb.enc = encoder(cfg);
+    let mut losses = Vec::new();
+    for (i, db) in ks.dbs.iter().enumerate() {
+        if db.is_empty() {
+            continue;
+        }
+        rdb.select_db(i as u64, Some((db.len() as u64, db.volatile_len() as u64)))?;
+        for slot in db.slots() {
+            rdb.key(&slot.key, slot.expire_ms(), None, None, &slot.value.to_logical(), &mut losses)?;
+            if let Some(l) = losses.pop() {
+                return Err(io::Error::new(io::ErrorKind::InvalidData, l.what));
+            }
+        }
+    }
+    rdb.finish()
+}
+
+/// Write `path` atomically: build `tmp` with `fill`, fsync it, rename it over `path`, and
+/// fsync the directory so the rename itself is durable.
+pub fn write_atomically(
+    tmp: &Path,
+    path: &Path,
+    fill: impl FnOnce(BufWriter<File>) -> io::Result<BufWriter<File>>,
+) -> Result<(), PersistError> {
+    let file = File::create(tmp).map_err(|e| PersistError::io(tmp, "create", e))?;
+    let written =
+        fill(BufWriter::with_capacity(1 << 20, file)).and_then(|w| w.into_inner().map_err(|e| e.into_error()));
+    let file = match written {
+        Ok(f) => f,
+        Err(e) => {
+            let _ = fs::remove_file(tmp);
+            return Err(PersistError::io(tmp, "write", e));
+        }
+    };
+    if let Err(e) = file.sync_all() {
+        let _ = fs::remove_file(tmp);
+        return Err(PersistError::io(tmp, "fsync", e));
+    }
+    drop(file);
+    if let Err(e) = fs::rename(tmp, path) {
+        let _ = fs::remove_file(tmp);
+        return Err(PersistError::io(path, "rename", e));
+    }
+    sync_dir(path)
+}
+
+/// fsync the directory holding `path`.
+pub fn sync_dir(path: &Path) -> Result<(), PersistError> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| PersistError::io(dir, "fsync directory", e))
+}
+
+/// SAVE: the keyspace to `dir/dbfilename`, through `dir/temp-<pid>.rdb`.
+pub fn save(ks: &Keyspace, cfg: &Config, now_ms: i64) -> Result<(), PersistError> {
+    let path = cfg.dir.join(&cfg.dbfilename);
+    let tmp = cfg.dir.join(format!("temp-{}.rdb", std::process::id()));
+    write_atomically(&tmp, &path, |w| write_rdb(w, ks, cfg, now_ms, false))
+}
