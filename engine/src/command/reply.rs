@@ -20,6 +20,9 @@ pub enum Reply {
     Map(Vec<(Reply, Reply)>),
     /// A RESP3 set; an array in RESP2.
     Set(Vec<Reply>),
+    /// Ordered pairs (ZRANGE ... WITHSCORES): an array of 2-element arrays in RESP3, one
+    /// flat array in RESP2.
+    Pairs(Vec<(Reply, Reply)>),
     /// A RESP3 double; a bulk string in RESP2.
     Double(f64),
     /// A RESP3 boolean; 1/0 in RESP2.
@@ -109,6 +112,17 @@ impl Reply {
                 for (k, x) in v {
                     k.write_resp(out, resp3);
                     x.write_resp(out, resp3);
+                }
+            }
+            Reply::Pairs(v) => {
+                let n = if resp3 { v.len() } else { v.len() * 2 };
+                line(out, b'*', n.to_string().as_bytes());
+                for (a, b) in v {
+                    if resp3 {
+                        out.extend_from_slice(b"*2\r\n");
+                    }
+                    a.write_resp(out, resp3);
+                    b.write_resp(out, resp3);
                 }
             }
             Reply::Double(d) => {
@@ -209,5 +223,10 @@ mod tests {
         let mut v = Vec::new();
         r.write_resp(&mut v, true);
         assert_eq!(v, b"%1\r\n$1\r\na\r\n,1.5\r\n");
+        let p = Reply::Pairs(vec![(Reply::bulk(b"a"), Reply::Double(2.0))]);
+        assert_eq!(p.to_resp2(), b"*2\r\n$1\r\na\r\n$1\r\n2\r\n");
+        let mut v = Vec::new();
+        p.write_resp(&mut v, true);
+        assert_eq!(v, b"*1\r\n*2\r\n$1\r\na\r\n,2\r\n");
     }
 }
