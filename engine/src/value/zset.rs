@@ -7,8 +7,8 @@
 //! by lex is first turned into a rank interval with [`Zset::partition_point`], then read
 //! with [`Zset::range`].
 
+use indexmap::IndexMap;
 use std::cmp::Ordering;
-use std::collections::HashMap;
 
 use super::{sds, Limits, Sds};
 
@@ -38,13 +38,14 @@ type Tree = indexset::BTreeSet<(Score, Sds)>;
 
 #[derive(Debug, Clone)]
 pub struct SkipList {
-    pub dict: HashMap<Sds, f64, foldhash::fast::RandomState>,
+    /// Member → score; an IndexMap so ZSCAN can walk positions as SSCAN does.
+    pub dict: IndexMap<Sds, f64, foldhash::fast::RandomState>,
     pub tree: Tree,
 }
 
 impl Default for SkipList {
     fn default() -> Self {
-        SkipList { dict: HashMap::default(), tree: Tree::with_maximum_node_size(TREE_NODE) }
+        SkipList { dict: IndexMap::default(), tree: Tree::with_maximum_node_size(TREE_NODE) }
     }
 }
 
@@ -69,7 +70,7 @@ impl SkipList {
     }
 
     fn remove(&mut self, m: &[u8]) -> bool {
-        match self.dict.remove(m) {
+        match self.dict.swap_remove(m) {
             Some(old) => {
                 self.tree.remove(&(Score(old), sds(m)));
                 true
@@ -234,6 +235,8 @@ impl Zset {
                     }
                     None => false,
                 };
+                // The listpack keeps scores as text, where -0 reads back as 0.
+                let score = if score == 0.0 { 0.0 } else { score };
                 let at = v.partition_point(|(e, s)| (Score(*s), e.as_slice()) < (Score(score), m));
                 v.insert(at, (sds(m), score));
                 if v.len() > limits.zset_max_listpack_entries {
@@ -284,6 +287,25 @@ impl Zset {
         end - start
     }
 
+    /// One ZSCAN step: like Set::scan, over the dict's positions (small encodings whole).
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], f64)) -> u64 {
+        let Zset::Skiplist(s) = self else {
+            self.iter().for_each(|(m, sc)| visit(m, sc));
+            return 0;
+        };
+        let len = s.dict.len() as u64;
+        let mut next = if cursor == 0 || cursor > len { len } else { cursor };
+        let mut n = 0;
+        while next > 0 && n < count.max(1) {
+            next -= 1;
+            if let Some((m, sc)) = s.dict.get_index(next as usize) {
+                visit(m, *sc);
+            }
+            n += 1;
+        }
+        next
+    }
+
     pub fn convert_to_skiplist(&mut self) {
         if let Zset::Listpack(v) = self {
             let mut s = SkipList::default();
@@ -300,7 +322,7 @@ impl Zset {
         if let Zset::Skiplist(s) = self {
             let longest = s.dict.keys().map(|m| m.len()).max().unwrap_or(0);
             if s.dict.len() <= limits.zset_max_listpack_entries && longest <= limits.zset_max_listpack_value {
-                let items = s.tree.iter().map(|(sc, m)| (m.clone(), sc.0)).collect();
+                let items = s.tree.iter().map(|(sc, m)| (m.clone(), if sc.0 == 0.0 { 0.0 } else { sc.0 })).collect();
                 *self = Zset::Listpack(items);
             }
         }
