@@ -1,6 +1,8 @@
 //! Sets: "intset" (sorted integers), "listpack" (insertion order, Redis 7.2+, off when
 //! `set-max-listpack-entries` is 0 as in Redis 7.0) and "hashtable".
 
+use std::borrow::Cow;
+
 use indexmap::IndexSet;
 
 use super::{sds, Limits, Sds};
@@ -143,6 +145,62 @@ impl Set {
         }
     }
 
+    /// Members in SMEMBERS order, integers formatted on the way.
+    pub fn iter(&self) -> impl Iterator<Item = Cow<'_, [u8]>> + '_ {
+        let ints = match self {
+            Set::Intset(v) => Some(v.iter().map(|i| Cow::Owned(fmt_i64(*i, &mut [0u8; 20]).to_vec()))),
+            _ => None,
+        };
+        let strs = match self {
+            Set::Listpack(v) => Some(v.iter().map(|e| Cow::Borrowed(e.as_slice()))),
+            _ => None,
+        };
+        let table = match self {
+            Set::Table(t) => Some(t.iter().map(|e| Cow::Borrowed(e.as_slice()))),
+            _ => None,
+        };
+        ints.into_iter().flatten().chain(strs.into_iter().flatten()).chain(table.into_iter().flatten())
+    }
+
+    /// The member at position `i` (in SMEMBERS order).
+    pub fn get_index(&self, i: usize) -> Option<Cow<'_, [u8]>> {
+        match self {
+            Set::Intset(v) => v.get(i).map(|n| Cow::Owned(fmt_i64(*n, &mut [0u8; 20]).to_vec())),
+            Set::Listpack(v) => v.get(i).map(|e| Cow::Borrowed(e.as_slice())),
+            Set::Table(t) => t.get_index(i).map(|e| Cow::Borrowed(e.as_slice())),
+        }
+    }
+
+    /// A uniformly random member (the set must not be empty).
+    pub fn random_member(&self, rng: &mut fastrand::Rng) -> Option<Vec<u8>> {
+        if self.is_empty() {
+            return None;
+        }
+        self.get_index(rng.usize(..self.len())).map(Cow::into_owned)
+    }
+
+    /// One SSCAN step over a hashtable: visit up to `count` positions below the cursor and
+    /// return the next cursor (0 when done). As in keyspace::Db::scan, removals swap the
+    /// last member into the hole, so walking downwards never misses a member present for
+    /// the whole scan. Small encodings are visited whole.
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(Cow<'_, [u8]>)) -> u64 {
+        let Set::Table(t) = self else {
+            self.iter().for_each(visit);
+            return 0;
+        };
+        let len = t.len() as u64;
+        let mut next = if cursor == 0 || cursor > len { len } else { cursor };
+        let mut n = 0;
+        while next > 0 && n < count.max(1) {
+            next -= 1;
+            if let Some(m) = t.get_index(next as usize) {
+                visit(Cow::Borrowed(m.as_slice()));
+            }
+            n += 1;
+        }
+        next
+    }
+
     pub fn convert_to_table(&mut self) {
         let t: Table = match self {
             Set::Table(_) => return,
@@ -150,5 +208,100 @@ impl Set {
             Set::Listpack(v) => std::mem::take(v).into_iter().collect(),
         };
         *self = Set::Table(t);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(listpack: usize) -> Limits {
+        Limits {
+            set_max_intset_entries: 4,
+            set_max_listpack_entries: listpack,
+            set_max_listpack_value: 8,
+            ..Limits::default()
+        }
+    }
+
+    fn members(s: &Set) -> Vec<Vec<u8>> {
+        s.iter().map(|m| m.into_owned()).collect()
+    }
+
+    #[test]
+    fn redis_7_0_intset_then_hashtable() {
+        let l = limits(0);
+        let mut s = Set::create(b"3", 1, &l);
+        for m in [&b"3"[..], b"1", b"2", b"1"] {
+            s.insert(m, &l);
+        }
+        assert_eq!(s.encoding(), "intset");
+        assert_eq!(members(&s), vec![b"1".to_vec(), b"2".to_vec(), b"3".to_vec()]);
+        s.insert(b"4", &l);
+        assert_eq!(s.encoding(), "intset");
+        s.insert(b"5", &l);
+        assert_eq!(s.encoding(), "hashtable");
+        let mut t = Set::create(b"1", 1, &l);
+        t.insert(b"1", &l);
+        t.insert(b"x", &l);
+        assert_eq!(t.encoding(), "hashtable");
+        assert!(t.contains(b"1") && t.contains(b"x"));
+        assert_eq!(Set::create(b"x", 1, &l).encoding(), "hashtable");
+        // "01" is not an integer's canonical form.
+        let mut u = Set::create(b"01", 1, &l);
+        u.insert(b"01", &l);
+        assert_eq!(u.encoding(), "hashtable");
+    }
+
+    #[test]
+    fn redis_7_2_listpack() {
+        let l = limits(3);
+        let mut s = Set::create(b"1", 1, &l);
+        s.insert(b"1", &l);
+        s.insert(b"a", &l);
+        assert_eq!(s.encoding(), "listpack");
+        assert_eq!(members(&s), vec![b"1".to_vec(), b"a".to_vec()]);
+        s.insert(b"b", &l);
+        assert_eq!(s.encoding(), "listpack");
+        assert!(s.remove(b"a"));
+        assert_eq!(members(&s), vec![b"1".to_vec(), b"b".to_vec()]);
+        s.insert(b"c", &l);
+        s.insert(b"d", &l);
+        assert_eq!(s.encoding(), "hashtable");
+        let mut long = Set::create(b"x", 1, &l);
+        long.insert(b"x", &l);
+        long.insert(b"123456789", &l);
+        assert_eq!(long.encoding(), "hashtable");
+        assert_eq!(Set::create(b"x", 10, &l).encoding(), "hashtable");
+    }
+
+    #[test]
+    fn scan_never_misses_members_present_throughout() {
+        let l = limits(0);
+        let mut s = Set::create(b"m0", 1, &l);
+        for i in 0..200 {
+            s.insert(format!("m{i}").as_bytes(), &l);
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            cursor = s.scan(cursor, 7, |m| {
+                seen.insert(m.into_owned());
+            });
+            round += 1;
+            s.remove(format!("m{}", round * 5).as_bytes());
+            s.insert(format!("new{round}").as_bytes(), &l);
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..200 {
+            if i % 5 != 0 || i / 5 > round {
+                assert!(seen.contains(format!("m{i}").as_bytes()), "m{i} missed");
+            }
+        }
+        let mut rng = fastrand::Rng::with_seed(1);
+        assert!(s.random_member(&mut rng).is_some_and(|m| s.contains(&m)));
     }
 }

@@ -1,8 +1,14 @@
 //! Sorted sets: a "listpack" of (member, score) kept in (score, member) order while small,
-//! a "skiplist" (here a dict plus an ordered tree) beyond `zset-max-listpack-*`.
+//! a "skiplist" beyond `zset-max-listpack-*`. Our skiplist is a dict (member → score) plus
+//! an order-statistic B-tree of (score, member) (the `indexset` crate), so that rank
+//! lookups and seeks by rank are O(log n) as in Redis's spans-carrying skiplist.
+//!
+//! Everything positional is expressed in ranks (0-based, ascending): a range by score or
+//! by lex is first turned into a rank interval with [`Zset::partition_point`], then read
+//! with [`Zset::range`].
 
+use indexmap::IndexMap;
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
 
 use super::{sds, Limits, Sds};
 
@@ -24,10 +30,54 @@ impl Ord for Score {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Node size of the order-statistic tree: small enough that a just-converted zset does
+/// not reserve much, big enough for cheap iteration.
+const TREE_NODE: usize = 256;
+
+type Tree = indexset::BTreeSet<(Score, Sds)>;
+
+#[derive(Debug, Clone)]
 pub struct SkipList {
-    pub dict: HashMap<Sds, f64, foldhash::fast::RandomState>,
-    pub tree: BTreeSet<(Score, Sds)>,
+    /// Member → score; an IndexMap so ZSCAN can walk positions as SSCAN does.
+    pub dict: IndexMap<Sds, f64, foldhash::fast::RandomState>,
+    pub tree: Tree,
+}
+
+impl Default for SkipList {
+    fn default() -> Self {
+        SkipList { dict: IndexMap::default(), tree: Tree::with_maximum_node_size(TREE_NODE) }
+    }
+}
+
+impl PartialEq for SkipList {
+    /// The dict determines the tree; the tree's node layout is not content.
+    fn eq(&self, other: &Self) -> bool {
+        self.dict == other.dict
+    }
+}
+
+impl SkipList {
+    fn insert(&mut self, m: &[u8], score: f64) -> bool {
+        let old = self.dict.insert(sds(m), score);
+        if let Some(old) = old {
+            if Score(old) == Score(score) && old.to_bits() == score.to_bits() {
+                return false;
+            }
+            self.tree.remove(&(Score(old), sds(m)));
+        }
+        self.tree.insert((Score(score), sds(m)));
+        old.is_none()
+    }
+
+    fn remove(&mut self, m: &[u8]) -> bool {
+        match self.dict.swap_remove(m) {
+            Some(old) => {
+                self.tree.remove(&(Score(old), sds(m)));
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -43,7 +93,55 @@ impl Default for Zset {
     }
 }
 
+/// (member, score) in ascending order, from either encoding.
+pub enum RangeIter<'a> {
+    Listpack(std::slice::Iter<'a, (Sds, f64)>),
+    Skiplist(indexset::Range<'a, (Score, Sds)>),
+    Empty,
+}
+
+impl<'a> Iterator for RangeIter<'a> {
+    type Item = (&'a Sds, f64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            RangeIter::Listpack(i) => i.next().map(|(m, s)| (m, *s)),
+            RangeIter::Skiplist(i) => i.next().map(|(s, m)| (m, s.0)),
+            RangeIter::Empty => None,
+        }
+    }
+}
+
+impl DoubleEndedIterator for RangeIter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        match self {
+            RangeIter::Listpack(i) => i.next_back().map(|(m, s)| (m, *s)),
+            RangeIter::Skiplist(i) => i.next_back().map(|(s, m)| (m, s.0)),
+            RangeIter::Empty => None,
+        }
+    }
+}
+
 impl Zset {
+    /// The empty zset ZADD creates for a first member `first` (createZsetListpackObject or
+    /// createZsetObject).
+    pub fn create(first: &[u8], limits: &Limits) -> Zset {
+        if limits.zset_max_listpack_entries == 0 || first.len() > limits.zset_max_listpack_value {
+            Zset::Skiplist(SkipList::default())
+        } else {
+            Zset::default()
+        }
+    }
+
+    /// The empty zset for a store of `expected` members (ZRANGESTORE's choice).
+    pub fn for_store(expected: usize, limits: &Limits) -> Zset {
+        if expected > limits.zset_max_listpack_entries {
+            Zset::Skiplist(SkipList::default())
+        } else {
+            Zset::default()
+        }
+    }
+
     pub fn encoding(&self) -> &'static str {
         match self {
             Zset::Listpack(_) => "listpack",
@@ -63,10 +161,46 @@ impl Zset {
     }
 
     /// (member, score) in ascending (score, member) order.
-    pub fn iter(&self) -> Box<dyn DoubleEndedIterator<Item = (&Sds, f64)> + '_> {
+    pub fn iter(&self) -> RangeIter<'_> {
+        self.range(0, self.len())
+    }
+
+    /// Ranks `start..end` (clamped to the length), ascending; reverse it for descending.
+    pub fn range(&self, start: usize, end: usize) -> RangeIter<'_> {
+        let end = end.min(self.len());
+        if start >= end {
+            return RangeIter::Empty;
+        }
         match self {
-            Zset::Listpack(v) => Box::new(v.iter().map(|(m, s)| (m, *s))),
-            Zset::Skiplist(s) => Box::new(s.tree.iter().map(|(sc, m)| (m, sc.0))),
+            Zset::Listpack(v) => RangeIter::Listpack(v[start..end].iter()),
+            Zset::Skiplist(s) => RangeIter::Skiplist(s.tree.range_idx(start..=end - 1)),
+        }
+    }
+
+    /// The entry at rank `i` (ascending).
+    pub fn get_by_rank(&self, i: usize) -> Option<(&Sds, f64)> {
+        match self {
+            Zset::Listpack(v) => v.get(i).map(|(m, s)| (m, *s)),
+            Zset::Skiplist(s) => s.tree.get_index(i).map(|(sc, m)| (m, sc.0)),
+        }
+    }
+
+    /// The first rank whose entry does not satisfy `before`; `before` must hold for a prefix
+    /// of the order and fail for the rest (as a range's lower side does).
+    pub fn partition_point(&self, before: impl Fn(&[u8], f64) -> bool) -> usize {
+        match self {
+            Zset::Listpack(v) => v.partition_point(|(m, s)| before(m, *s)),
+            Zset::Skiplist(_) => {
+                let (mut lo, mut hi) = (0, self.len());
+                while lo < hi {
+                    let mid = lo + (hi - lo) / 2;
+                    match self.get_by_rank(mid) {
+                        Some((m, s)) if before(m, s) => lo = mid + 1,
+                        _ => hi = mid,
+                    }
+                }
+                lo
+            }
         }
     }
 
@@ -77,10 +211,21 @@ impl Zset {
         }
     }
 
-    /// Add or update a member; true when it is new.
+    /// The ascending rank of a member.
+    pub fn rank(&self, m: &[u8]) -> Option<usize> {
+        match self {
+            Zset::Listpack(v) => v.iter().position(|(e, _)| e.as_slice() == m),
+            Zset::Skiplist(s) => {
+                let score = *s.dict.get(m)?;
+                Some(s.tree.rank(&(Score(score), sds(m))))
+            }
+        }
+    }
+
+    /// Add or update a member; true when it is new. Converts to a skiplist past the limits.
     pub fn insert(&mut self, m: &[u8], score: f64, limits: &Limits) -> bool {
         if let Zset::Listpack(v) = self {
-            if m.len() > limits.zset_max_listpack_value {
+            if m.len() > limits.zset_max_listpack_value && !v.iter().any(|(e, _)| e.as_slice() == m) {
                 self.convert_to_skiplist();
             } else {
                 let existed = match v.iter().position(|(e, _)| e.as_slice() == m) {
@@ -90,6 +235,8 @@ impl Zset {
                     }
                     None => false,
                 };
+                // The listpack keeps scores as text, where -0 reads back as 0.
+                let score = if score == 0.0 { 0.0 } else { score };
                 let at = v.partition_point(|(e, s)| (Score(*s), e.as_slice()) < (Score(score), m));
                 v.insert(at, (sds(m), score));
                 if v.len() > limits.zset_max_listpack_entries {
@@ -99,15 +246,8 @@ impl Zset {
             }
         }
         match self {
-            Zset::Skiplist(s) => {
-                let old = s.dict.insert(sds(m), score);
-                if let Some(old) = old {
-                    s.tree.remove(&(Score(old), sds(m)));
-                }
-                s.tree.insert((Score(score), sds(m)));
-                old.is_none()
-            }
-            Zset::Listpack(_) => unreachable!("converted above"),
+            Zset::Skiplist(s) => s.insert(m, score),
+            Zset::Listpack(_) => false,
         }
     }
 
@@ -121,14 +261,49 @@ impl Zset {
                 }
                 None => false,
             },
-            Zset::Skiplist(s) => match s.dict.remove(m) {
-                Some(old) => {
-                    s.tree.remove(&(Score(old), sds(m)));
-                    true
-                }
-                None => false,
-            },
+            Zset::Skiplist(s) => s.remove(m),
         }
+    }
+
+    /// Remove ranks `start..end`; returns how many went.
+    pub fn remove_range(&mut self, start: usize, end: usize) -> usize {
+        let end = end.min(self.len());
+        if start >= end {
+            return 0;
+        }
+        match self {
+            Zset::Listpack(v) => {
+                v.drain(start..end);
+            }
+            Zset::Skiplist(_) => {
+                let gone: Vec<Sds> = self.range(start, end).map(|(m, _)| m.clone()).collect();
+                if let Zset::Skiplist(s) = self {
+                    for m in &gone {
+                        s.remove(m);
+                    }
+                }
+            }
+        }
+        end - start
+    }
+
+    /// One ZSCAN step: like Set::scan, over the dict's positions (small encodings whole).
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], f64)) -> u64 {
+        let Zset::Skiplist(s) = self else {
+            self.iter().for_each(|(m, sc)| visit(m, sc));
+            return 0;
+        };
+        let len = s.dict.len() as u64;
+        let mut next = if cursor == 0 || cursor > len { len } else { cursor };
+        let mut n = 0;
+        while next > 0 && n < count.max(1) {
+            next -= 1;
+            if let Some((m, sc)) = s.dict.get_index(next as usize) {
+                visit(m, *sc);
+            }
+            n += 1;
+        }
+        next
     }
 
     pub fn convert_to_skiplist(&mut self) {
@@ -139,6 +314,106 @@ impl Zset {
                 s.tree.insert((Score(sc), m));
             }
             *self = Zset::Skiplist(s);
+        }
+    }
+
+    /// Back to a listpack when small enough (zsetConvertToListpackIfNeeded, after stores).
+    pub fn shrink_if_small(&mut self, limits: &Limits) {
+        if let Zset::Skiplist(s) = self {
+            let longest = s.dict.keys().map(|m| m.len()).max().unwrap_or(0);
+            if s.dict.len() <= limits.zset_max_listpack_entries && longest <= limits.zset_max_listpack_value {
+                let items = s.tree.iter().map(|(sc, m)| (m.clone(), if sc.0 == 0.0 { 0.0 } else { sc.0 })).collect();
+                *self = Zset::Listpack(items);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn limits(entries: usize) -> Limits {
+        Limits { zset_max_listpack_entries: entries, zset_max_listpack_value: 8, ..Limits::default() }
+    }
+
+    #[test]
+    fn converts_at_thresholds() {
+        let l = limits(3);
+        let mut z = Zset::create(b"a", &l);
+        for (i, m) in [b"a", b"b", b"c"].iter().enumerate() {
+            assert!(z.insert(*m, i as f64, &l));
+        }
+        assert_eq!(z.encoding(), "listpack");
+        assert!(!z.insert(b"a", 5.0, &l));
+        assert_eq!(z.encoding(), "listpack");
+        z.insert(b"d", 0.5, &l);
+        assert_eq!(z.encoding(), "skiplist");
+        let order: Vec<_> = z.iter().map(|(m, _)| m.to_vec()).collect();
+        assert_eq!(order, vec![b"d".to_vec(), b"b".to_vec(), b"c".to_vec(), b"a".to_vec()]);
+        assert_eq!(z.rank(b"a"), Some(3));
+        z.remove(b"a");
+        z.shrink_if_small(&l);
+        assert_eq!(z.encoding(), "listpack");
+
+        let mut long = Zset::create(b"123456789", &l);
+        assert_eq!(long.encoding(), "skiplist");
+        long.insert(b"123456789", 1.0, &l);
+        let mut small = Zset::default();
+        small.insert(b"x", 1.0, &l);
+        small.insert(b"123456789", 1.0, &l);
+        assert_eq!(small.encoding(), "skiplist");
+        assert_eq!(Zset::for_store(4, &l).encoding(), "skiplist");
+        assert_eq!(Zset::for_store(3, &l).encoding(), "listpack");
+    }
+
+    #[test]
+    fn negative_zero_is_no_update() {
+        let l = limits(0);
+        let mut z = Zset::create(b"a", &l);
+        z.insert(b"a", 0.0, &l);
+        z.insert(b"a", -0.0, &l);
+        assert_eq!(z.len(), 1);
+        assert_eq!(z.iter().count(), 1);
+    }
+
+    proptest! {
+        /// The skiplist answers ranks, seeks and ranges as the plain sorted vector does.
+        #[test]
+        fn skiplist_matches_listpack(ops in proptest::collection::vec((0u8..40, -5i8..5, any::<bool>()), 1..400),
+                                     cut in -6i8..6) {
+            let big = Limits { zset_max_listpack_entries: usize::MAX, ..Limits::default() };
+            let mut lp = Zset::default();
+            let mut sk = Zset::Skiplist(SkipList::default());
+            for (m, s, add) in ops {
+                let m = format!("m{m}");
+                if add {
+                    prop_assert_eq!(lp.insert(m.as_bytes(), f64::from(s), &big), sk.insert(m.as_bytes(), f64::from(s), &big));
+                } else {
+                    prop_assert_eq!(lp.remove(m.as_bytes()), sk.remove(m.as_bytes()));
+                }
+            }
+            prop_assert_eq!(lp.len(), sk.len());
+            let a: Vec<_> = lp.iter().map(|(m, s)| (m.clone(), s)).collect();
+            let b: Vec<_> = sk.iter().map(|(m, s)| (m.clone(), s)).collect();
+            prop_assert_eq!(&a, &b);
+            for (i, (m, _)) in a.iter().enumerate() {
+                prop_assert_eq!(sk.rank(m), Some(i));
+                prop_assert_eq!(sk.get_by_rank(i).map(|(m, _)| m.clone()), Some(m.clone()));
+            }
+            let cut = f64::from(cut);
+            prop_assert_eq!(lp.partition_point(|_, s| s < cut), sk.partition_point(|_, s| s < cut));
+            let n = a.len();
+            let rev: Vec<_> = sk.range(n / 3, n).rev().map(|(m, _)| m.clone()).collect();
+            let want: Vec<_> = a[(n / 3).min(n)..].iter().rev().map(|(m, _)| m.clone()).collect();
+            prop_assert_eq!(rev, want);
+            let removed = sk.remove_range(1, 4);
+            lp.remove_range(1, 4);
+            prop_assert_eq!(removed, n.min(4).saturating_sub(1));
+            let a: Vec<_> = lp.iter().map(|(m, s)| (m.clone(), s)).collect();
+            let b: Vec<_> = sk.iter().map(|(m, s)| (m.clone(), s)).collect();
+            prop_assert_eq!(a, b);
         }
     }
 }
