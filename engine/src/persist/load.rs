@@ -53,17 +53,18 @@ fn load_dump(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
     Ok(None)
 }
 
-/// Read an RDB held in `data` into `ks`; keys expired before `skip_expired_before` are
-/// left out. Returns the offset just past the checksum.
+/// Read the RDB at the start of `src` into `ks`; keys expired before `skip_expired_before`
+/// are left out. Returns the offset just past the checksum. Mapped pages already read are
+/// released as loading goes, so the file does not add to the peak RSS.
 pub fn load_rdb(
     ks: &mut Keyspace,
-    data: &[u8],
+    src: &Source,
     path: &Path,
     limits: &Limits,
     skip_expired_before: Option<i64>,
 ) -> Result<usize, PersistError> {
     let rdb_err = |source| PersistError::Rdb { path: path.to_path_buf(), source };
-    let reader = RdbReader::new(data).map_err(rdb_err)?;
+    let reader = RdbReader::new(src).map_err(rdb_err)?;
     let mut db = 0usize;
     for rec in reader {
         match rec.map_err(rdb_err)? {
@@ -79,6 +80,7 @@ pub fn load_rdb(
             }
             Record::ResizeDb { db_size, .. } => ks.dbs[db].reserve(db_size.min(1 << 24) as usize),
             Record::Key(k) => {
+                src.release_before(k.offset);
                 let key = k.key.to_bytes();
                 let unsupported = |what: String| PersistError::Unsupported {
                     path: path.to_path_buf(),
@@ -124,7 +126,7 @@ pub fn load_rdb(
             Record::Aux { .. } | Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
         }
     }
-    Err(rdb_err(crate::format::rdb::RdbError::at(data.len(), "the RDB ends without an EOF record")))
+    Err(rdb_err(crate::format::rdb::RdbError::at(src.len(), "the RDB ends without an EOF record")))
 }
 
 /// The AOF directory: manifest, upgrade of an old single-file AOF, then every file.
@@ -216,7 +218,7 @@ fn replay_file(e: &mut Engine, path: &Path) -> Result<Replayed, PersistError> {
     let data: &[u8] = &src;
     let mut pos = 0;
     if data.starts_with(b"REDIS") {
-        pos = load_rdb(&mut e.ks, data, path, &e.cfg.limits, None)?;
+        pos = load_rdb(&mut e.ks, &src, path, &e.cfg.limits, None)?;
     }
     let mut sess = Session::default();
     let mut multi: Option<Vec<Argv>> = None;
