@@ -5,7 +5,7 @@ mod dump;
 mod sort;
 
 use super::flags::*;
-use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
+use super::{arg_i64, eq_ic, notify, Ctx, Reply, Spec};
 use crate::keyspace::NO_EXPIRE;
 use crate::value::{Str, Value};
 
@@ -46,14 +46,15 @@ const NO_SUCH_KEY: &str = "ERR no such key";
 const SAME_OBJECT: &str = "ERR source and destination objects are the same";
 const DB_RANGE: &str = "ERR DB index is out of range";
 
-/// An `int` argument (getIntFromObject): an integer that fits 32 bits.
-fn arg_i32(b: &[u8]) -> Option<i32> {
-    parse_i64(b).and_then(|v| i32::try_from(v).ok())
+/// An `int` argument (getIntFromObjectOrReply): an integer that fits 32 bits.
+fn arg_i32(b: &[u8]) -> Result<i32, Reply> {
+    let v = arg_i64(b)?;
+    i32::try_from(v).map_err(|_| Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647"))
 }
 
 /// A database index argument, checked against the configured count.
 fn arg_db(ctx: &Ctx<'_>, b: &[u8]) -> Result<usize, Reply> {
-    let id = arg_i32(b).ok_or_else(Reply::not_integer)?;
+    let id = arg_i32(b)?;
     usize::try_from(id).ok().filter(|&i| i < ctx.ks.dbs.len()).ok_or(Reply::err(DB_RANGE))
 }
 
@@ -241,6 +242,21 @@ fn persist(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 // ------------------------------------------------------------ RENAME MOVE COPY
 
+/// Move a key with its value, TTL and LRU to a new name or database (the target is free).
+fn move_key(ctx: &mut Ctx<'_>, from: (usize, &[u8]), to: (usize, &[u8])) -> bool {
+    let Some(expire) = ctx.ks.dbs[from.0].get(from.1).map(|s| s.expire) else {
+        return false;
+    };
+    let Some(slot) = ctx.ks.dbs[from.0].remove(from.1) else {
+        return false;
+    };
+    let pos = ctx.ks.dbs[to.0].add(to.1, slot.value, slot.lru);
+    if expire != NO_EXPIRE {
+        ctx.ks.dbs[to.0].set_expire_at(pos, expire);
+    }
+    true
+}
+
 fn rename(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     rename_generic(ctx, a, false)
 }
@@ -265,12 +281,8 @@ fn rename_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], nx: bool) -> Reply {
         ctx.db_delete(dst);
     }
     let db = ctx.db;
-    let Some(slot) = ctx.ks.dbs[db].remove(src) else {
+    if !move_key(ctx, (db, src), (db, dst)) {
         return Reply::err(NO_SUCH_KEY);
-    };
-    let pos = ctx.ks.dbs[db].add(dst, slot.value, slot.lru);
-    if slot.expire != NO_EXPIRE {
-        ctx.ks.dbs[db].set_expire_at(pos, slot.expire);
     }
     ctx.signal_modified(src);
     ctx.signal_modified(dst);
@@ -293,12 +305,8 @@ fn move_cmd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if ctx.lookup_write(key).is_none() || ctx.lookup_write_in(dst, key).is_some() {
         return Reply::Int(0);
     }
-    let Some(slot) = ctx.ks.dbs[src].remove(key) else {
+    if !move_key(ctx, (src, key), (dst, key)) {
         return Reply::Int(0);
-    };
-    let pos = ctx.ks.dbs[dst].add(key, slot.value, slot.lru);
-    if slot.expire != NO_EXPIRE {
-        ctx.ks.dbs[dst].set_expire_at(pos, slot.expire);
     }
     ctx.signal_modified_in(src, key);
     ctx.signal_modified_in(dst, key);
@@ -510,10 +518,10 @@ fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 }
 
 fn swapdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    let Some(x) = arg_i32(&a[1]) else {
+    let Ok(x) = arg_i32(&a[1]) else {
         return Reply::err("ERR invalid first DB index");
     };
-    let Some(y) = arg_i32(&a[2]) else {
+    let Ok(y) = arg_i32(&a[2]) else {
         return Reply::err("ERR invalid second DB index");
     };
     let n = ctx.ks.dbs.len();
@@ -545,7 +553,7 @@ const OBJECT_HELP: &[&str] = &[
     "    Return the number of references of the value associated with the specified",
     "    <key>.",
     "HELP",
-    "    Print this help.",
+    "    Prints this help.",
 ];
 
 fn object_keys(a: &[Vec<u8>]) -> Vec<usize> {
