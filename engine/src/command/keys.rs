@@ -37,9 +37,9 @@ pub const SPECS: &[Spec] = &[
     Spec::new("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy),
     Spec::new("dump", 2, READONLY, (1, 1, 1), dump::dump),
     Spec::new("restore", -4, WRITE | DENYOOM, (1, 1, 1), dump::restore),
-    Spec::new("object", -2, READONLY, (0, 0, 0), object).movable(object_keys),
+    Spec::new("object", -2, 0, (2, 2, 1), object),
     Spec::new("sort", -2, WRITE | DENYOOM, (1, 1, 1), sort::sort).movable(sort::sort_keys),
-    Spec::new("sort_ro", -2, READONLY, (1, 1, 1), sort::sort_ro),
+    Spec::new("sort_ro", -2, READONLY, (1, 1, 1), sort::sort_ro).movable(sort::sort_keys),
 ];
 
 const NO_SUCH_KEY: &str = "ERR no such key";
@@ -555,14 +555,6 @@ const OBJECT_HELP: &[&str] = &[
     "HELP",
     "    Prints this help.",
 ];
-
-fn object_keys(a: &[Vec<u8>]) -> Vec<usize> {
-    if a.len() == 3 {
-        vec![2]
-    } else {
-        Vec::new()
-    }
-}
 
 /// Redis's refcount for shared small integers.
 const SHARED_REFCOUNT: i64 = i32::MAX as i64;

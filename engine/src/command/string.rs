@@ -314,6 +314,8 @@ fn mset_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], nx: bool) -> Reply {
         return Reply::Int(0);
     }
     for pair in a[1..].chunks(2) {
+        // setKey looks the key up for writing, so an expired one is deleted first.
+        ctx.expire_if_needed(&pair[0]);
         ctx.db_set(&pair[0], Value::Str(Str::try_encode(&pair[1])), false);
         ctx.notify(notify::STRING, "set", &pair[0]);
     }

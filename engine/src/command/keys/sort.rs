@@ -6,7 +6,8 @@ use std::cmp::Ordering;
 use super::super::{eq_ic, notify, parse_i64, Ctx, Reply};
 use crate::value::{sds, List, Value};
 
-/// Key positions: the sorted key, and the last STORE destination.
+/// Key positions: the sorted key, and the last STORE destination (none for SORT_RO, whose
+/// parser never accepts STORE).
 pub fn sort_keys(a: &[Vec<u8>]) -> Vec<usize> {
     let mut keys = vec![1];
     let mut store = None;
@@ -283,6 +284,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], readonly: bool) -> Reply {
     }
     let n = stored.len();
     if n > 0 {
+        ctx.expire_if_needed(store);
         ctx.db_set(store, Value::List(Box::new(List::from_items(stored))), false);
         ctx.notify(notify::LIST, "sortstore", store);
         ctx.dirty += n as u64;
