@@ -209,7 +209,7 @@ fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], in_ms: bool, absolute: bool) -> Re
     if slot.expire == NO_EXPIRE {
         return Reply::Int(-1);
     }
-    let t = if absolute { slot.expire } else { slot.expire - ctx.now }.max(0);
+    let t = if absolute { slot.expire } else { slot.expire.saturating_sub(ctx.now) }.max(0);
     Reply::Int(if in_ms { t } else { (t + 500) / 1000 })
 }
 
