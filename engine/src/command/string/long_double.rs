@@ -41,7 +41,7 @@ impl LongDouble {
 
     /// strtold over the whole text, as Redis's string2ld accepts it: no leading space, no
     /// NaN, no overflow to infinity or underflow to zero. Infinities (see
-    /// [`LongDouble::is_infinity`]) and hex floats are refused here.
+    /// [`LongDouble::is_infinity`]) are refused here; hex floats are read.
     pub fn parse(b: &[u8]) -> Option<LongDouble> {
         if b.is_empty() || b.len() > MAX_CHARS {
             return None;
@@ -51,6 +51,9 @@ impl LongDouble {
             b'+' => (false, &b[1..]),
             _ => (false, b),
         };
+        if rest.len() > 2 && rest[0] == b'0' && matches!(rest[1], b'x' | b'X') {
+            return parse_hex(neg, &rest[2..]);
+        }
         let mut digits = Big::zero();
         let mut ndigits: i64 = 0;
         let mut exp10: i64 = 0;
@@ -199,6 +202,57 @@ impl LongDouble {
         }
         out
     }
+}
+
+/// The part of a hex float after "0x": hex digits with an optional point, then an
+/// optional binary exponent `p[+-]digits`.
+fn parse_hex(neg: bool, b: &[u8]) -> Option<LongDouble> {
+    let mut digits = Big::zero();
+    let mut exp2: i64 = 0;
+    let (mut seen_digit, mut seen_point) = (false, false);
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'.' if !seen_point => seen_point = true,
+            c if c.is_ascii_hexdigit() => {
+                seen_digit = true;
+                digits.mul_small(16);
+                digits.add_small((c as char).to_digit(16)?);
+                if seen_point {
+                    exp2 -= 4;
+                }
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    if !seen_digit {
+        return None;
+    }
+    if i < b.len() {
+        if !matches!(b[i], b'p' | b'P') {
+            return None;
+        }
+        let e = &b[i + 1..];
+        let (eneg, edigits) = match e.first() {
+            Some(b'-') => (true, &e[1..]),
+            Some(b'+') => (false, &e[1..]),
+            _ => (false, e),
+        };
+        if edigits.is_empty() || !edigits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        let mut ev: i64 = 0;
+        for d in edigits {
+            ev = (ev * 10 + i64::from(d - b'0')).min(1 << 40);
+        }
+        exp2 += if eneg { -ev } else { ev };
+    }
+    if digits.is_zero() {
+        return Some(LongDouble { neg, ..LongDouble::ZERO });
+    }
+    let exp2 = i32::try_from(exp2.clamp(-(1 << 20), 1 << 20)).ok()?;
+    round(neg, digits, exp2, false).filter(|v| v.mant != 0)
 }
 
 /// `big * 2^exp2` (with `sticky`: plus something below its last bit) rounded to a 64-bit
@@ -432,11 +486,13 @@ mod tests {
 
     #[test]
     fn refuses_what_string2ld_refuses() {
-        for bad in ["", " 1", "1 ", "abc", "1e", "nan", "1e99999", "1e-99999", "--1", "1..2", "0x10", "inf"] {
+        for bad in ["", " 1", "1 ", "abc", "1e", "nan", "1e99999", "1e-99999", "--1", "1..2", "0x", "0xg", "inf"] {
             assert_eq!(LongDouble::parse(bad.as_bytes()), None, "{bad}");
         }
         assert!(LongDouble::parse(b".5").is_some());
         assert!(LongDouble::parse(b"5.").is_some());
         assert!(LongDouble::parse(b"-0").is_some());
+        assert_eq!(LongDouble::parse(b"0x10"), LongDouble::parse(b"16"));
+        assert_eq!(LongDouble::parse(b"-0x1.8p1"), LongDouble::parse(b"-3"));
     }
 }
