@@ -7,6 +7,8 @@
 //! - `!sorted CMD` compares an array reply as a sorted list (hashtable order is Redis's own).
 //! - `!len CMD` compares the reply's type and element count only (random picks).
 //! - `!near N CMD` compares integer replies within ±N (TTLs).
+//! - `!scan CMD` compares a SCAN-like reply `[cursor, keys]`: the cursor exactly (use it
+//!   when the scan ends in one call, cursor 0) and the keys as a sorted list.
 //!
 //! `SCRIPT=name cargo test -p ferrokv --test vs_redis` runs one script.
 
@@ -64,6 +66,7 @@ enum Check {
     Sorted,
     Len,
     Near(i64),
+    Scan,
 }
 
 fn same(check: &Check, ours: &[u8], theirs: &[u8]) -> bool {
@@ -83,6 +86,10 @@ fn same(check: &Check, ours: &[u8], theirs: &[u8]) -> bool {
         },
         Check::Near(n) => match (int_of(ours), int_of(theirs)) {
             (Some(a), Some(b)) => (a - b).abs() <= *n,
+            _ => ours == theirs,
+        },
+        Check::Scan => match (elements(ours), elements(theirs)) {
+            (Some(a), Some(b)) if a.len() == 2 && b.len() == 2 => a[0] == b[0] && same(&Check::Sorted, &a[1], &b[1]),
             _ => ours == theirs,
         },
     }
@@ -112,6 +119,8 @@ fn run_script(name: &str, text: &str) -> Vec<String> {
             (Check::Sorted, rest)
         } else if let Some(rest) = line.strip_prefix("!len ") {
             (Check::Len, rest)
+        } else if let Some(rest) = line.strip_prefix("!scan ") {
+            (Check::Scan, rest)
         } else if let Some(rest) = line.strip_prefix("!near ") {
             let (n, rest) = rest.split_once(' ').expect("!near N CMD");
             (Check::Near(n.parse().expect("!near N")), rest)

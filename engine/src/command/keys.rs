@@ -1,5 +1,596 @@
-//! keys commands.
+//! Generic key commands: deletion, expiry, renaming, iteration, databases, DUMP/RESTORE,
+//! OBJECT and SORT.
 
-use super::Spec;
+mod dump;
+mod sort;
 
-pub const SPECS: &[Spec] = &[];
+use super::flags::*;
+use super::{arg_i64, eq_ic, notify, Ctx, Reply, Spec};
+use crate::keyspace::NO_EXPIRE;
+use crate::value::{Str, Value};
+
+pub const SPECS: &[Spec] = &[
+    Spec::new("del", -2, WRITE, (1, -1, 1), del),
+    Spec::new("unlink", -2, WRITE | FAST, (1, -1, 1), del),
+    Spec::new("exists", -2, READONLY | FAST, (1, -1, 1), exists),
+    Spec::new("type", 2, READONLY | FAST, (1, 1, 1), type_cmd),
+    Spec::new("expire", -3, WRITE | FAST, (1, 1, 1), expire),
+    Spec::new("pexpire", -3, WRITE | FAST, (1, 1, 1), pexpire),
+    Spec::new("expireat", -3, WRITE | FAST, (1, 1, 1), expireat),
+    Spec::new("pexpireat", -3, WRITE | FAST, (1, 1, 1), pexpireat),
+    Spec::new("ttl", 2, READONLY | FAST, (1, 1, 1), ttl),
+    Spec::new("pttl", 2, READONLY | FAST, (1, 1, 1), pttl),
+    Spec::new("expiretime", 2, READONLY | FAST, (1, 1, 1), expiretime),
+    Spec::new("pexpiretime", 2, READONLY | FAST, (1, 1, 1), pexpiretime),
+    Spec::new("persist", 2, WRITE | FAST, (1, 1, 1), persist),
+    Spec::new("rename", 3, WRITE, (1, 2, 1), rename),
+    Spec::new("renamenx", 3, WRITE | FAST, (1, 2, 1), renamenx),
+    Spec::new("keys", 2, READONLY, (0, 0, 0), keys),
+    Spec::new("scan", -2, READONLY, (0, 0, 0), scan),
+    Spec::new("randomkey", 1, READONLY, (0, 0, 0), randomkey),
+    Spec::new("dbsize", 1, READONLY | FAST, (0, 0, 0), dbsize),
+    Spec::new("flushdb", -1, WRITE, (0, 0, 0), flushdb),
+    Spec::new("flushall", -1, WRITE, (0, 0, 0), flushall),
+    Spec::new("select", 2, LOADING | STALE | FAST, (0, 0, 0), select),
+    Spec::new("swapdb", 3, WRITE | FAST, (0, 0, 0), swapdb),
+    Spec::new("move", 3, WRITE | FAST, (1, 1, 1), move_cmd),
+    Spec::new("copy", -3, WRITE | DENYOOM, (1, 2, 1), copy),
+    Spec::new("dump", 2, READONLY, (1, 1, 1), dump::dump),
+    Spec::new("restore", -4, WRITE | DENYOOM, (1, 1, 1), dump::restore),
+    Spec::new("object", -2, 0, (2, 2, 1), object),
+    Spec::new("sort", -2, WRITE | DENYOOM, (1, 1, 1), sort::sort).movable(sort::sort_keys),
+    Spec::new("sort_ro", -2, READONLY, (1, 1, 1), sort::sort_ro).movable(sort::sort_keys),
+];
+
+const NO_SUCH_KEY: &str = "ERR no such key";
+const SAME_OBJECT: &str = "ERR source and destination objects are the same";
+const DB_RANGE: &str = "ERR DB index is out of range";
+
+/// An `int` argument (getIntFromObjectOrReply): an integer that fits 32 bits.
+fn arg_i32(b: &[u8]) -> Result<i32, Reply> {
+    let v = arg_i64(b)?;
+    i32::try_from(v).map_err(|_| Reply::err("ERR value is out of range, value must between -2147483648 and 2147483647"))
+}
+
+/// A database index argument, checked against the configured count.
+fn arg_db(ctx: &Ctx<'_>, b: &[u8]) -> Result<usize, Reply> {
+    let id = arg_i32(b)?;
+    usize::try_from(id).ok().filter(|&i| i < ctx.ks.dbs.len()).ok_or(Reply::err(DB_RANGE))
+}
+
+/// Whether an absolute time has passed already (checkAlreadyExpired; never while loading).
+fn already_expired(ctx: &Ctx<'_>, when: i64) -> bool {
+    ctx.mode == super::ExpireMode::Master && when <= ctx.now
+}
+
+/// Delete `key` because an expiry in the past was given: propagated as DEL or UNLINK.
+pub(crate) fn delete_expired_now(ctx: &mut Ctx<'_>, key: &[u8]) {
+    ctx.db_delete(key);
+    ctx.dirty += 1;
+    let cmd: &[u8] = if ctx.cfg.lazyfree_lazy_expire { b"UNLINK" } else { b"DEL" };
+    ctx.rewrite(vec![cmd.to_vec(), key.to_vec()]);
+    ctx.notify(notify::GENERIC, "del", key);
+}
+
+// ------------------------------------------------------------ DEL EXISTS TYPE
+
+fn del(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let mut n = 0;
+    for key in &a[1..] {
+        ctx.expire_if_needed(key);
+        if ctx.db_delete(key) {
+            ctx.notify(notify::GENERIC, "del", key);
+            ctx.dirty += 1;
+            n += 1;
+        }
+    }
+    Reply::Int(n)
+}
+
+fn exists(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    Reply::Int(a[1..].iter().filter(|k| ctx.exists(k)).count() as i64)
+}
+
+fn type_cmd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    Reply::simple(ctx.lookup_slot(&a[1]).map_or("none", |s| s.value.type_name()))
+}
+
+// ------------------------------------------------------------ expiry
+
+#[derive(Clone, Copy)]
+enum Base {
+    /// Relative to now.
+    Now,
+    /// Absolute unix time.
+    Epoch,
+}
+
+fn expire(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    expire_generic(ctx, a, Base::Now, 1000)
+}
+
+fn pexpire(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    expire_generic(ctx, a, Base::Now, 1)
+}
+
+fn expireat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    expire_generic(ctx, a, Base::Epoch, 1000)
+}
+
+fn pexpireat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    expire_generic(ctx, a, Base::Epoch, 1)
+}
+
+#[derive(Default)]
+struct ExpireFlags {
+    nx: bool,
+    xx: bool,
+    gt: bool,
+    lt: bool,
+}
+
+fn expire_flags(opts: &[Vec<u8>]) -> Result<ExpireFlags, Reply> {
+    let mut f = ExpireFlags::default();
+    for o in opts {
+        if eq_ic(o, "nx") {
+            f.nx = true;
+        } else if eq_ic(o, "xx") {
+            f.xx = true;
+        } else if eq_ic(o, "gt") {
+            f.gt = true;
+        } else if eq_ic(o, "lt") {
+            f.lt = true;
+        } else {
+            return Err(Reply::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(o))));
+        }
+    }
+    if f.nx && (f.xx || f.gt || f.lt) {
+        return Err(Reply::err("ERR NX and XX, GT or LT options at the same time are not compatible"));
+    }
+    if f.gt && f.lt {
+        return Err(Reply::err("ERR GT and LT options at the same time are not compatible"));
+    }
+    Ok(f)
+}
+
+fn expire_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], base: Base, unit: i64) -> Reply {
+    let name = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
+    let bad_time = || Reply::error(format!("ERR invalid expire time in '{name}' command"));
+    let flags = match expire_flags(&a[3..]) {
+        Ok(f) => f,
+        Err(e) => return e,
+    };
+    let given = match arg_i64(&a[2]) {
+        Ok(v) => v,
+        Err(e) => return e,
+    };
+    let Some(scaled) = given.checked_mul(unit) else {
+        return bad_time();
+    };
+    let basetime = match base {
+        Base::Now => ctx.now,
+        Base::Epoch => 0,
+    };
+    if scaled > i64::MAX - basetime {
+        return bad_time();
+    }
+    let when = scaled + basetime;
+    let key = &a[1];
+    if ctx.lookup_write(key).is_none() {
+        return Reply::Int(0);
+    }
+    let current = ctx.expire_of(key);
+    let refused = (flags.nx && current.is_some())
+        || (flags.xx && current.is_none())
+        || (flags.gt && current.is_none_or(|c| when <= c))
+        || (flags.lt && current.is_some_and(|c| when >= c));
+    if refused {
+        return Reply::Int(0);
+    }
+    if already_expired(ctx, when) {
+        delete_expired_now(ctx, key);
+        return Reply::Int(1);
+    }
+    ctx.set_expire(key, when);
+    let mut argv = a.to_vec();
+    argv[0] = b"PEXPIREAT".to_vec();
+    argv[2] = when.to_string().into_bytes();
+    ctx.rewrite(argv);
+    ctx.signal_modified(key);
+    ctx.notify(notify::GENERIC, "expire", key);
+    ctx.dirty += 1;
+    Reply::Int(1)
+}
+
+fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], in_ms: bool, absolute: bool) -> Reply {
+    let Some(slot) = ctx.lookup_slot(key) else {
+        return Reply::Int(-2);
+    };
+    if slot.expire == NO_EXPIRE {
+        return Reply::Int(-1);
+    }
+    let t = if absolute { slot.expire } else { slot.expire.saturating_sub(ctx.now) }.max(0);
+    Reply::Int(if in_ms { t } else { (t + 500) / 1000 })
+}
+
+fn ttl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    ttl_generic(ctx, &a[1], false, false)
+}
+
+fn pttl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    ttl_generic(ctx, &a[1], true, false)
+}
+
+fn expiretime(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    ttl_generic(ctx, &a[1], false, true)
+}
+
+fn pexpiretime(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    ttl_generic(ctx, &a[1], true, true)
+}
+
+fn persist(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    if ctx.lookup_write(key).is_none() || !ctx.persist(key) {
+        return Reply::Int(0);
+    }
+    ctx.signal_modified(key);
+    ctx.notify(notify::GENERIC, "persist", key);
+    ctx.dirty += 1;
+    Reply::Int(1)
+}
+
+// ------------------------------------------------------------ RENAME MOVE COPY
+
+/// Move a key with its value, TTL and LRU to a new name or database (the target is free).
+fn move_key(ctx: &mut Ctx<'_>, from: (usize, &[u8]), to: (usize, &[u8])) -> bool {
+    let Some(expire) = ctx.ks.dbs[from.0].get(from.1).map(|s| s.expire) else {
+        return false;
+    };
+    let Some(slot) = ctx.ks.dbs[from.0].remove(from.1) else {
+        return false;
+    };
+    let pos = ctx.ks.dbs[to.0].add(to.1, slot.value, slot.lru);
+    if expire != NO_EXPIRE {
+        ctx.ks.dbs[to.0].set_expire_at(pos, expire);
+    }
+    true
+}
+
+fn rename(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    rename_generic(ctx, a, false)
+}
+
+fn renamenx(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    rename_generic(ctx, a, true)
+}
+
+fn rename_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], nx: bool) -> Reply {
+    let (src, dst) = (&a[1], &a[2]);
+    if ctx.lookup_write(src).is_none() {
+        return Reply::err(NO_SUCH_KEY);
+    }
+    let done = if nx { Reply::Int(1) } else { Reply::ok() };
+    if src == dst {
+        return if nx { Reply::Int(0) } else { done };
+    }
+    if ctx.lookup_write(dst).is_some() {
+        if nx {
+            return Reply::Int(0);
+        }
+        ctx.db_delete(dst);
+    }
+    let db = ctx.db;
+    if !move_key(ctx, (db, src), (db, dst)) {
+        return Reply::err(NO_SUCH_KEY);
+    }
+    ctx.signal_modified(src);
+    ctx.signal_modified(dst);
+    ctx.notify(notify::GENERIC, "rename_from", src);
+    ctx.notify(notify::GENERIC, "rename_to", dst);
+    ctx.dirty += 1;
+    done
+}
+
+fn move_cmd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let dst = match arg_db(ctx, &a[2]) {
+        Ok(d) => d,
+        Err(e) => return e,
+    };
+    let src = ctx.db;
+    if src == dst {
+        return Reply::err(SAME_OBJECT);
+    }
+    if ctx.lookup_write(key).is_none() || ctx.lookup_write_in(dst, key).is_some() {
+        return Reply::Int(0);
+    }
+    if !move_key(ctx, (src, key), (dst, key)) {
+        return Reply::Int(0);
+    }
+    ctx.signal_modified_in(src, key);
+    ctx.signal_modified_in(dst, key);
+    ctx.notify_in(src, notify::GENERIC, "move_from", key);
+    ctx.notify_in(dst, notify::GENERIC, "move_to", key);
+    ctx.dirty += 1;
+    Reply::Int(1)
+}
+
+fn copy(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let (src, dst) = (&a[1], &a[2]);
+    let mut replace = false;
+    let mut dst_db = ctx.db;
+    let mut j = 3;
+    while j < a.len() {
+        if eq_ic(&a[j], "replace") {
+            replace = true;
+        } else if eq_ic(&a[j], "db") && j + 1 < a.len() {
+            dst_db = match arg_db(ctx, &a[j + 1]) {
+                Ok(d) => d,
+                Err(e) => return e,
+            };
+            j += 1;
+        } else {
+            return Reply::syntax();
+        }
+        j += 1;
+    }
+    if dst_db == ctx.db && src == dst {
+        return Reply::err(SAME_OBJECT);
+    }
+    let Some(value) = ctx.lookup_read(src).map(|v| v.clone()) else {
+        return Reply::Int(0);
+    };
+    let expire = ctx.expire_of(src);
+    if ctx.lookup_write_in(dst_db, dst).is_some() {
+        if !replace {
+            return Reply::Int(0);
+        }
+        ctx.ks.dbs[dst_db].remove(dst);
+    }
+    let lru = ctx.lru;
+    let pos = ctx.ks.dbs[dst_db].add(dst, value, lru);
+    if let Some(when) = expire {
+        ctx.ks.dbs[dst_db].set_expire_at(pos, when);
+    }
+    ctx.signal_modified_in(dst_db, dst);
+    ctx.notify_in(dst_db, notify::GENERIC, "copy_to", dst);
+    ctx.dirty += 1;
+    Reply::Int(1)
+}
+
+// ------------------------------------------------------------ KEYS SCAN RANDOMKEY
+
+fn keys(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let pattern = &a[1];
+    let all = pattern.as_slice() == b"*";
+    let check_ttl = ctx.mode != super::ExpireMode::Loading;
+    let now = ctx.now;
+    let out: Vec<Reply> = ctx.ks.dbs[ctx.db]
+        .slots()
+        .iter()
+        .filter(|s| all || crate::glob::matches(pattern, &s.key))
+        .filter(|s| !(check_ttl && s.expire != NO_EXPIRE && now > s.expire))
+        .map(|s| Reply::Bulk(s.key.to_vec()))
+        .collect();
+    Reply::Array(out)
+}
+
+/// A SCAN cursor as strtoul reads it: optional sign, decimal digits, no overflow.
+fn parse_cursor(b: &[u8]) -> Option<u64> {
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, &b[1..]),
+        Some(b'+') => (false, &b[1..]),
+        _ => (false, b),
+    };
+    if b.is_empty() {
+        return Some(0);
+    }
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut v: u64 = 0;
+    for d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if neg { v.wrapping_neg() } else { v })
+}
+
+fn scan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let Some(cursor) = parse_cursor(&a[1]) else {
+        return Reply::err("ERR invalid cursor");
+    };
+    let mut count: i64 = 10;
+    let mut pattern: Option<&[u8]> = None;
+    let mut type_name: Option<&[u8]> = None;
+    let mut i = 2;
+    while i < a.len() {
+        let more = i + 1 < a.len();
+        if eq_ic(&a[i], "count") && more {
+            count = match arg_i64(&a[i + 1]) {
+                Ok(c) => c,
+                Err(e) => return e,
+            };
+            if count < 1 {
+                return Reply::syntax();
+            }
+        } else if eq_ic(&a[i], "match") && more {
+            pattern = (a[i + 1].as_slice() != b"*").then_some(a[i + 1].as_slice());
+        } else if eq_ic(&a[i], "type") && more {
+            type_name = Some(&a[i + 1]);
+        } else {
+            return Reply::syntax();
+        }
+        i += 2;
+    }
+    let db = ctx.db;
+    let mut found = Vec::new();
+    let next = ctx.ks.dbs[db].scan(cursor, usize::try_from(count).unwrap_or(usize::MAX), |s| found.push(s.key.clone()));
+    let mut out = Vec::with_capacity(found.len());
+    for key in found {
+        if pattern.is_some_and(|p| !crate::glob::matches(p, &key)) {
+            continue;
+        }
+        if let Some(t) = type_name {
+            let name = ctx.lookup_slot(&key).map_or("none", |s| s.value.type_name());
+            if !t.eq_ignore_ascii_case(name.as_bytes()) {
+                continue;
+            }
+        }
+        if ctx.expire_if_needed(&key) {
+            continue;
+        }
+        out.push(Reply::Bulk(key.to_vec()));
+    }
+    Reply::Array(vec![Reply::Bulk(next.to_string().into_bytes()), Reply::Array(out)])
+}
+
+fn randomkey(ctx: &mut Ctx<'_>, _a: &[Vec<u8>]) -> Reply {
+    let db = ctx.db;
+    loop {
+        let Some(pos) = ctx.ks.dbs[db].random_pos(ctx.rng) else {
+            return Reply::Nil;
+        };
+        let key = ctx.ks.dbs[db].slot(pos).key.clone();
+        if ctx.mode == super::ExpireMode::Replica || !ctx.expire_if_needed(&key) {
+            return Reply::Bulk(key.to_vec());
+        }
+    }
+}
+
+fn dbsize(ctx: &mut Ctx<'_>, _a: &[Vec<u8>]) -> Reply {
+    Reply::Int(ctx.ks.dbs[ctx.db].len() as i64)
+}
+
+// ------------------------------------------------------------ databases
+
+/// FLUSHDB/FLUSHALL's optional ASYNC|SYNC.
+fn flush_mode_ok(a: &[Vec<u8>]) -> bool {
+    match a.len() {
+        1 => true,
+        2 => eq_ic(&a[1], "sync") || eq_ic(&a[1], "async"),
+        _ => false,
+    }
+}
+
+/// Empty database `db`, signalling every key; how many there were.
+fn empty_db(ctx: &mut Ctx<'_>, db: usize) -> u64 {
+    if ctx.fx.track_modified {
+        let keys: Vec<_> = ctx.ks.dbs[db].slots().iter().map(|s| s.key.clone()).collect();
+        for k in keys {
+            ctx.signal_modified_in(db, &k);
+        }
+    }
+    let n = ctx.ks.dbs[db].len() as u64;
+    ctx.ks.dbs[db].clear();
+    n
+}
+
+fn flushdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    if !flush_mode_ok(a) {
+        return Reply::syntax();
+    }
+    let db = ctx.db;
+    // Propagated even when the database was empty already.
+    ctx.dirty += empty_db(ctx, db) + 1;
+    Reply::ok()
+}
+
+fn flushall(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    if !flush_mode_ok(a) {
+        return Reply::syntax();
+    }
+    for db in 0..ctx.ks.dbs.len() {
+        ctx.dirty += empty_db(ctx, db);
+    }
+    ctx.dirty += 1;
+    Reply::ok()
+}
+
+fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match arg_db(ctx, &a[1]) {
+        Ok(db) => {
+            ctx.db = db;
+            Reply::ok()
+        }
+        Err(e) => e,
+    }
+}
+
+fn swapdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let Ok(x) = arg_i32(&a[1]) else {
+        return Reply::err("ERR invalid first DB index");
+    };
+    let Ok(y) = arg_i32(&a[2]) else {
+        return Reply::err("ERR invalid second DB index");
+    };
+    let n = ctx.ks.dbs.len();
+    let (Ok(x), Ok(y)) = (usize::try_from(x), usize::try_from(y)) else {
+        return Reply::err(DB_RANGE);
+    };
+    if x >= n || y >= n {
+        return Reply::err(DB_RANGE);
+    }
+    ctx.ks.dbs.swap(x, y);
+    ctx.dirty += 1;
+    Reply::ok()
+}
+
+// ------------------------------------------------------------ OBJECT
+
+const OBJECT_HELP: &[&str] = &[
+    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "ENCODING <key>",
+    "    Return the kind of internal representation used in order to store the value",
+    "    associated with a <key>.",
+    "FREQ <key>",
+    "    Return the access frequency index of the <key>. The returned integer is",
+    "    proportional to the logarithm of the recent access frequency of the key.",
+    "IDLETIME <key>",
+    "    Return the idle time of the <key>, that is the approximated number of",
+    "    seconds elapsed since the last access to the key.",
+    "REFCOUNT <key>",
+    "    Return the number of references of the value associated with the specified",
+    "    <key>.",
+    "HELP",
+    "    Prints this help.",
+];
+
+/// Redis's refcount for shared small integers.
+const SHARED_REFCOUNT: i64 = i32::MAX as i64;
+
+fn object(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let sub = String::from_utf8_lossy(&a[1]).to_ascii_lowercase();
+    let arity = match sub.as_str() {
+        "help" => 2,
+        "encoding" | "freq" | "idletime" | "refcount" => 3,
+        _ => {
+            return Reply::error(format!(
+                "ERR unknown subcommand '{}'. Try OBJECT HELP.",
+                String::from_utf8_lossy(&a[1][..a[1].len().min(128)])
+            ))
+        }
+    };
+    if a.len() != arity {
+        return Reply::error(format!("ERR wrong number of arguments for 'object|{sub}' command"));
+    }
+    if sub == "help" {
+        return Reply::Array(OBJECT_HELP.iter().map(|s| Reply::simple(s)).collect());
+    }
+    let lru_now = ctx.lru;
+    let Some(slot) = ctx.lookup_slot(&a[2]) else {
+        return Reply::Nil;
+    };
+    match sub.as_str() {
+        "encoding" => Reply::bulk(slot.value.encoding().as_bytes()),
+        "refcount" => Reply::Int(match &slot.value {
+            Value::Str(Str::Int(i)) if (0..10_000).contains(i) => SHARED_REFCOUNT,
+            _ => 1,
+        }),
+        "idletime" => Reply::Int(crate::keyspace::idle_secs(lru_now, slot.lru) as i64),
+        _ => Reply::err(
+            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
+             switching between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
+    }
+}

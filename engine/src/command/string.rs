@@ -1,11 +1,42 @@
 //! String commands.
 
-use super::flags::*;
-use super::{notify, Ctx, Reply, Spec};
-use crate::value::{Str, Value};
+mod long_double;
 
-pub const SPECS: &[Spec] =
-    &[Spec::new("get", 2, READONLY | FAST, (1, 1, 1), get), Spec::new("set", -3, WRITE | DENYOOM, (1, 1, 1), set)];
+use super::flags::*;
+use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
+use crate::value::{Str, Value};
+use long_double::LongDouble;
+
+pub const SPECS: &[Spec] = &[
+    Spec::new("get", 2, READONLY | FAST, (1, 1, 1), get),
+    Spec::new("set", -3, WRITE | DENYOOM, (1, 1, 1), set),
+    Spec::new("setnx", 3, WRITE | DENYOOM | FAST, (1, 1, 1), setnx),
+    Spec::new("setex", 4, WRITE | DENYOOM, (1, 1, 1), setex),
+    Spec::new("psetex", 4, WRITE | DENYOOM, (1, 1, 1), psetex),
+    Spec::new("getset", 3, WRITE | DENYOOM | FAST, (1, 1, 1), getset),
+    Spec::new("getdel", 2, WRITE | FAST, (1, 1, 1), getdel),
+    Spec::new("getex", -2, WRITE | FAST, (1, 1, 1), getex),
+    Spec::new("mget", -2, READONLY | FAST, (1, -1, 1), mget),
+    Spec::new("mset", -3, WRITE | DENYOOM, (1, -1, 2), mset),
+    Spec::new("msetnx", -3, WRITE | DENYOOM, (1, -1, 2), msetnx),
+    Spec::new("append", 3, WRITE | DENYOOM | FAST, (1, 1, 1), append),
+    Spec::new("strlen", 2, READONLY | FAST, (1, 1, 1), strlen),
+    Spec::new("getrange", 4, READONLY, (1, 1, 1), getrange),
+    Spec::new("substr", 4, READONLY, (1, 1, 1), getrange),
+    Spec::new("setrange", 4, WRITE | DENYOOM, (1, 1, 1), setrange),
+    Spec::new("incr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), incr),
+    Spec::new("decr", 2, WRITE | DENYOOM | FAST, (1, 1, 1), decr),
+    Spec::new("incrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), incrby),
+    Spec::new("decrby", 3, WRITE | DENYOOM | FAST, (1, 1, 1), decrby),
+    Spec::new("incrbyfloat", 3, WRITE | DENYOOM | FAST, (1, 1, 1), incrbyfloat),
+    Spec::new("setbit", 4, WRITE | DENYOOM, (1, 1, 1), setbit),
+    Spec::new("getbit", 3, READONLY | FAST, (1, 1, 1), getbit),
+    Spec::new("bitcount", -2, READONLY, (1, 1, 1), bitcount),
+];
+
+/// proto-max-bulk-len: the longest string a command may build.
+const MAX_STRING: u64 = 512 * 1024 * 1024;
+const TOO_BIG: &str = "ERR string exceeds maximum allowed size (proto-max-bulk-len)";
 
 /// The string at `key`: Ok(None) when missing, Err(WRONGTYPE) for another type.
 pub fn read_str<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c Str>, Reply> {
@@ -16,22 +47,591 @@ pub fn read_str<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c Str>,
     }
 }
 
-fn get(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    match read_str(ctx, &a[1]) {
+/// The string at `key` for writing: Ok(None) when missing, Err(WRONGTYPE) for another type.
+fn write_str<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Str>, Reply> {
+    match ctx.lookup_write(key) {
+        None => Ok(None),
+        Some(Value::Str(s)) => Ok(Some(s)),
+        Some(_) => Err(Reply::wrongtype()),
+    }
+}
+
+/// GET's reply (getGenericCommand).
+fn get_reply(ctx: &mut Ctx<'_>, key: &[u8]) -> Reply {
+    match read_str(ctx, key) {
         Ok(Some(s)) => Reply::Bulk(s.to_vec()),
         Ok(None) => Reply::Nil,
         Err(e) => e,
     }
 }
 
-fn set(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    // Options are parsed fully by the string family's SET implementation.
-    let (key, val) = (&a[1], &a[2]);
-    if a.len() > 3 {
-        return Reply::syntax();
+fn get(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    get_reply(ctx, &a[1])
+}
+
+// ------------------------------------------------------------ SET and friends
+
+/// How an expire argument is given.
+#[derive(Clone, Copy, PartialEq)]
+enum Unit {
+    Seconds,
+    Millis,
+}
+
+/// SET/GETEX options.
+#[derive(Default)]
+struct SetOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    keep_ttl: bool,
+    persist: bool,
+    /// The expire argument, its unit and whether it is relative (EX/PX).
+    expire: Option<(&'a [u8], Unit, bool)>,
+}
+
+/// Parse SET (from argv[3]) or GETEX (from argv[2]) options as Redis 7.0 does: each option
+/// only where it does not conflict with one already given.
+fn parse_set_options(opts: &[Vec<u8>], for_set: bool) -> Result<SetOptions<'_>, Reply> {
+    let mut o = SetOptions::default();
+    let mut j = 0;
+    while j < opts.len() {
+        let opt = &opts[j];
+        let next = opts.get(j + 1).map(Vec::as_slice);
+        let has = |o: &SetOptions<'_>, unit: Unit, rel: bool| o.expire.is_some_and(|(_, u, r)| u == unit && r == rel);
+        let expire_free = |o: &SetOptions<'_>, unit: Unit, rel: bool| {
+            !o.keep_ttl
+                && !o.persist
+                && [(Unit::Seconds, true), (Unit::Millis, true), (Unit::Seconds, false), (Unit::Millis, false)]
+                    .iter()
+                    .all(|&(u, r)| (u, r) == (unit, rel) || !has(o, u, r))
+        };
+        if for_set && eq_ic(opt, "nx") && !o.xx {
+            o.nx = true;
+        } else if for_set && eq_ic(opt, "xx") && !o.nx {
+            o.xx = true;
+        } else if for_set && eq_ic(opt, "get") {
+            o.get = true;
+        } else if for_set && eq_ic(opt, "keepttl") && !o.persist && o.expire.is_none() {
+            o.keep_ttl = true;
+        } else if !for_set && eq_ic(opt, "persist") && o.expire.is_none() && !o.keep_ttl {
+            o.persist = true;
+        } else if let Some((unit, rel)) = expire_option(opt).filter(|&(u, r)| expire_free(&o, u, r) && next.is_some()) {
+            o.expire = next.map(|n| (n, unit, rel));
+            j += 1;
+        } else {
+            return Err(Reply::syntax());
+        }
+        j += 1;
     }
-    ctx.db_set(key, Value::Str(Str::try_encode(val)), false);
+    Ok(o)
+}
+
+fn expire_option(opt: &[u8]) -> Option<(Unit, bool)> {
+    if eq_ic(opt, "ex") {
+        Some((Unit::Seconds, true))
+    } else if eq_ic(opt, "px") {
+        Some((Unit::Millis, true))
+    } else if eq_ic(opt, "exat") {
+        Some((Unit::Seconds, false))
+    } else if eq_ic(opt, "pxat") {
+        Some((Unit::Millis, false))
+    } else {
+        None
+    }
+}
+
+/// The absolute expiry in ms an expire argument gives (getExpireMillisecondsOrReply).
+fn expire_ms(ctx: &Ctx<'_>, arg: &[u8], unit: Unit, relative: bool, cmd: &str) -> Result<i64, Reply> {
+    let bad = || Reply::error(format!("ERR invalid expire time in '{cmd}' command"));
+    let v = arg_i64(arg)?;
+    if v <= 0 {
+        return Err(bad());
+    }
+    let ms = match unit {
+        Unit::Seconds => v.checked_mul(1000).ok_or_else(bad)?,
+        Unit::Millis => v,
+    };
+    let ms = if relative { ms.checked_add(ctx.now).ok_or_else(bad)? } else { ms };
+    if ms <= 0 {
+        return Err(bad());
+    }
+    Ok(ms)
+}
+
+/// setGenericCommand: store `val` at `key` under the NX/XX/GET/expiry options.
+fn set_generic(
+    ctx: &mut Ctx<'_>,
+    a: &[Vec<u8>],
+    key: &[u8],
+    val: &[u8],
+    o: &SetOptions<'_>,
+    ok: Reply,
+    abort: Reply,
+) -> Reply {
+    let name = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
+    let when = match o.expire {
+        Some((arg, unit, rel)) => match expire_ms(ctx, arg, unit, rel, &name) {
+            Ok(ms) => Some(ms),
+            Err(e) => return e,
+        },
+        None => None,
+    };
+    let old = if o.get {
+        let r = get_reply(ctx, key);
+        if r.is_error() {
+            return r;
+        }
+        Some(r)
+    } else {
+        None
+    };
+    let found = ctx.lookup_write(key).is_some();
+    if (o.nx && found) || (o.xx && !found) {
+        return old.unwrap_or(abort);
+    }
+    ctx.db_set(key, Value::Str(Str::try_encode(val)), o.keep_ttl);
     ctx.dirty += 1;
     ctx.notify(notify::STRING, "set", key);
-    Reply::ok()
+    if let Some(ms) = when {
+        ctx.set_expire(key, ms);
+        ctx.rewrite(vec![b"SET".to_vec(), key.to_vec(), val.to_vec(), b"PXAT".to_vec(), ms.to_string().into_bytes()]);
+        ctx.notify(notify::GENERIC, "expire", key);
+    } else if o.get {
+        // Propagated without its GET arguments.
+        let argv = a.iter().enumerate().filter(|(j, x)| *j < 3 || !eq_ic(x, "get")).map(|(_, x)| x.clone()).collect();
+        ctx.rewrite(argv);
+    }
+    old.unwrap_or(ok)
+}
+
+fn set(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match parse_set_options(&a[3..], true) {
+        Ok(o) => set_generic(ctx, a, &a[1], &a[2], &o, Reply::ok(), Reply::Nil),
+        Err(e) => e,
+    }
+}
+
+fn setnx(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let o = SetOptions { nx: true, ..SetOptions::default() };
+    set_generic(ctx, a, &a[1], &a[2], &o, Reply::Int(1), Reply::Int(0))
+}
+
+fn setex(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let o = SetOptions { expire: Some((&a[2], Unit::Seconds, true)), ..SetOptions::default() };
+    set_generic(ctx, a, &a[1], &a[3], &o, Reply::ok(), Reply::Nil)
+}
+
+fn psetex(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let o = SetOptions { expire: Some((&a[2], Unit::Millis, true)), ..SetOptions::default() };
+    set_generic(ctx, a, &a[1], &a[3], &o, Reply::ok(), Reply::Nil)
+}
+
+fn getset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let old = get_reply(ctx, key);
+    if old.is_error() {
+        return old;
+    }
+    ctx.db_set(key, Value::Str(Str::try_encode(&a[2])), false);
+    ctx.notify(notify::STRING, "set", key);
+    ctx.dirty += 1;
+    ctx.rewrite(vec![b"SET".to_vec(), key.to_vec(), a[2].clone()]);
+    old
+}
+
+fn getdel(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let old = get_reply(ctx, key);
+    if old.is_error() {
+        return old;
+    }
+    if ctx.db_delete(key) {
+        ctx.rewrite(vec![b"DEL".to_vec(), key.to_vec()]);
+        ctx.notify(notify::GENERIC, "del", key);
+        ctx.dirty += 1;
+    }
+    old
+}
+
+fn getex(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let o = match parse_set_options(&a[2..], false) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let key = &a[1];
+    let value = match read_str(ctx, key) {
+        Ok(Some(s)) => s.to_vec(),
+        Ok(None) => return Reply::Nil,
+        Err(e) => return e,
+    };
+    let when = match o.expire {
+        Some((arg, unit, rel)) => match expire_ms(ctx, arg, unit, rel, "getex") {
+            Ok(ms) => Some((ms, rel)),
+            Err(e) => return e,
+        },
+        None => None,
+    };
+    match when {
+        Some((ms, false)) if ctx.mode == super::ExpireMode::Master && ms <= ctx.now => {
+            super::keys::delete_expired_now(ctx, key);
+        }
+        Some((ms, _)) => {
+            ctx.set_expire(key, ms);
+            ctx.rewrite(vec![b"PEXPIREAT".to_vec(), key.to_vec(), ms.to_string().into_bytes()]);
+            ctx.signal_modified(key);
+            ctx.notify(notify::GENERIC, "expire", key);
+            ctx.dirty += 1;
+        }
+        None if o.persist && ctx.persist(key) => {
+            ctx.signal_modified(key);
+            ctx.rewrite(vec![b"PERSIST".to_vec(), key.to_vec()]);
+            ctx.notify(notify::GENERIC, "persist", key);
+            ctx.dirty += 1;
+        }
+        None => {}
+    }
+    Reply::Bulk(value)
+}
+
+fn mget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let out = a[1..]
+        .iter()
+        .map(|k| match ctx.lookup_read(k) {
+            Some(Value::Str(s)) => Reply::Bulk(s.to_vec()),
+            _ => Reply::Nil,
+        })
+        .collect();
+    Reply::Array(out)
+}
+
+fn mset_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], nx: bool) -> Reply {
+    if a.len().is_multiple_of(2) {
+        let name = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
+        return Reply::error(format!("ERR wrong number of arguments for '{name}' command"));
+    }
+    if nx && a[1..].iter().step_by(2).any(|k| ctx.lookup_write(k).is_some()) {
+        return Reply::Int(0);
+    }
+    for pair in a[1..].chunks(2) {
+        // setKey looks the key up for writing, so an expired one is deleted first.
+        ctx.expire_if_needed(&pair[0]);
+        ctx.db_set(&pair[0], Value::Str(Str::try_encode(&pair[1])), false);
+        ctx.notify(notify::STRING, "set", &pair[0]);
+    }
+    ctx.dirty += (a.len() / 2) as u64;
+    if nx {
+        Reply::Int(1)
+    } else {
+        Reply::ok()
+    }
+}
+
+fn mset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    mset_generic(ctx, a, false)
+}
+
+fn msetnx(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    mset_generic(ctx, a, true)
+}
+
+// ------------------------------------------------------------ APPEND and ranges
+
+/// Whether a string of `len + extra` bytes would pass proto-max-bulk-len.
+fn too_long(len: u64, extra: u64) -> bool {
+    len.checked_add(extra).is_none_or(|t| t > MAX_STRING)
+}
+
+fn append(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let total = match write_str(ctx, key) {
+        Err(e) => return e,
+        Ok(None) => {
+            let s = Str::try_encode(&a[2]);
+            let n = s.len();
+            ctx.db_add(key, Value::Str(s));
+            n
+        }
+        Ok(Some(s)) => {
+            if too_long(s.len() as u64, a[2].len() as u64) {
+                return Reply::err(TOO_BIG);
+            }
+            let raw = s.make_raw();
+            raw.extend_from_slice(&a[2]);
+            raw.len()
+        }
+    };
+    ctx.signal_modified(key);
+    ctx.notify(notify::STRING, "append", key);
+    ctx.dirty += 1;
+    Reply::Int(total as i64)
+}
+
+fn strlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => Reply::Int(s.len() as i64),
+        Ok(None) => Reply::Int(0),
+        Err(e) => e,
+    }
+}
+
+fn getrange(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let (mut start, mut end) = match (arg_i64(&a[2]), arg_i64(&a[3])) {
+        (Ok(s), Ok(e)) => (s, e),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let s = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => s.as_bytes(),
+        Ok(None) => return Reply::Bulk(Vec::new()),
+        Err(e) => return e,
+    };
+    let len = s.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        return Reply::Bulk(Vec::new());
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0).min(len - 1);
+    if start > end || len == 0 {
+        return Reply::Bulk(Vec::new());
+    }
+    Reply::bulk(&s[start as usize..=end as usize])
+}
+
+fn setrange(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let value = &a[3];
+    let offset = match arg_i64(&a[2]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    if offset < 0 {
+        return Reply::err("ERR offset is out of range");
+    }
+    let offset = offset as u64;
+    let total = match write_str(ctx, key) {
+        Err(e) => return e,
+        Ok(None) => {
+            if value.is_empty() {
+                return Reply::Int(0);
+            }
+            if too_long(offset, value.len() as u64) {
+                return Reply::err(TOO_BIG);
+            }
+            let mut raw = vec![0u8; offset as usize];
+            raw.extend_from_slice(value);
+            let n = raw.len();
+            ctx.db_add(key, Value::Str(Str::Raw(raw)));
+            n
+        }
+        Ok(Some(s)) => {
+            if value.is_empty() {
+                return Reply::Int(s.len() as i64);
+            }
+            if too_long(offset, value.len() as u64) {
+                return Reply::err(TOO_BIG);
+            }
+            let raw = s.make_raw();
+            let end = offset as usize + value.len();
+            if raw.len() < end {
+                raw.resize(end, 0);
+            }
+            raw[offset as usize..end].copy_from_slice(value);
+            raw.len()
+        }
+    };
+    ctx.signal_modified(key);
+    ctx.notify(notify::STRING, "setrange", key);
+    ctx.dirty += 1;
+    Reply::Int(total as i64)
+}
+
+// ------------------------------------------------------------ counters
+
+fn incr_generic(ctx: &mut Ctx<'_>, key: &[u8], by: i64) -> Reply {
+    let current = match write_str(ctx, key) {
+        Err(e) => return e,
+        Ok(None) => None,
+        Ok(Some(s)) => match s.as_i64() {
+            Some(v) => Some(v),
+            None => return Reply::not_integer(),
+        },
+    };
+    let Some(value) = current.unwrap_or(0).checked_add(by) else {
+        return Reply::err("ERR increment or decrement would overflow");
+    };
+    // dbOverwrite keeps the TTL.
+    ctx.db_set(key, Value::Str(Str::Int(value)), true);
+    ctx.notify(notify::STRING, "incrby", key);
+    ctx.dirty += 1;
+    Reply::Int(value)
+}
+
+fn incr(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    incr_generic(ctx, &a[1], 1)
+}
+
+fn decr(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    incr_generic(ctx, &a[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match arg_i64(&a[2]) {
+        Ok(by) => incr_generic(ctx, &a[1], by),
+        Err(e) => e,
+    }
+}
+
+fn decrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    match arg_i64(&a[2]) {
+        Ok(i64::MIN) => Reply::err("ERR decrement would overflow"),
+        Ok(by) => incr_generic(ctx, &a[1], -by),
+        Err(e) => e,
+    }
+}
+
+fn incrbyfloat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    // Each operand: Some(None) for an infinity, None when not a float.
+    let operand = |b: &[u8]| if LongDouble::is_infinity(b) { Some(None) } else { LongDouble::parse(b).map(Some) };
+    let current = match write_str(ctx, key) {
+        Err(e) => return e,
+        Ok(None) => Some(Some(LongDouble::ZERO)),
+        Ok(Some(Str::Int(i))) => Some(Some(LongDouble::from_i64(*i))),
+        Ok(Some(s)) => operand(&s.as_bytes()),
+    };
+    let (Some(current), Some(by)) = (current, operand(&a[2])) else {
+        return Reply::not_float();
+    };
+    let Some(sum) = current.zip(by).and_then(|(x, y)| x.add(&y)) else {
+        return Reply::err("ERR increment would produce NaN or Infinity");
+    };
+    let text = sum.to_human();
+    ctx.db_set(key, Value::Str(Str::plain(&text)), true);
+    ctx.notify(notify::STRING, "incrbyfloat", key);
+    ctx.dirty += 1;
+    ctx.rewrite(vec![b"SET".to_vec(), key.to_vec(), text.clone(), b"KEEPTTL".to_vec()]);
+    Reply::Bulk(text)
+}
+
+// ------------------------------------------------------------ bits
+
+/// A bit offset argument: a non-negative integer within proto-max-bulk-len bytes.
+fn bit_offset(b: &[u8]) -> Result<u64, Reply> {
+    match parse_i64(b) {
+        Some(v) if v >= 0 && ((v >> 3) as u64) < MAX_STRING => Ok(v as u64),
+        _ => Err(Reply::err("ERR bit offset is not an integer or out of range")),
+    }
+}
+
+fn setbit(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let offset = match bit_offset(&a[2]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let on = match parse_i64(&a[3]) {
+        Some(v @ (0 | 1)) => v == 1,
+        _ => return Reply::err("ERR bit is not an integer or out of range"),
+    };
+    let byte = (offset >> 3) as usize;
+    let bit = 7 - (offset & 7) as u8;
+    let (old, changed) = match write_str(ctx, key) {
+        Err(e) => return e,
+        Ok(None) => {
+            let mut raw = vec![0u8; byte + 1];
+            raw[byte] |= u8::from(on) << bit;
+            ctx.db_add(key, Value::Str(Str::Raw(raw)));
+            (false, true)
+        }
+        Ok(Some(s)) => {
+            let raw = s.make_raw();
+            let grown = raw.len() < byte + 1;
+            if grown {
+                raw.resize(byte + 1, 0);
+            }
+            let old = raw[byte] & (1 << bit) != 0;
+            raw[byte] = (raw[byte] & !(1 << bit)) | (u8::from(on) << bit);
+            (old, grown || old != on)
+        }
+    };
+    if changed {
+        ctx.signal_modified(key);
+        ctx.notify(notify::STRING, "setbit", key);
+        ctx.dirty += 1;
+    }
+    Reply::Int(i64::from(old))
+}
+
+fn getbit(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let offset = match bit_offset(&a[2]) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let s = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => s.as_bytes(),
+        Ok(None) => return Reply::Int(0),
+        Err(e) => return e,
+    };
+    let byte = (offset >> 3) as usize;
+    let bit = 7 - (offset & 7) as u8;
+    Reply::Int(i64::from(s.get(byte).is_some_and(|b| b & (1 << bit) != 0)))
+}
+
+fn bitcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let s = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => s.as_bytes().into_owned(),
+        Ok(None) => return Reply::Int(0),
+        Err(e) => return e,
+    };
+    let len = s.len() as i64;
+    let (mut start, mut end, mut first_mask, mut last_mask) = (0i64, len - 1, 0u8, 0u8);
+    match a.len() {
+        2 => {}
+        4 | 5 => {
+            (start, end) = match (arg_i64(&a[2]), arg_i64(&a[3])) {
+                (Ok(s), Ok(e)) => (s, e),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            if start < 0 && end < 0 && start > end {
+                return Reply::Int(0);
+            }
+            let is_bit = match a.get(4) {
+                None => false,
+                Some(u) if eq_ic(u, "bit") => true,
+                Some(u) if eq_ic(u, "byte") => false,
+                Some(_) => return Reply::syntax(),
+            };
+            let total = if is_bit { len << 3 } else { len };
+            if start < 0 {
+                start += total;
+            }
+            if end < 0 {
+                end += total;
+            }
+            start = start.max(0);
+            end = end.max(0).min(total - 1);
+            if is_bit && start <= end {
+                // Bits of the edge bytes outside the range are not counted.
+                first_mask = !((1u16 << (8 - (start & 7))) - 1) as u8;
+                last_mask = ((1u16 << (7 - (end & 7))) - 1) as u8;
+                start >>= 3;
+                end >>= 3;
+            }
+        }
+        _ => return Reply::syntax(),
+    }
+    if start > end {
+        return Reply::Int(0);
+    }
+    let bytes = &s[start as usize..=end as usize];
+    let mut count: i64 = bytes.iter().map(|b| i64::from(b.count_ones())).sum();
+    count -= i64::from((bytes[0] & first_mask).count_ones());
+    count -= i64::from((bytes[bytes.len() - 1] & last_mask).count_ones());
+    Reply::Int(count)
 }

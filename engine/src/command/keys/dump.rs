@@ -1,0 +1,136 @@
+//! DUMP and RESTORE: values as Redis 7.0 serializes them (RDB 10 payloads).
+
+use super::super::{arg_i64, eq_ic, notify, Ctx, Reply};
+use super::already_expired;
+use crate::format::crc::crc64;
+use crate::format::rdb::{dump_payload, read_dump_payload, Encoder, Family, Target};
+use crate::logical::Logical;
+use crate::value::Value;
+
+/// The newest RDB version Redis 7.0 restores.
+const RDB_VERSION: u16 = 10;
+
+fn encoder(ctx: &Ctx<'_>) -> Encoder {
+    let mut enc = Encoder::new(Target::Redis70);
+    let l = &ctx.cfg.limits;
+    enc.limits.hash_entries = l.hash_max_listpack_entries;
+    enc.limits.hash_value = l.hash_max_listpack_value;
+    enc.limits.zset_entries = l.zset_max_listpack_entries;
+    enc.limits.zset_value = l.zset_max_listpack_value;
+    enc.limits.intset_entries = l.set_max_intset_entries;
+    enc
+}
+
+pub fn dump(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let Some(logical) = ctx.lookup_read(&a[1]).map(|v| v.to_logical()) else {
+        return Reply::Nil;
+    };
+    Reply::Bulk(dump_payload(&encoder(ctx), &logical, &mut Vec::new()))
+}
+
+/// verifyDumpPayload: a footer with a version Redis 7.0 knows and a matching CRC-64.
+fn payload_ok(p: &[u8]) -> bool {
+    if p.len() < 10 {
+        return false;
+    }
+    let n = p.len();
+    let version = u16::from_le_bytes([p[n - 10], p[n - 9]]);
+    let mut crc = [0u8; 8];
+    crc.copy_from_slice(&p[n - 8..]);
+    version <= RDB_VERSION && u64::from_le_bytes(crc) == crc64(&p[..n - 8])
+}
+
+fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Option<Value> {
+    let v = read_dump_payload(p, Family::Redis).ok()?;
+    let logical = Logical::from_value(&v).ok()?;
+    Value::from_logical(&logical, &ctx.cfg.limits).ok()
+}
+
+pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let key = &a[1];
+    let (mut replace, mut absttl) = (false, false);
+    let (mut idle, mut freq): (Option<i64>, Option<i64>) = (None, None);
+    let mut j = 4;
+    while j < a.len() {
+        let more = j + 1 < a.len();
+        if eq_ic(&a[j], "replace") {
+            replace = true;
+        } else if eq_ic(&a[j], "absttl") {
+            absttl = true;
+        } else if eq_ic(&a[j], "idletime") && more && freq.is_none() {
+            let v = match arg_i64(&a[j + 1]) {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            if v < 0 {
+                return Reply::err("ERR Invalid IDLETIME value, must be >= 0");
+            }
+            idle = Some(v);
+            j += 1;
+        } else if eq_ic(&a[j], "freq") && more && idle.is_none() {
+            let v = match arg_i64(&a[j + 1]) {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            if !(0..=255).contains(&v) {
+                return Reply::err("ERR Invalid FREQ value, must be >= 0 and <= 255");
+            }
+            freq = Some(v);
+            j += 1;
+        } else {
+            return Reply::syntax();
+        }
+        j += 1;
+    }
+    if !replace && ctx.lookup_write(key).is_some() {
+        return Reply::err("BUSYKEY Target key name already exists.");
+    }
+    let mut ttl = match arg_i64(&a[2]) {
+        Ok(t) => t,
+        Err(e) => return e,
+    };
+    if ttl < 0 {
+        return Reply::err("ERR Invalid TTL value, must be >= 0");
+    }
+    if !payload_ok(&a[3]) {
+        return Reply::err("ERR DUMP payload version or checksum are wrong");
+    }
+    let Some(value) = decode(ctx, &a[3]) else {
+        return Reply::err("ERR Bad data format");
+    };
+    // REPLACE deletes whatever is there, expired or not, as Redis's dbDelete.
+    let deleted = replace && ctx.db_delete(key);
+    if ttl != 0 && !absttl {
+        ttl = ttl.saturating_add(ctx.now);
+    }
+    if ttl != 0 && already_expired(ctx, ttl) {
+        if deleted {
+            ctx.rewrite(vec![b"DEL".to_vec(), key.to_vec()]);
+            ctx.notify(notify::GENERIC, "del", key);
+            ctx.dirty += 1;
+        }
+        return Reply::ok();
+    }
+    ctx.db_add(key, value);
+    if ttl != 0 {
+        ctx.set_expire(key, ttl);
+        if !absttl {
+            let mut argv = a.to_vec();
+            argv[2] = ttl.to_string().into_bytes();
+            argv.push(b"ABSTTL".to_vec());
+            ctx.rewrite(argv);
+        }
+    }
+    if let Some(secs) = idle {
+        // The LRU clock counts seconds in 24 bits.
+        let back = u32::try_from(secs.min(i64::from(crate::keyspace::LRU_MAX))).unwrap_or(0);
+        let lru = ctx.lru.wrapping_sub(back) & crate::keyspace::LRU_MAX;
+        let db = ctx.db;
+        if let Some(s) = ctx.ks.dbs[db].get_mut(key) {
+            s.lru = lru;
+        }
+    }
+    ctx.notify(notify::GENERIC, "restore", key);
+    ctx.dirty += 1;
+    Reply::ok()
+}
