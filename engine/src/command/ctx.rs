@@ -258,6 +258,9 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn db_set_in(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) {
+        // setKey looks the key up for writing first: an expired one is deleted (and its
+        // DEL propagated) before the new value goes in.
+        self.expire_if_needed_in(db, key);
         let lru = self.lru;
         self.ks.dbs[db].set(key, value, keep_ttl, lru);
         self.signal_modified_in(db, key);

@@ -505,8 +505,9 @@ fn store(ctx: &mut Ctx<'_>, a: &[Vec<u8>], op: SetOp) -> Reply {
         ctx.db_set(dst, Value::Set(Box::new(result)), false);
         ctx.notify(notify::SET, op.store_event(), dst);
         ctx.dirty += 1;
-    } else if ctx.exists(dst) {
-        ctx.db_delete(dst);
+    } else if ctx.db_delete(dst) {
+        // Redis deletes the destination without an expiry check (dbDelete), so an expired
+        // destination counts as a change and the command itself is propagated.
         ctx.notify(notify::GENERIC, "del", dst);
         ctx.dirty += 1;
     }

@@ -642,8 +642,8 @@ fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], z: Zset, event: &'static str) -> 
         ctx.db_set(dst, Value::Zset(Box::new(z)), false);
         ctx.notify(notify::ZSET, event, dst);
         ctx.dirty += 1;
-    } else if ctx.exists(dst) {
-        ctx.db_delete(dst);
+    } else if ctx.db_delete(dst) {
+        // As Redis's dbDelete: no expiry check, so an expired destination is a change.
         ctx.notify(notify::GENERIC, "del", dst);
         ctx.dirty += 1;
     }
