@@ -179,16 +179,22 @@ impl Engine {
 
     /// One active expiry cycle; each expired key propagates its DEL on its own.
     pub fn active_expire_cycle(&mut self) -> CycleReport {
+        self.active_expire_cycle_collect().0
+    }
+
+    /// [`Engine::active_expire_cycle`], also returning what was written, unit by unit.
+    pub fn active_expire_cycle_collect(&mut self) -> (CycleReport, Vec<Vec<(usize, Argv)>>) {
         let now = self.clock.now_ms();
         let mut gone = Vec::new();
         let rep = self.cycle.run(&mut self.ks, now, |db, slot| gone.push((db, slot.key)));
+        let mut units = Vec::with_capacity(gone.len());
         for (db, key) in gone {
             let mut ctx =
                 Ctx::new(&mut self.ks, &self.cfg, db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);
             ctx.expired_deleted(db, &key);
-            self.flush();
+            units.push(self.flush_collect());
         }
-        rep
+        (rep, units)
     }
 }
 

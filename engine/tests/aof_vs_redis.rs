@@ -101,15 +101,11 @@ fn run_script(name: &str, text: &str) -> Vec<String> {
             redis.call_str(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
             std::thread::sleep(Duration::from_millis(ms.trim().parse().expect("active-expire MS")));
             redis.call_str(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
-            // The cycle itself, so that its DELs are seen here (Engine::active_expire_cycle
-            // hands them to the engine's own persistence).
-            let now = engine.clock.now_ms();
-            let del: &[u8] = if engine.cfg.lazyfree_lazy_expire { b"UNLINK" } else { b"DEL" };
             for _ in 0..1000 {
-                let mut gone = Vec::new();
-                let rep = engine.cycle.run(&mut engine.ks, now, |db, slot| gone.push((db, slot.key.to_vec())));
-                for (db, key) in gone {
-                    feed.unit(&mut ours, &[(db, vec![del.to_vec(), key])], now);
+                let now = engine.clock.now_ms();
+                let (rep, units) = engine.active_expire_cycle_collect();
+                for unit in units {
+                    feed.unit(&mut ours, &unit, now);
                 }
                 if rep.expired == 0 {
                     break;

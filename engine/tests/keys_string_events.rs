@@ -6,7 +6,8 @@ use ferrokv::{Config, Engine, Session};
 /// One event: class, name, database, key.
 type Fired = (u32, &'static str, usize, String);
 
-fn run(engine: &mut Engine, sess: &mut Session, line: &str) -> Vec<Fired> {
+/// The events of one command, `new` (key creation) events left out unless `with_new`.
+fn run_with(engine: &mut Engine, sess: &mut Session, line: &str, with_new: bool) -> Vec<Fired> {
     let argv = ferrokv_testkit::split_args(line).expect("a command line");
     engine.fx.events.clear();
     engine.execute(sess, &argv);
@@ -14,8 +15,28 @@ fn run(engine: &mut Engine, sess: &mut Session, line: &str) -> Vec<Fired> {
         .fx
         .events
         .drain(..)
+        .filter(|e| with_new || e.class != notify::NEW)
         .map(|Event { class, name, db, key }| (class, name, db, String::from_utf8_lossy(&key).into_owned()))
         .collect()
+}
+
+fn run(engine: &mut Engine, sess: &mut Session, line: &str) -> Vec<Fired> {
+    run_with(engine, sess, line, false)
+}
+
+#[test]
+fn creating_a_key_fires_new_before_the_command_event() {
+    let mut e = Engine::in_memory(Config::default());
+    e.fx.track_events = true;
+    let mut s = Session::default();
+    let (n, st, l) = (notify::NEW, notify::STRING, notify::LIST);
+    assert_eq!(run_with(&mut e, &mut s, "SET a 1", true), vec![(n, "new", 0, "a".into()), (st, "set", 0, "a".into())]);
+    assert_eq!(run_with(&mut e, &mut s, "SET a 2", true), vec![(st, "set", 0, "a".into())]);
+    assert_eq!(
+        run_with(&mut e, &mut s, "RPUSH q x", true),
+        vec![(n, "new", 0, "q".into()), (l, "rpush", 0, "q".into())]
+    );
+    assert_eq!(run_with(&mut e, &mut s, "RPUSH q y", true), vec![(l, "rpush", 0, "q".into())]);
 }
 
 #[test]

@@ -249,6 +249,7 @@ impl<'a> Ctx<'a> {
         let lru = self.lru;
         self.ks.dbs[db].add(key, value, lru);
         self.signal_modified(key);
+        self.notify(notify::NEW, "new", key);
     }
 
     /// Store a value, replacing any (setKey): the TTL is dropped unless `keep_ttl`.
@@ -262,8 +263,12 @@ impl<'a> Ctx<'a> {
         // DEL propagated) before the new value goes in.
         self.expire_if_needed_in(db, key);
         let lru = self.lru;
+        let new = self.ks.dbs[db].find(key).is_none();
         self.ks.dbs[db].set(key, value, keep_ttl, lru);
         self.signal_modified_in(db, key);
+        if new {
+            self.notify_in(db, notify::NEW, "new", key);
+        }
     }
 
     /// Delete a key (no expiry check: callers look it up first); true when it was there.
@@ -288,9 +293,13 @@ impl<'a> Ctx<'a> {
         let d = &mut self.ks.dbs[db];
         let pos = match d.find(key) {
             Some(p) => p,
-            None => d.add(key, make(), lru),
+            None => {
+                let p = d.add(key, make(), lru);
+                self.notify_in(db, notify::NEW, "new", key);
+                p
+            }
         };
-        let s = d.slot_mut(pos);
+        let s = self.ks.dbs[db].slot_mut(pos);
         s.lru = lru;
         &mut s.value
     }

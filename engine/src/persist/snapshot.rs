@@ -35,7 +35,7 @@ pub fn write_rdb<W: Write>(w: W, ks: &Keyspace, cfg: &Config, now_ms: i64, aof_b
         }
         rdb.select_db(i as u64, Some((db.len() as u64, db.volatile_len() as u64)))?;
         for slot in db.slots() {
-            rdb.key(&slot.key, slot.expire_ms(), None, None, &slot.value.to_logical(), &mut losses)?;
+            rdb.key(&slot.key, slot.expire_ms(), None, None, &slot.value.to_logical_in_order(), &mut losses)?;
             if let Some(l) = losses.pop() {
                 return Err(io::Error::new(io::ErrorKind::InvalidData, l.what));
             }

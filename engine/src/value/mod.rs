@@ -126,24 +126,30 @@ impl Value {
         self.len() == 0
     }
 
-    /// The canonical, encoding-free view (for snapshots, DUMP, diff).
+    /// The canonical, encoding-free view (for comparing): set members and hash fields
+    /// sorted.
     pub fn to_logical(&self) -> Logical {
+        let mut l = self.to_logical_in_order();
+        match &mut l {
+            Logical::Hash(v) => v.sort_by(|a, b| a.field.cmp(&b.field)),
+            Logical::Set(v) => v.sort(),
+            _ => {}
+        }
+        l
+    }
+
+    /// The value with its elements in memory order (for encoders: DUMP payloads and RDB
+    /// files then hold a small hash or set in the order Redis's listpack would).
+    pub fn to_logical_in_order(&self) -> Logical {
         match self {
             Value::Str(s) => Logical::String(s.to_vec()),
             Value::List(l) => Logical::List(l.iter().map(|e| e.to_vec()).collect()),
-            Value::Hash(h) => {
-                let mut v: Vec<_> = h
-                    .iter()
+            Value::Hash(h) => Logical::Hash(
+                h.iter()
                     .map(|(f, v)| crate::logical::Field { field: f.to_vec(), value: v.to_vec(), expire_ms: None })
-                    .collect();
-                v.sort_by(|a, b| a.field.cmp(&b.field));
-                Logical::Hash(v)
-            }
-            Value::Set(s) => {
-                let mut v = s.members();
-                v.sort();
-                Logical::Set(v)
-            }
+                    .collect(),
+            ),
+            Value::Set(s) => Logical::Set(s.members()),
             Value::Zset(z) => Logical::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
             Value::Stream(s) => Logical::Stream(s.clone()),
         }

@@ -22,7 +22,7 @@ fn encoder(ctx: &Ctx<'_>) -> Encoder {
 }
 
 pub fn dump(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    let Some(logical) = ctx.lookup_read(&a[1]).map(|v| v.to_logical()) else {
+    let Some(logical) = ctx.lookup_read(&a[1]).map(|v| v.to_logical_in_order()) else {
         return Reply::Nil;
     };
     Reply::Bulk(dump_payload(&encoder(ctx), &logical, &mut Vec::new()))
