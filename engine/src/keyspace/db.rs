@@ -110,6 +110,26 @@ impl Db {
         pos
     }
 
+    /// Add `key` unless it is already there (one hash lookup); its position, or None.
+    pub fn add_new(&mut self, key: &[u8], value: Value, lru: u32) -> Option<usize> {
+        let pos = self.slots.len();
+        let h = self.hash(key);
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        match self.index.entry(
+            h,
+            |&i| slots[i as usize].key.as_slice() == key,
+            |&i| hasher.hash_one(slots[i as usize].key.as_slice()),
+        ) {
+            hashbrown::hash_table::Entry::Occupied(_) => return None,
+            hashbrown::hash_table::Entry::Vacant(v) => {
+                v.insert(pos as u32);
+            }
+        }
+        self.slots.push(Slot { key: crate::value::sds(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
+        Some(pos)
+    }
+
     /// Store `value` under `key`: replace the value of an existing key (dropping its TTL
     /// unless `keep_ttl`), or add the key. Returns its position.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool, lru: u32) -> usize {

@@ -13,6 +13,8 @@
 
 use std::fs::{self, OpenOptions};
 use std::path::Path;
+use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
 
 use super::aof::{persist_manifest, Aof};
 use super::manifest::{manifest_name, AofInfo, FileKind, Manifest};
@@ -20,7 +22,7 @@ use super::PersistError;
 use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
 use crate::config::Config;
 use crate::engine::{Engine, Session};
-use crate::format::rdb::{RdbReader, Record};
+use crate::format::rdb::{KeyRecord, RdbError, RdbReader, Record};
 use crate::keyspace::{Keyspace, LRU_MAX};
 use crate::logical::Logical;
 use crate::source::Source;
@@ -53,9 +55,108 @@ fn load_dump(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
     Ok(None)
 }
 
+/// A key decoded into an engine value, off the reading thread.
+struct Decoded {
+    offset: usize,
+    db: u64,
+    key: Vec<u8>,
+    value: Value,
+    expire_ms: Option<i64>,
+    lru: u32,
+}
+
+/// Input bytes per batch handed to a decoding thread.
+const BATCH_BYTES: usize = 1 << 20;
+
+/// Decoding threads besides the reading one: one per further core (`FERROKV_THREADS`
+/// overrides the core count, as in the tools; 1 decodes on the reading thread).
+fn decode_threads() -> usize {
+    let cores = std::env::var("FERROKV_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    cores.saturating_sub(1).min(8)
+}
+
+fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded, PersistError> {
+    let key = k.key.to_bytes().to_vec();
+    let unsupported = |what: String| PersistError::Unsupported {
+        path: path.to_path_buf(),
+        offset: k.offset,
+        db: k.db,
+        key: key.clone(),
+        what,
+    };
+    if !k.meta.is_empty() {
+        return Err(unsupported("key metadata is not supported".into()));
+    }
+    let logical = Logical::from_record(k)
+        .map_err(|err| PersistError::Rdb { path: path.to_path_buf(), source: RdbError::in_key(err, k) })?;
+    let value = Value::from_logical_owned(logical, limits).map_err(unsupported)?;
+    let lru = k.idle.map_or(0, |idle| (LRU_MAX as u64).saturating_sub(idle.min(LRU_MAX as u64)) as u32);
+    Ok(Decoded { offset: k.offset, db: k.db, key, value, expire_ms: k.expire_ms, lru })
+}
+
+fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<(), PersistError> {
+    let db = &mut ks.dbs[d.db as usize];
+    let Some(pos) = db.add_new(&d.key, d.value, d.lru) else {
+        return Err(PersistError::Unsupported {
+            path: path.to_path_buf(),
+            offset: d.offset,
+            db: d.db,
+            key: d.key,
+            what: "duplicate key".into(),
+        });
+    };
+    if let Some(t) = d.expire_ms {
+        db.set_expire_at(pos, t);
+    }
+    Ok(())
+}
+
+type BatchResult = Result<Vec<Decoded>, PersistError>;
+
+/// Batches being decoded, oldest first: the offset of their first key and where their
+/// result arrives.
+struct InFlight {
+    queue: std::collections::VecDeque<(usize, Receiver<BatchResult>)>,
+}
+
+impl InFlight {
+    /// Insert finished batches in file order; with `wait`, wait for all of them.
+    fn drain(&mut self, ks: &mut Keyspace, src: &Source, path: &Path, wait: bool) -> Result<(), PersistError> {
+        while let Some((_, rx)) = self.queue.front() {
+            let result = if wait {
+                rx.recv().map_err(|_| PersistError::State("a loading thread stopped".into()))?
+            } else {
+                match rx.try_recv() {
+                    Ok(r) => r,
+                    Err(TryRecvError::Empty) => return Ok(()),
+                    Err(TryRecvError::Disconnected) => {
+                        return Err(PersistError::State("a loading thread stopped".into()))
+                    }
+                }
+            };
+            self.queue.pop_front();
+            for d in result? {
+                insert(ks, d, path)?;
+            }
+            if let Some((first, _)) = self.queue.front() {
+                src.release_before(*first);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Read the RDB at the start of `src` into `ks`; keys expired before `skip_expired_before`
-/// are left out. Returns the offset just past the checksum. Mapped pages already read are
-/// released as loading goes, so the file does not add to the peak RSS.
+/// are left out. Returns the offset just past the checksum.
+///
+/// This thread walks the records and inserts keys; values are decoded on the other cores
+/// in batches of about 1 MiB of input, inserted in file order, so the first error in the
+/// file is the one reported. Mapped pages already decoded are released as loading goes,
+/// so the file does not add to the peak RSS.
 pub fn load_rdb(
     ks: &mut Keyspace,
     src: &Source,
@@ -63,8 +164,53 @@ pub fn load_rdb(
     limits: &Limits,
     skip_expired_before: Option<i64>,
 ) -> Result<usize, PersistError> {
+    let threads = decode_threads();
+    std::thread::scope(|scope| {
+        let (job_tx, job_rx) = sync_channel::<(Vec<KeyRecord<'_>>, Sender<BatchResult>)>(threads * 2);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        for _ in 0..threads {
+            let job_rx = Arc::clone(&job_rx);
+            scope.spawn(move || loop {
+                let job = match job_rx.lock() {
+                    Ok(rx) => rx.recv(),
+                    Err(_) => return,
+                };
+                let Ok((records, out)) = job else { return };
+                let _ = out.send(records.iter().map(|k| decode_key(k, path, limits)).collect());
+            });
+        }
+        let mut flight = InFlight { queue: Default::default() };
+        let r = read_records(ks, src, path, limits, skip_expired_before, threads, &job_tx, &mut flight);
+        drop(job_tx);
+        // Earlier keys' errors win over a later structural one.
+        flight.drain(ks, src, path, true)?;
+        r
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_records<'a>(
+    ks: &mut Keyspace,
+    src: &'a Source,
+    path: &Path,
+    limits: &Limits,
+    skip_expired_before: Option<i64>,
+    threads: usize,
+    jobs: &SyncSender<(Vec<KeyRecord<'a>>, Sender<BatchResult>)>,
+    flight: &mut InFlight,
+) -> Result<usize, PersistError> {
     let rdb_err = |source| PersistError::Rdb { path: path.to_path_buf(), source };
     let reader = RdbReader::new(src).map_err(rdb_err)?;
+    let mut batch: Vec<KeyRecord<'a>> = Vec::new();
+    let mut batch_bytes = 0;
+    let submit = |batch: &mut Vec<KeyRecord<'a>>, flight: &mut InFlight| -> Result<(), PersistError> {
+        let Some(first) = batch.first().map(|k| k.offset) else { return Ok(()) };
+        let (tx, rx) = channel();
+        jobs.send((std::mem::take(batch), tx))
+            .map_err(|_| PersistError::State("the loading threads stopped".into()))?;
+        flight.queue.push_back((first, rx));
+        Ok(())
+    };
     let mut db = 0usize;
     for rec in reader {
         match rec.map_err(rdb_err)? {
@@ -80,37 +226,28 @@ pub fn load_rdb(
             }
             Record::ResizeDb { db_size, .. } => ks.dbs[db].reserve(db_size.min(1 << 24) as usize),
             Record::Key(k) => {
-                src.release_before(k.offset);
-                let key = k.key.to_bytes();
-                let unsupported = |what: String| PersistError::Unsupported {
-                    path: path.to_path_buf(),
-                    offset: k.offset,
-                    db: k.db,
-                    key: key.to_vec(),
-                    what,
-                };
                 if let (Some(t), Some(now)) = (k.expire_ms, skip_expired_before) {
                     if t < now {
                         continue;
                     }
                 }
-                let logical =
-                    Logical::from_record(&k).map_err(|err| rdb_err(crate::format::rdb::RdbError::in_key(err, &k)))?;
-                let value = Value::from_logical(&logical, limits).map_err(unsupported)?;
-                if !k.meta.is_empty() {
-                    return Err(unsupported("key metadata is not supported".into()));
+                if threads == 0 {
+                    src.release_before(k.offset);
+                    insert(ks, decode_key(&k, path, limits)?, path)?;
+                    continue;
                 }
-                let d = &mut ks.dbs[db];
-                if d.find(&key).is_some() {
-                    return Err(unsupported("duplicate key".into()));
-                }
-                let lru = k.idle.map_or(0, |idle| (LRU_MAX as u64).saturating_sub(idle.min(LRU_MAX as u64)) as u32);
-                let pos = d.add(&key, value, lru);
-                if let Some(t) = k.expire_ms {
-                    d.set_expire_at(pos, t);
+                batch_bytes += k.end - k.offset;
+                batch.push(*k);
+                if batch_bytes >= BATCH_BYTES {
+                    batch_bytes = 0;
+                    submit(&mut batch, flight)?;
+                    flight.drain(ks, src, path, false)?;
                 }
             }
-            Record::Eof { end, .. } => return Ok(end),
+            Record::Eof { end, .. } => {
+                submit(&mut batch, flight)?;
+                return Ok(end);
+            }
             Record::Function { .. } | Record::FunctionPreGa { .. } => {
                 return Err(PersistError::State(format!(
                     "{}: the file holds a function library; functions are not supported",
@@ -126,7 +263,7 @@ pub fn load_rdb(
             Record::Aux { .. } | Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
         }
     }
-    Err(rdb_err(crate::format::rdb::RdbError::at(src.len(), "the RDB ends without an EOF record")))
+    Err(rdb_err(RdbError::at(src.len(), "the RDB ends without an EOF record")))
 }
 
 /// The AOF directory: manifest, upgrade of an old single-file AOF, then every file.

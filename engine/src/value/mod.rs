@@ -155,6 +155,16 @@ impl Value {
         }
     }
 
+    /// [`Value::from_logical`] taking ownership, so long strings and streams move instead
+    /// of being copied (loading).
+    pub fn from_logical_owned(v: Logical, limits: &Limits) -> Result<Value, String> {
+        match v {
+            Logical::String(b) if b.len() > str::EMBSTR_MAX => Ok(Value::Str(Str::Raw(b))),
+            Logical::Stream(s) => Ok(Value::Stream(s)),
+            other => Value::from_logical(&other, limits),
+        }
+    }
+
     /// Build a value from its canonical view, in the encoding `limits` call for. Module
     /// values and hash field TTLs (Redis 7.4) cannot be held and are refused.
     pub fn from_logical(v: &Logical, limits: &Limits) -> Result<Value, String> {
