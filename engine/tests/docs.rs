@@ -1,0 +1,26 @@
+//! docs/commands.md lists exactly the commands of the table, with their arity.
+
+#[test]
+fn commands_doc_lists_every_command_of_the_table() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/commands.md");
+    let doc = std::fs::read_to_string(&path).expect("docs/commands.md");
+    let mut listed = std::collections::BTreeMap::new();
+    for line in doc.lines() {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        if cells.len() > 3 {
+            if let Some(name) = cells[1].strip_prefix('`').and_then(|c| c.strip_suffix('`')) {
+                listed.insert(name.to_ascii_lowercase(), cells[2].to_string());
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    for spec in ferrokv::command::specs() {
+        match listed.remove(spec.name) {
+            Some(arity) if arity == spec.arity.to_string() => {}
+            Some(arity) => missing.push(format!("{} arity {} (doc says {arity})", spec.name, spec.arity)),
+            None => missing.push(format!("{} not listed", spec.name)),
+        }
+    }
+    assert!(missing.is_empty(), "docs/commands.md is out of date: {missing:?}");
+    assert!(listed.is_empty(), "docs/commands.md lists commands the engine lacks: {:?}", listed.keys());
+}
