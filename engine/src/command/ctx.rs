@@ -14,7 +14,8 @@ pub enum ExpireMode {
     Master,
     /// Never expired (loading an AOF: the log carries the DELs).
     Loading,
-    /// Reported missing but kept (a replica waits for its master's DEL).
+    /// Reads see an expired key as missing but it is kept; writes (which on a replica come
+    /// from its master) see it as it is. The master's DEL removes it.
     Replica,
 }
 
@@ -176,6 +177,14 @@ impl<'a> Ctx<'a> {
         true
     }
 
+    /// The expiry check of a write lookup: as a read on a master; nothing on a replica,
+    /// whose writes come from its master.
+    fn expire_for_write(&mut self, db: usize, key: &[u8]) {
+        if self.mode == ExpireMode::Master {
+            self.expire_if_needed_in(db, key);
+        }
+    }
+
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let db = self.db;
         self.expire_if_needed_in(db, key)
@@ -199,9 +208,9 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn lookup_read_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
-        self.expire_if_needed_in(db, key);
+        let expired = self.expire_if_needed_in(db, key);
         let lru = self.lru;
-        match self.ks.dbs[db].get_mut(key) {
+        match self.ks.dbs[db].get_mut(key).filter(|_| !expired) {
             Some(s) => {
                 self.stats.keyspace_hits += 1;
                 s.lru = lru;
@@ -221,7 +230,7 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
-        self.expire_if_needed_in(db, key);
+        self.expire_for_write(db, key);
         let lru = self.lru;
         self.ks.dbs[db].get_mut(key).map(|s| {
             s.lru = lru;
@@ -232,8 +241,8 @@ impl<'a> Ctx<'a> {
     /// Look a key up without touching LRU or stats (TYPE-like and OBJECT lookups still expire).
     pub fn lookup_slot(&mut self, key: &[u8]) -> Option<&Slot> {
         let db = self.db;
-        self.expire_if_needed_in(db, key);
-        self.ks.dbs[db].get(key)
+        let expired = self.expire_if_needed_in(db, key);
+        self.ks.dbs[db].get(key).filter(|_| !expired)
     }
 
     /// Whether `key` exists (after the expiry check).
@@ -261,7 +270,7 @@ impl<'a> Ctx<'a> {
     pub fn db_set_in(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) {
         // setKey looks the key up for writing first: an expired one is deleted (and its
         // DEL propagated) before the new value goes in.
-        self.expire_if_needed_in(db, key);
+        self.expire_for_write(db, key);
         let lru = self.lru;
         let new = self.ks.dbs[db].find(key).is_none();
         self.ks.dbs[db].set(key, value, keep_ttl, lru);
@@ -288,7 +297,7 @@ impl<'a> Ctx<'a> {
     /// Get the value at `key` for writing, creating it with `make` when missing.
     pub fn lookup_write_or_insert(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Value {
         let db = self.db;
-        self.expire_if_needed_in(db, key);
+        self.expire_for_write(db, key);
         let lru = self.lru;
         let d = &mut self.ks.dbs[db];
         let pos = match d.find(key) {
