@@ -1,11 +1,9 @@
 //! String commands.
 
-mod long_double;
-
 use super::flags::*;
+use super::long_double::LongDouble;
 use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
 use crate::value::{Str, Value};
-use long_double::LongDouble;
 
 pub const SPECS: &[Spec] = &[
     Spec::new("get", 2, READONLY | FAST, (1, 1, 1), get),
@@ -497,21 +495,19 @@ fn decrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 fn incrbyfloat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
-    // Each operand: Some(None) for an infinity, None when not a float.
-    let operand = |b: &[u8]| if LongDouble::is_infinity(b) { Some(None) } else { LongDouble::parse(b).map(Some) };
     let current = match write_str(ctx, key) {
         Err(e) => return e,
-        Ok(None) => Some(Some(LongDouble::ZERO)),
-        Ok(Some(Str::Int(i))) => Some(Some(LongDouble::from_i64(*i))),
-        Ok(Some(s)) => operand(&s.as_bytes()),
+        Ok(None) => Some(LongDouble::ZERO),
+        Ok(Some(s)) => LongDouble::parse(&s.as_bytes()),
     };
-    let (Some(current), Some(by)) = (current, operand(&a[2])) else {
+    let (Some(current), Some(by)) = (current, LongDouble::parse(&a[2])) else {
         return Reply::not_float();
     };
-    let Some(sum) = current.zip(by).and_then(|(x, y)| x.add(&y)) else {
+    let sum = current + by;
+    if !sum.is_finite() {
         return Reply::err("ERR increment would produce NaN or Infinity");
-    };
-    let text = sum.to_human();
+    }
+    let text = sum.to_human().into_bytes();
     ctx.db_set(key, Value::Str(Str::plain(&text)), true);
     ctx.notify(notify::STRING, "incrbyfloat", key);
     ctx.dirty += 1;
