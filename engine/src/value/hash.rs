@@ -154,14 +154,16 @@ mod tests {
     #[test]
     fn converts_at_the_entry_limit_and_never_back() {
         let mut h = Hash::default();
-        for i in 0..128 {
+        let max = limits().hash_max_listpack_entries;
+        assert_eq!(max, 512, "Redis 7.0's default");
+        for i in 0..max {
             assert!(h.insert(format!("f{i}").as_bytes(), b"v", &limits()));
         }
         assert_eq!(h.encoding(), "listpack");
         assert!(h.insert(b"one-more", b"v", &limits()));
         assert_eq!(h.encoding(), "hashtable");
-        assert_eq!(h.len(), 129);
-        for i in 0..128 {
+        assert_eq!(h.len(), max + 1);
+        for i in 0..max {
             assert!(h.remove(format!("f{i}").as_bytes()));
         }
         assert_eq!(h.encoding(), "hashtable");
