@@ -133,7 +133,7 @@ impl<W: Write> RespBaseWriter<W> {
     pub fn value(&mut self, key: &[u8], v: &Value, expire_ms: Option<i64>) -> io::Result<()> {
         match v {
             Value::Str(s) => self.string(key, &s.as_bytes())?,
-            Value::List(l) => self.list(key, l.items.iter().map(|e| e.as_slice()))?,
+            Value::List(l) => self.list(key, l.iter())?,
             Value::Set(s) => {
                 let members = s.members();
                 self.set(key, members.iter().map(Vec::as_slice))?

@@ -160,7 +160,7 @@ impl Value {
     pub fn from_logical(v: &Logical, limits: &Limits) -> Result<Value, String> {
         Ok(match v {
             Logical::String(b) => Value::Str(Str::from_loaded(b)),
-            Logical::List(items) => Value::List(Box::new(List::from_items(items.iter().map(|e| sds(e))))),
+            Logical::List(items) => Value::List(Box::new(List::from_items(items))),
             Logical::Hash(fields) => {
                 if fields.iter().any(|f| f.expire_ms.is_some()) {
                     return Err("hash field TTLs are not supported".into());
