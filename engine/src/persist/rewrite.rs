@@ -143,7 +143,7 @@ impl<W: Write> RespBaseWriter<W> {
                 self.zset(key, items.into_iter())?
             }
             Value::Hash(h) => {
-                let fields: Vec<(&[u8], &[u8])> = h.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+                let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
                 self.hash(key, fields.into_iter())?
             }
             Value::Stream(st) => return self.logical(key, &Logical::Stream(st.clone()), expire_ms),

@@ -2,13 +2,81 @@
 //! once a count or a length passes `hash-max-listpack-entries` / `-value`. Redis never
 //! converts back.
 
-use indexmap::IndexMap;
+use std::borrow::Borrow;
+use std::hash::Hasher;
 
-use super::{sds, Limits, Sds};
+use indexmap::IndexSet;
 
-pub type Table = IndexMap<Sds, Sds, foldhash::fast::RandomState>;
+use super::{sds, varint, Limits, Sds};
 
-#[derive(Debug, Clone, PartialEq)]
+/// A hashtable's pairs, addressed by field; positions serve HSCAN and HRANDFIELD.
+pub type Table = IndexSet<Pair, foldhash::fast::RandomState>;
+
+/// One field and its value in a single allocation: the field's length (varint), the
+/// field, the value. Equality and hashing look at the field only, so a table of pairs is
+/// a map from fields, searchable by `&[u8]` through `Borrow`.
+#[derive(Clone)]
+pub struct Pair(Box<[u8]>);
+
+impl Pair {
+    pub fn new(field: &[u8], value: &[u8]) -> Pair {
+        let head = varint::len(field.len());
+        let mut b = vec![0u8; head + field.len() + value.len()];
+        varint::write(&mut b, field.len());
+        b[head..head + field.len()].copy_from_slice(field);
+        b[head + field.len()..].copy_from_slice(value);
+        Pair(b.into_boxed_slice())
+    }
+
+    fn value_start(&self) -> usize {
+        let (n, head) = varint::read(&self.0);
+        head + n
+    }
+
+    pub fn field(&self) -> &[u8] {
+        let (n, head) = varint::read(&self.0);
+        &self.0[head..head + n]
+    }
+
+    pub fn value(&self) -> &[u8] {
+        &self.0[self.value_start()..]
+    }
+
+    pub fn parts(&self) -> (&[u8], &[u8]) {
+        let (n, head) = varint::read(&self.0);
+        (&self.0[head..head + n], &self.0[head + n..])
+    }
+}
+
+impl PartialEq for Pair {
+    fn eq(&self, other: &Pair) -> bool {
+        self.field() == other.field()
+    }
+}
+
+impl Eq for Pair {}
+
+impl std::hash::Hash for Pair {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // The same as hashing the `[u8]` field, as `Borrow` requires.
+        self.field().hash(state);
+    }
+}
+
+impl Borrow<[u8]> for Pair {
+    fn borrow(&self) -> &[u8] {
+        self.field()
+    }
+}
+
+impl std::fmt::Debug for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (field, value) = self.parts();
+        write!(f, "{:?} => {:?}", String::from_utf8_lossy(field), String::from_utf8_lossy(value))
+    }
+}
+
+#[derive(Debug, Clone)]
 pub enum Hash {
     Listpack(Vec<(Sds, Sds)>),
     Table(Table),
@@ -17,6 +85,19 @@ pub enum Hash {
 impl Default for Hash {
     fn default() -> Self {
         Hash::Listpack(Vec::new())
+    }
+}
+
+impl PartialEq for Hash {
+    /// Same encoding, same pairs (a listpack's order counts, as it is observable).
+    fn eq(&self, other: &Hash) -> bool {
+        match (self, other) {
+            (Hash::Listpack(a), Hash::Listpack(b)) => a == b,
+            (Hash::Table(a), Hash::Table(b)) => {
+                a.len() == b.len() && a.iter().all(|p| b.get(p.field()).is_some_and(|q| q.value() == p.value()))
+            }
+            _ => false,
+        }
     }
 }
 
@@ -39,18 +120,28 @@ impl Hash {
         self.len() == 0
     }
 
-    /// Field/value pairs in the order HGETALL returns them.
-    pub fn iter(&self) -> Box<dyn Iterator<Item = (&Sds, &Sds)> + '_> {
-        match self {
-            Hash::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f, v))),
-            Hash::Table(t) => Box::new(t.iter()),
+    /// An empty hash about to receive `n` distinct fields (a loader): a hashtable sized
+    /// for them when `n` passes the listpack entry limit, else a listpack.
+    pub fn with_capacity(n: usize, limits: &Limits) -> Hash {
+        if n > limits.hash_max_listpack_entries {
+            Hash::Table(Table::with_capacity_and_hasher(n, Default::default()))
+        } else {
+            Hash::Listpack(Vec::with_capacity(n))
         }
     }
 
-    pub fn get(&self, field: &[u8]) -> Option<&Sds> {
+    /// Field/value pairs in the order HGETALL returns them.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
-            Hash::Listpack(v) => v.iter().find(|(f, _)| f.as_slice() == field).map(|(_, v)| v),
-            Hash::Table(t) => t.get(field),
+            Hash::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            Hash::Table(t) => Box::new(t.iter().map(Pair::parts)),
+        }
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            Hash::Listpack(v) => v.iter().find(|(f, _)| f.as_slice() == field).map(|(_, v)| v.as_slice()),
+            Hash::Table(t) => t.get(field).map(Pair::value),
         }
     }
 
@@ -71,7 +162,7 @@ impl Hash {
             }
         }
         match self {
-            Hash::Table(t) => t.insert(sds(field), sds(value)).is_none(),
+            Hash::Table(t) => t.replace_full(Pair::new(field, value)).1.is_none(),
             Hash::Listpack(_) => unreachable!("converted above"),
         }
     }
@@ -86,7 +177,7 @@ impl Hash {
                 }
                 None => false,
             },
-            Hash::Table(t) => t.swap_remove(field).is_some(),
+            Hash::Table(t) => t.swap_remove(field),
         }
     }
 
@@ -95,10 +186,10 @@ impl Hash {
     }
 
     /// The field/value pair at position `i` of the iteration order.
-    pub fn pair_at(&self, i: usize) -> Option<(&Sds, &Sds)> {
+    pub fn pair_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
-            Hash::Listpack(v) => v.get(i).map(|(f, v)| (f, v)),
-            Hash::Table(t) => t.get_index(i),
+            Hash::Listpack(v) => v.get(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
+            Hash::Table(t) => t.get_index(i).map(Pair::parts),
         }
     }
 
@@ -113,7 +204,7 @@ impl Hash {
     /// done. Removals swap the last field into the hole, which was either visited already
     /// or lies below the cursor, so fields present throughout the scan are never missed.
     /// A listpack is visited whole (cursor 0), as Redis does.
-    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&Sds, &Sds)) -> u64 {
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
         let t = match self {
             Hash::Listpack(v) => {
                 v.iter().for_each(|(f, x)| visit(f, x));
@@ -126,7 +217,8 @@ impl Hash {
         let mut n = 0;
         while next > 0 && n < count.max(1) {
             next -= 1;
-            if let Some((f, x)) = t.get_index(next as usize) {
+            if let Some(p) = t.get_index(next as usize) {
+                let (f, x) = p.parts();
                 visit(f, x);
             }
             n += 1;
@@ -137,7 +229,7 @@ impl Hash {
     /// Switch to the hashtable encoding.
     pub fn convert(&mut self) {
         if let Hash::Listpack(v) = self {
-            let t: Table = std::mem::take(v).into_iter().collect();
+            let t: Table = v.iter().map(|(f, x)| Pair::new(f, x)).collect();
             *self = Hash::Table(t);
         }
     }
@@ -165,7 +257,7 @@ mod tests {
             assert!(h.remove(format!("f{i}").as_bytes()));
         }
         assert_eq!(h.encoding(), "hashtable");
-        assert_eq!(h.get(b"one-more").map(|v| v.as_slice()), Some(&b"v"[..]));
+        assert_eq!(h.get(b"one-more"), Some(&b"v"[..]));
     }
 
     #[test]
@@ -228,5 +320,30 @@ mod tests {
                 assert!(seen.contains(format!("f{i}").as_bytes()), "f{i} missed");
             }
         }
+    }
+
+    #[test]
+    fn table_pairs_update_in_place_and_keep_positions() {
+        let long = vec![b'f'; 300];
+        let mut h = Hash::with_capacity(200, &limits());
+        assert_eq!(h.encoding(), "hashtable");
+        for i in 0..200 {
+            assert!(h.insert(format!("f{i}").as_bytes(), format!("v{i}").as_bytes(), &limits()));
+        }
+        assert!(h.insert(&long, b"", &limits()));
+        assert!(h.insert(b"", &long, &limits()));
+        assert_eq!(h.get(&long), Some(&b""[..]));
+        assert_eq!(h.get(b""), Some(&long[..]));
+        assert!(!h.insert(b"f7", b"a much longer value than before", &limits()));
+        assert_eq!(h.pair_at(7), Some((&b"f7"[..], &b"a much longer value than before"[..])));
+        assert_eq!(h.get(b"f8"), Some(&b"v8"[..]));
+        assert!(h.get(b"f200").is_none());
+        let mut copy = h.clone();
+        assert_eq!(copy, h);
+        copy.insert(b"f1", b"other", &limits());
+        assert_ne!(copy, h);
+        assert!(h.remove(&long));
+        assert!(!h.remove(&long));
+        assert_eq!(h.len(), 201);
     }
 }

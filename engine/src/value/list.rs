@@ -10,6 +10,8 @@
 use std::collections::VecDeque;
 use std::ops::Range;
 
+use super::varint;
+
 /// Which end of a list an operation works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum End {
@@ -25,28 +27,14 @@ const NODE_BYTES: usize = 8 * 1024;
 /// Entries one node holds at most, so walks inside a node stay short for tiny elements.
 const NODE_ENTRIES: u32 = 1024;
 
-fn varint_len(mut n: usize) -> usize {
-    let mut len = 1;
-    while n >= 0x80 {
-        n >>= 7;
-        len += 1;
-    }
-    len
-}
-
 /// Bytes an element of `n` bytes takes in a node.
 fn entry_size(n: usize) -> usize {
-    n + 2 * varint_len(n)
+    n + 2 * varint::len(n)
 }
 
 /// Write the entry for `item` into `out`, which is exactly `entry_size(item.len())` long.
 fn write_entry(out: &mut [u8], item: &[u8]) {
-    let head = varint_len(item.len());
-    let mut n = item.len();
-    for (i, b) in out[..head].iter_mut().enumerate() {
-        *b = (n & 0x7f) as u8 | if i + 1 < head { 0x80 } else { 0 };
-        n >>= 7;
-    }
+    let head = varint::write(out, item.len());
     out[head..head + item.len()].copy_from_slice(item);
     // The trailing copy is read backwards: its last byte holds the lowest seven bits.
     let end = out.len();
@@ -64,18 +52,10 @@ struct Node {
 impl Node {
     /// The entry starting at `off`: its data range and where the next entry starts.
     fn entry(&self, off: usize) -> (Range<usize>, usize) {
-        let (mut n, mut shift, mut p) = (0usize, 0, off);
-        loop {
-            let b = self.buf[p];
-            p += 1;
-            n |= usize::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
-        let head = p - off;
-        (p..p + n, p + n + head)
+        let (n, head) = varint::read(&self.buf[off..]);
+        let data = off + head..off + head + n;
+        let next = data.end + head;
+        (data, next)
     }
 
     /// The entry ending at `end`: its data range and where it starts.

@@ -8,6 +8,7 @@ pub mod hash;
 pub mod list;
 pub mod set;
 pub mod str;
+mod varint;
 pub mod zset;
 
 use smallvec::SmallVec;
@@ -165,7 +166,7 @@ impl Value {
                 if fields.iter().any(|f| f.expire_ms.is_some()) {
                     return Err("hash field TTLs are not supported".into());
                 }
-                let mut h = Hash::default();
+                let mut h = Hash::with_capacity(fields.len(), limits);
                 for f in fields {
                     h.insert(&f.field, &f.value, limits);
                 }
