@@ -2,19 +2,14 @@
 //! once a count or a length passes `hash-max-listpack-entries` / `-value`. Redis never
 //! converts back.
 
-use std::borrow::Borrow;
-use std::hash::Hasher;
+use std::hash::BuildHasher;
 
-use indexmap::IndexSet;
+use hashbrown::HashTable;
 
 use super::{sds, varint, Limits, Sds};
 
-/// A hashtable's pairs, addressed by field; positions serve HSCAN and HRANDFIELD.
-pub type Table = IndexSet<Pair, foldhash::fast::RandomState>;
-
 /// One field and its value in a single allocation: the field's length (varint), the
-/// field, the value. Equality and hashing look at the field only, so a table of pairs is
-/// a map from fields, searchable by `&[u8]` through `Borrow`.
+/// field, the value.
 #[derive(Clone)]
 pub struct Pair(Box<[u8]>);
 
@@ -28,18 +23,12 @@ impl Pair {
         Pair(b.into_boxed_slice())
     }
 
-    fn value_start(&self) -> usize {
-        let (n, head) = varint::read(&self.0);
-        head + n
-    }
-
     pub fn field(&self) -> &[u8] {
-        let (n, head) = varint::read(&self.0);
-        &self.0[head..head + n]
+        self.parts().0
     }
 
     pub fn value(&self) -> &[u8] {
-        &self.0[self.value_start()..]
+        self.parts().1
     }
 
     pub fn parts(&self) -> (&[u8], &[u8]) {
@@ -48,31 +37,97 @@ impl Pair {
     }
 }
 
-impl PartialEq for Pair {
-    fn eq(&self, other: &Pair) -> bool {
-        self.field() == other.field()
-    }
-}
-
-impl Eq for Pair {}
-
-impl std::hash::Hash for Pair {
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // The same as hashing the `[u8]` field, as `Borrow` requires.
-        self.field().hash(state);
-    }
-}
-
-impl Borrow<[u8]> for Pair {
-    fn borrow(&self) -> &[u8] {
-        self.field()
-    }
-}
-
 impl std::fmt::Debug for Pair {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (field, value) = self.parts();
         write!(f, "{:?} => {:?}", String::from_utf8_lossy(field), String::from_utf8_lossy(value))
+    }
+}
+
+/// A hashtable: the pairs in a vector (positions serve HSCAN and HRANDFIELD; a removal
+/// moves the last pair into the hole) and an index of positions by field. Unlike an
+/// IndexMap, the index stores no hash per pair and 32-bit positions (a hash would need
+/// hundreds of GB to pass 2^32 fields); hashes are recomputed from fields when it grows.
+#[derive(Clone, Default)]
+pub struct Table {
+    pairs: Vec<Pair>,
+    index: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Table {
+    pub fn with_capacity(n: usize) -> Table {
+        Table { pairs: Vec::with_capacity(n), index: HashTable::with_capacity(n), hasher: Default::default() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    fn position(&self, field: &[u8]) -> Option<usize> {
+        let pairs = &self.pairs;
+        let h = self.hasher.hash_one(field);
+        self.index.find(h, |&i| pairs[i as usize].field() == field).map(|&i| i as usize)
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&Pair> {
+        self.position(field).map(|i| &self.pairs[i])
+    }
+
+    /// Add the pair, or replace the one with its field in place; true when it is new.
+    pub fn insert(&mut self, pair: Pair) -> bool {
+        if let Some(i) = self.position(pair.field()) {
+            self.pairs[i] = pair;
+            return false;
+        }
+        let (pairs, hasher) = (&self.pairs, &self.hasher);
+        let h = hasher.hash_one(pair.field());
+        self.index.insert_unique(h, pairs.len() as u32, |&i| hasher.hash_one(pairs[i as usize].field()));
+        self.pairs.push(pair);
+        true
+    }
+
+    /// Remove the pair of `field`, moving the last pair into its place; true when found.
+    pub fn swap_remove(&mut self, field: &[u8]) -> bool {
+        let pairs = &self.pairs;
+        let h = self.hasher.hash_one(field);
+        let Ok(entry) = self.index.find_entry(h, |&i| pairs[i as usize].field() == field) else {
+            return false;
+        };
+        let (hole, _) = entry.remove();
+        let last = self.pairs.len() - 1;
+        self.pairs.swap_remove(hole as usize);
+        if let Some(moved) = self.pairs.get(hole as usize) {
+            let h = self.hasher.hash_one(moved.field());
+            if let Some(slot) = self.index.find_mut(h, |&i| i as usize == last) {
+                *slot = hole;
+            }
+        }
+        true
+    }
+
+    pub fn get_index(&self, i: usize) -> Option<&Pair> {
+        self.pairs.get(i)
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Pair> {
+        self.pairs.iter()
+    }
+}
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Table) -> bool {
+        self.len() == other.len() && self.iter().all(|p| other.get(p.field()).is_some_and(|q| q.value() == p.value()))
+    }
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.pairs).finish()
     }
 }
 
@@ -93,9 +148,7 @@ impl PartialEq for Hash {
     fn eq(&self, other: &Hash) -> bool {
         match (self, other) {
             (Hash::Listpack(a), Hash::Listpack(b)) => a == b,
-            (Hash::Table(a), Hash::Table(b)) => {
-                a.len() == b.len() && a.iter().all(|p| b.get(p.field()).is_some_and(|q| q.value() == p.value()))
-            }
+            (Hash::Table(a), Hash::Table(b)) => a == b,
             _ => false,
         }
     }
@@ -124,7 +177,7 @@ impl Hash {
     /// for them when `n` passes the listpack entry limit, else a listpack.
     pub fn with_capacity(n: usize, limits: &Limits) -> Hash {
         if n > limits.hash_max_listpack_entries {
-            Hash::Table(Table::with_capacity_and_hasher(n, Default::default()))
+            Hash::Table(Table::with_capacity(n))
         } else {
             Hash::Listpack(Vec::with_capacity(n))
         }
@@ -162,7 +215,7 @@ impl Hash {
             }
         }
         match self {
-            Hash::Table(t) => t.replace_full(Pair::new(field, value)).1.is_none(),
+            Hash::Table(t) => t.insert(Pair::new(field, value)),
             Hash::Listpack(_) => unreachable!("converted above"),
         }
     }
@@ -229,7 +282,10 @@ impl Hash {
     /// Switch to the hashtable encoding.
     pub fn convert(&mut self) {
         if let Hash::Listpack(v) = self {
-            let t: Table = v.iter().map(|(f, x)| Pair::new(f, x)).collect();
+            let mut t = Table::with_capacity(v.len());
+            for (f, x) in v.iter() {
+                t.insert(Pair::new(f, x));
+            }
             *self = Hash::Table(t);
         }
     }
@@ -345,5 +401,28 @@ mod tests {
         assert!(h.remove(&long));
         assert!(!h.remove(&long));
         assert_eq!(h.len(), 201);
+    }
+
+    #[test]
+    fn table_matches_a_plain_map() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut t = Table::default();
+        let mut model = std::collections::HashMap::new();
+        for step in 0..20000 {
+            let field = format!("f{}", rng.u32(..500)).into_bytes();
+            if rng.u8(..3) == 0 {
+                assert_eq!(t.swap_remove(&field), model.remove(&field).is_some());
+            } else {
+                let value = vec![b'v'; rng.usize(..200)];
+                assert_eq!(t.insert(Pair::new(&field, &value)), model.insert(field, value).is_none());
+            }
+            assert_eq!(t.len(), model.len());
+            if step % 97 == 0 {
+                for (i, p) in t.iter().enumerate() {
+                    assert_eq!(model.get(p.field()).map(Vec::as_slice), Some(p.value()));
+                    assert_eq!(t.position(p.field()), Some(i));
+                }
+            }
+        }
     }
 }
