@@ -372,7 +372,12 @@ impl List {
             return Iter { nodes: &self.nodes, front: (0, 0), back: (0, 0), left: 0 };
         }
         let (fi, fe) = self.locate(from);
-        let (ti, te) = self.locate(to);
+        // The last element is found from the first, as ranges are usually short.
+        let (mut ti, mut te) = (fi, fe + (to - from));
+        while let Some(n) = self.nodes.get(ti).filter(|n| te >= n.count as usize) {
+            te -= n.count as usize;
+            ti += 1;
+        }
         let last = &self.nodes[ti];
         let back_end = last.entry(last.offset_of(te)).1;
         Iter {
