@@ -4,7 +4,7 @@ use super::flags::*;
 use super::long_double::LongDouble;
 use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
 use crate::glob;
-use crate::value::{Hash, Sds, Value};
+use crate::value::{Hash, Value};
 
 pub const SPECS: &[Spec] = &[
     Spec::new("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), hset),
@@ -191,7 +191,7 @@ fn set_field(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8], value: &[u8]) {
 
 fn hget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     match read_hash(ctx, &a[1]) {
-        Ok(Some(h)) => h.get(&a[2]).map_or(Reply::Nil, |v| Reply::bulk(v)),
+        Ok(Some(h)) => h.get(&a[2]).map_or(Reply::Nil, Reply::bulk),
         Ok(None) => Reply::Nil,
         Err(e) => e,
     }
@@ -202,7 +202,7 @@ fn hmget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Ok(h) => h,
         Err(e) => return e,
     };
-    let get = |f: &Vec<u8>| hash.as_ref().and_then(|h| h.get(f)).map_or(Reply::Nil, |v| Reply::bulk(v));
+    let get = |f: &Vec<u8>| hash.as_ref().and_then(|h| h.get(f)).map_or(Reply::Nil, Reply::bulk);
     Reply::Array(a[2..].iter().map(get).collect())
 }
 
@@ -305,7 +305,7 @@ fn hscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
     let mut out = Vec::new();
     let count = usize::try_from(count).unwrap_or(usize::MAX);
-    let next = hash.scan(cursor, count, |f: &Sds, v: &Sds| {
+    let next = hash.scan(cursor, count, |f: &[u8], v: &[u8]| {
         if pattern.is_none_or(|p| glob::matches(p, f)) {
             out.push(Reply::bulk(f));
             out.push(Reply::bulk(v));

@@ -142,13 +142,13 @@ fn pop(ctx: &mut Ctx<'_>, a: &[Vec<u8>], end: End) -> Reply {
     };
     let reply = match count {
         None => match list.pop(end) {
-            Some(item) => Reply::Bulk(item.to_vec()),
+            Some(item) => Reply::Bulk(item),
             None => return Reply::Nil,
         },
         Some(0) => return Reply::Array(Vec::new()),
         Some(n) => {
             let n = (n as u64).min(list.len() as u64) as usize;
-            Reply::Array((0..n).filter_map(|_| list.pop(end)).map(|e| Reply::Bulk(e.to_vec())).collect())
+            Reply::Array((0..n).filter_map(|_| list.pop(end)).map(Reply::Bulk).collect())
         }
     };
     let popped = match &reply {
@@ -199,7 +199,7 @@ fn lindex(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     match arg_i64(&a[2]) {
-        Ok(i) => list.get(i).map_or(Reply::Nil, |e| Reply::bulk(e)),
+        Ok(i) => list.get(i).map_or(Reply::Nil, Reply::bulk),
         Err(e) => e,
     }
 }
@@ -249,12 +249,15 @@ fn lpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let elem = a[2].as_slice();
     let len = list.len();
     let scan_limit = if maxlen == 0 { len } else { (maxlen as u64).min(len as u64) as usize };
-    let positions: Box<dyn Iterator<Item = usize>> =
-        if from_tail { Box::new((0..len).rev()) } else { Box::new(0..len) };
+    let items: Box<dyn Iterator<Item = (usize, &[u8])>> = if from_tail {
+        Box::new(list.iter().rev().enumerate().map(|(k, e)| (len - 1 - k, e)))
+    } else {
+        Box::new(list.iter().enumerate())
+    };
     let mut matches = 0i64;
     let mut found = Vec::new();
-    for pos in positions.take(scan_limit) {
-        if list.items[pos].as_slice() != elem {
+    for (pos, item) in items.take(scan_limit) {
+        if item != elem {
             continue;
         }
         matches += 1;
@@ -418,5 +421,5 @@ fn move_element(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
     ctx.delete_if_empty(src);
     ctx.signal_modified(src);
     ctx.dirty += 1;
-    Reply::Bulk(item.to_vec())
+    Reply::Bulk(item)
 }

@@ -133,7 +133,7 @@ impl<W: Write> RespBaseWriter<W> {
     pub fn value(&mut self, key: &[u8], v: &Value, expire_ms: Option<i64>) -> io::Result<()> {
         match v {
             Value::Str(s) => self.string(key, &s.as_bytes())?,
-            Value::List(l) => self.list(key, l.items.iter().map(|e| e.as_slice()))?,
+            Value::List(l) => self.list(key, l.iter())?,
             Value::Set(s) => {
                 let members = s.members();
                 self.set(key, members.iter().map(Vec::as_slice))?
@@ -143,7 +143,7 @@ impl<W: Write> RespBaseWriter<W> {
                 self.zset(key, items.into_iter())?
             }
             Value::Hash(h) => {
-                let fields: Vec<(&[u8], &[u8])> = h.iter().map(|(f, v)| (f.as_slice(), v.as_slice())).collect();
+                let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
                 self.hash(key, fields.into_iter())?
             }
             Value::Stream(st) => return self.logical(key, &Logical::Stream(st.clone()), expire_ms),

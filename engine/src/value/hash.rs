@@ -2,13 +2,136 @@
 //! once a count or a length passes `hash-max-listpack-entries` / `-value`. Redis never
 //! converts back.
 
-use indexmap::IndexMap;
+use std::hash::BuildHasher;
 
-use super::{sds, Limits, Sds};
+use hashbrown::HashTable;
 
-pub type Table = IndexMap<Sds, Sds, foldhash::fast::RandomState>;
+use super::{sds, varint, Limits, Sds};
 
-#[derive(Debug, Clone, PartialEq)]
+/// One field and its value in a single allocation: the field's length (varint), the
+/// field, the value.
+#[derive(Clone)]
+pub struct Pair(Box<[u8]>);
+
+impl Pair {
+    pub fn new(field: &[u8], value: &[u8]) -> Pair {
+        let head = varint::len(field.len());
+        let mut b = vec![0u8; head + field.len() + value.len()];
+        varint::write(&mut b, field.len());
+        b[head..head + field.len()].copy_from_slice(field);
+        b[head + field.len()..].copy_from_slice(value);
+        Pair(b.into_boxed_slice())
+    }
+
+    pub fn field(&self) -> &[u8] {
+        self.parts().0
+    }
+
+    pub fn value(&self) -> &[u8] {
+        self.parts().1
+    }
+
+    pub fn parts(&self) -> (&[u8], &[u8]) {
+        let (n, head) = varint::read(&self.0);
+        (&self.0[head..head + n], &self.0[head + n..])
+    }
+}
+
+impl std::fmt::Debug for Pair {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (field, value) = self.parts();
+        write!(f, "{:?} => {:?}", String::from_utf8_lossy(field), String::from_utf8_lossy(value))
+    }
+}
+
+/// A hashtable: the pairs in a vector (positions serve HSCAN and HRANDFIELD; a removal
+/// moves the last pair into the hole) and an index of positions by field. Unlike an
+/// IndexMap, the index stores no hash per pair and 32-bit positions (a hash would need
+/// hundreds of GB to pass 2^32 fields); hashes are recomputed from fields when it grows.
+#[derive(Clone, Default)]
+pub struct Table {
+    pairs: Vec<Pair>,
+    index: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl Table {
+    pub fn with_capacity(n: usize) -> Table {
+        Table { pairs: Vec::with_capacity(n), index: HashTable::with_capacity(n), hasher: Default::default() }
+    }
+
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    fn position(&self, field: &[u8]) -> Option<usize> {
+        let pairs = &self.pairs;
+        let h = self.hasher.hash_one(field);
+        self.index.find(h, |&i| pairs[i as usize].field() == field).map(|&i| i as usize)
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&Pair> {
+        self.position(field).map(|i| &self.pairs[i])
+    }
+
+    /// Add the pair, or replace the one with its field in place; true when it is new.
+    pub fn insert(&mut self, pair: Pair) -> bool {
+        if let Some(i) = self.position(pair.field()) {
+            self.pairs[i] = pair;
+            return false;
+        }
+        let (pairs, hasher) = (&self.pairs, &self.hasher);
+        let h = hasher.hash_one(pair.field());
+        self.index.insert_unique(h, pairs.len() as u32, |&i| hasher.hash_one(pairs[i as usize].field()));
+        self.pairs.push(pair);
+        true
+    }
+
+    /// Remove the pair of `field`, moving the last pair into its place; true when found.
+    pub fn swap_remove(&mut self, field: &[u8]) -> bool {
+        let pairs = &self.pairs;
+        let h = self.hasher.hash_one(field);
+        let Ok(entry) = self.index.find_entry(h, |&i| pairs[i as usize].field() == field) else {
+            return false;
+        };
+        let (hole, _) = entry.remove();
+        let last = self.pairs.len() - 1;
+        self.pairs.swap_remove(hole as usize);
+        if let Some(moved) = self.pairs.get(hole as usize) {
+            let h = self.hasher.hash_one(moved.field());
+            if let Some(slot) = self.index.find_mut(h, |&i| i as usize == last) {
+                *slot = hole;
+            }
+        }
+        true
+    }
+
+    pub fn get_index(&self, i: usize) -> Option<&Pair> {
+        self.pairs.get(i)
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Pair> {
+        self.pairs.iter()
+    }
+}
+
+impl PartialEq for Table {
+    fn eq(&self, other: &Table) -> bool {
+        self.len() == other.len() && self.iter().all(|p| other.get(p.field()).is_some_and(|q| q.value() == p.value()))
+    }
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(&self.pairs).finish()
+    }
+}
+
+#[derive(Debug, Clone)]
 pub enum Hash {
     Listpack(Vec<(Sds, Sds)>),
     Table(Table),
@@ -17,6 +140,17 @@ pub enum Hash {
 impl Default for Hash {
     fn default() -> Self {
         Hash::Listpack(Vec::new())
+    }
+}
+
+impl PartialEq for Hash {
+    /// Same encoding, same pairs (a listpack's order counts, as it is observable).
+    fn eq(&self, other: &Hash) -> bool {
+        match (self, other) {
+            (Hash::Listpack(a), Hash::Listpack(b)) => a == b,
+            (Hash::Table(a), Hash::Table(b)) => a == b,
+            _ => false,
+        }
     }
 }
 
@@ -39,18 +173,28 @@ impl Hash {
         self.len() == 0
     }
 
-    /// Field/value pairs in the order HGETALL returns them.
-    pub fn iter(&self) -> Box<dyn Iterator<Item = (&Sds, &Sds)> + '_> {
-        match self {
-            Hash::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f, v))),
-            Hash::Table(t) => Box::new(t.iter()),
+    /// An empty hash about to receive `n` distinct fields (a loader): a hashtable sized
+    /// for them when `n` passes the listpack entry limit, else a listpack.
+    pub fn with_capacity(n: usize, limits: &Limits) -> Hash {
+        if n > limits.hash_max_listpack_entries {
+            Hash::Table(Table::with_capacity(n))
+        } else {
+            Hash::Listpack(Vec::with_capacity(n))
         }
     }
 
-    pub fn get(&self, field: &[u8]) -> Option<&Sds> {
+    /// Field/value pairs in the order HGETALL returns them.
+    pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
-            Hash::Listpack(v) => v.iter().find(|(f, _)| f.as_slice() == field).map(|(_, v)| v),
-            Hash::Table(t) => t.get(field),
+            Hash::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            Hash::Table(t) => Box::new(t.iter().map(Pair::parts)),
+        }
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            Hash::Listpack(v) => v.iter().find(|(f, _)| f.as_slice() == field).map(|(_, v)| v.as_slice()),
+            Hash::Table(t) => t.get(field).map(Pair::value),
         }
     }
 
@@ -71,7 +215,7 @@ impl Hash {
             }
         }
         match self {
-            Hash::Table(t) => t.insert(sds(field), sds(value)).is_none(),
+            Hash::Table(t) => t.insert(Pair::new(field, value)),
             Hash::Listpack(_) => unreachable!("converted above"),
         }
     }
@@ -86,7 +230,7 @@ impl Hash {
                 }
                 None => false,
             },
-            Hash::Table(t) => t.swap_remove(field).is_some(),
+            Hash::Table(t) => t.swap_remove(field),
         }
     }
 
@@ -95,10 +239,10 @@ impl Hash {
     }
 
     /// The field/value pair at position `i` of the iteration order.
-    pub fn pair_at(&self, i: usize) -> Option<(&Sds, &Sds)> {
+    pub fn pair_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
-            Hash::Listpack(v) => v.get(i).map(|(f, v)| (f, v)),
-            Hash::Table(t) => t.get_index(i),
+            Hash::Listpack(v) => v.get(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
+            Hash::Table(t) => t.get_index(i).map(Pair::parts),
         }
     }
 
@@ -113,7 +257,7 @@ impl Hash {
     /// done. Removals swap the last field into the hole, which was either visited already
     /// or lies below the cursor, so fields present throughout the scan are never missed.
     /// A listpack is visited whole (cursor 0), as Redis does.
-    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&Sds, &Sds)) -> u64 {
+    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
         let t = match self {
             Hash::Listpack(v) => {
                 v.iter().for_each(|(f, x)| visit(f, x));
@@ -126,7 +270,8 @@ impl Hash {
         let mut n = 0;
         while next > 0 && n < count.max(1) {
             next -= 1;
-            if let Some((f, x)) = t.get_index(next as usize) {
+            if let Some(p) = t.get_index(next as usize) {
+                let (f, x) = p.parts();
                 visit(f, x);
             }
             n += 1;
@@ -137,7 +282,10 @@ impl Hash {
     /// Switch to the hashtable encoding.
     pub fn convert(&mut self) {
         if let Hash::Listpack(v) = self {
-            let t: Table = std::mem::take(v).into_iter().collect();
+            let mut t = Table::with_capacity(v.len());
+            for (f, x) in v.iter() {
+                t.insert(Pair::new(f, x));
+            }
             *self = Hash::Table(t);
         }
     }
@@ -167,7 +315,7 @@ mod tests {
             assert!(h.remove(format!("f{i}").as_bytes()));
         }
         assert_eq!(h.encoding(), "hashtable");
-        assert_eq!(h.get(b"one-more").map(|v| v.as_slice()), Some(&b"v"[..]));
+        assert_eq!(h.get(b"one-more"), Some(&b"v"[..]));
     }
 
     #[test]
@@ -228,6 +376,54 @@ mod tests {
         for i in 0..1000 {
             if i % 7 != 0 || i / 7 > round {
                 assert!(seen.contains(format!("f{i}").as_bytes()), "f{i} missed");
+            }
+        }
+    }
+
+    #[test]
+    fn table_pairs_update_in_place_and_keep_positions() {
+        let long = vec![b'f'; 300];
+        let mut h = Hash::with_capacity(200, &limits());
+        assert_eq!(h.encoding(), "hashtable");
+        for i in 0..200 {
+            assert!(h.insert(format!("f{i}").as_bytes(), format!("v{i}").as_bytes(), &limits()));
+        }
+        assert!(h.insert(&long, b"", &limits()));
+        assert!(h.insert(b"", &long, &limits()));
+        assert_eq!(h.get(&long), Some(&b""[..]));
+        assert_eq!(h.get(b""), Some(&long[..]));
+        assert!(!h.insert(b"f7", b"a much longer value than before", &limits()));
+        assert_eq!(h.pair_at(7), Some((&b"f7"[..], &b"a much longer value than before"[..])));
+        assert_eq!(h.get(b"f8"), Some(&b"v8"[..]));
+        assert!(h.get(b"f200").is_none());
+        let mut copy = h.clone();
+        assert_eq!(copy, h);
+        copy.insert(b"f1", b"other", &limits());
+        assert_ne!(copy, h);
+        assert!(h.remove(&long));
+        assert!(!h.remove(&long));
+        assert_eq!(h.len(), 201);
+    }
+
+    #[test]
+    fn table_matches_a_plain_map() {
+        let mut rng = fastrand::Rng::with_seed(3);
+        let mut t = Table::default();
+        let mut model = std::collections::HashMap::new();
+        for step in 0..20000 {
+            let field = format!("f{}", rng.u32(..500)).into_bytes();
+            if rng.u8(..3) == 0 {
+                assert_eq!(t.swap_remove(&field), model.remove(&field).is_some());
+            } else {
+                let value = vec![b'v'; rng.usize(..200)];
+                assert_eq!(t.insert(Pair::new(&field, &value)), model.insert(field, value).is_none());
+            }
+            assert_eq!(t.len(), model.len());
+            if step % 97 == 0 {
+                for (i, p) in t.iter().enumerate() {
+                    assert_eq!(model.get(p.field()).map(Vec::as_slice), Some(p.value()));
+                    assert_eq!(t.position(p.field()), Some(i));
+                }
             }
         }
     }

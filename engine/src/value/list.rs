@@ -1,10 +1,16 @@
 //! Lists. Redis 7.0 keeps every list in a quicklist (a linked list of listpacks), so
 //! OBJECT ENCODING always answers "quicklist"; the node layout matters only to the RDB
 //! encoder, which rebuilds nodes at the target's `list-max-listpack-size`.
+//!
+//! Ours is a quicklist too: a deque of nodes, each one buffer of packed entries
+//! (`length, bytes, length reversed`, lengths as 7-bit varints), so an element costs its
+//! bytes plus two or so, not a pointer-sized header and a heap block of its own. The
+//! trailing length lets iteration and popping work from the tail without a scan.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 
-use super::{sds, Sds};
+use super::varint;
 
 /// Which end of a list an operation works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,14 +21,181 @@ pub enum End {
     Right,
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+/// Bytes one node holds before a new one is started (Redis's default
+/// `list-max-listpack-size -2` is 8 KB); a larger element gets a node of its own.
+const NODE_BYTES: usize = 8 * 1024;
+/// Entries one node holds at most, so walks inside a node stay short for tiny elements.
+const NODE_ENTRIES: u32 = 1024;
+
+/// Bytes an element of `n` bytes takes in a node.
+fn entry_size(n: usize) -> usize {
+    n + 2 * varint::len(n)
+}
+
+/// Write the entry for `item` into `out`, which is exactly `entry_size(item.len())` long.
+fn write_entry(out: &mut [u8], item: &[u8]) {
+    let head = varint::write(out, item.len());
+    out[head..head + item.len()].copy_from_slice(item);
+    // The trailing copy is read backwards: its last byte holds the lowest seven bits.
+    let end = out.len();
+    for i in 0..head {
+        out[end - 1 - i] = out[i];
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+struct Node {
+    buf: Vec<u8>,
+    count: u32,
+}
+
+impl Node {
+    /// The entry starting at `off`: its data range and where the next entry starts.
+    fn entry(&self, off: usize) -> (Range<usize>, usize) {
+        let (n, head) = varint::read(&self.buf[off..]);
+        let data = off + head..off + head + n;
+        let next = data.end + head;
+        (data, next)
+    }
+
+    /// The entry ending at `end`: its data range and where it starts.
+    fn entry_before(&self, end: usize) -> (Range<usize>, usize) {
+        let (mut n, mut shift, mut p) = (0usize, 0, end);
+        loop {
+            p -= 1;
+            let b = self.buf[p];
+            n |= usize::from(b & 0x7f) << shift;
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        let head = end - p;
+        (p - n..p, p - n - head)
+    }
+
+    /// Where entry `i` starts (`count` gives the end), walking from the nearer end.
+    fn offset_of(&self, i: usize) -> usize {
+        let count = self.count as usize;
+        if i <= count / 2 {
+            (0..i).fold(0, |off, _| self.entry(off).1)
+        } else {
+            (i..count).fold(self.buf.len(), |end, _| self.entry_before(end).1)
+        }
+    }
+
+    fn entries(&self) -> impl Iterator<Item = (Range<usize>, usize)> + '_ {
+        let mut off = 0;
+        std::iter::from_fn(move || {
+            (off < self.buf.len()).then(|| {
+                let (data, next) = self.entry(off);
+                let start = off;
+                off = next;
+                (data, start)
+            })
+        })
+    }
+
+    /// Whether one more entry of `size` bytes belongs in this node.
+    fn fits(&self, size: usize) -> bool {
+        self.count == 0 || (self.count < NODE_ENTRIES && self.buf.len() + size <= NODE_BYTES)
+    }
+
+    /// Whether `other` can be appended to this node.
+    fn can_take(&self, other: &Node) -> bool {
+        self.buf.len() + other.buf.len() <= NODE_BYTES && self.count + other.count <= NODE_ENTRIES
+    }
+
+    /// Make room for `extra` more bytes: capacity doubles up to the node budget, then
+    /// grows only as needed, so a full node wastes little.
+    fn reserve(&mut self, extra: usize) {
+        let need = self.buf.len() + extra;
+        if need > self.buf.capacity() {
+            let target = need.max((self.buf.capacity() * 2).min(NODE_BYTES));
+            self.buf.reserve_exact(target - self.buf.len());
+        }
+    }
+
+    /// Give back capacity that a removal left well unused.
+    fn settle(&mut self) {
+        if self.buf.capacity() > 256 && self.buf.len() < self.buf.capacity() / 4 {
+            self.buf.shrink_to(self.buf.len() * 2);
+        }
+    }
+
+    /// Replace bytes `range` with the entry for `item` (an empty range inserts; the
+    /// caller keeps `count`).
+    fn put(&mut self, range: Range<usize>, item: &[u8]) {
+        let size = entry_size(item.len());
+        let old = range.len();
+        let len = self.buf.len();
+        if size > old {
+            self.reserve(size - old);
+            self.buf.resize(len + size - old, 0);
+            self.buf.copy_within(range.end..len, range.start + size);
+        } else if size < old {
+            self.buf.copy_within(range.end..len, range.start + size);
+            self.buf.truncate(len - (old - size));
+        }
+        write_entry(&mut self.buf[range.start..range.start + size], item);
+    }
+
+    fn push_back(&mut self, item: &[u8]) {
+        let end = self.buf.len();
+        self.put(end..end, item);
+        self.count += 1;
+    }
+
+    fn append(&mut self, other: Node) {
+        self.reserve(other.buf.len());
+        self.buf.extend_from_slice(&other.buf);
+        self.count += other.count;
+    }
+
+    /// Remove entries equal to `item`: keep the first `skip` matches, drop the next
+    /// `take`. Returns how many were dropped.
+    fn remove_matching(&mut self, item: &[u8], skip: usize, take: usize) -> usize {
+        let (mut read, mut write, mut seen, mut taken) = (0, 0, 0, 0);
+        while read < self.buf.len() {
+            let (data, next) = self.entry(read);
+            let matched = &self.buf[data] == item;
+            if matched && seen >= skip && taken < take {
+                taken += 1;
+            } else {
+                self.buf.copy_within(read..next, write);
+                write += next - read;
+            }
+            seen += usize::from(matched);
+            read = next;
+        }
+        self.buf.truncate(write);
+        self.count -= taken as u32;
+        self.settle();
+        taken
+    }
+}
+
+/// A list of byte strings.
+#[derive(Debug, Clone, Default)]
 pub struct List {
-    pub items: VecDeque<Sds>,
+    nodes: VecDeque<Node>,
+    len: usize,
+}
+
+impl PartialEq for List {
+    fn eq(&self, other: &List) -> bool {
+        self.len == other.len && self.iter().eq(other.iter())
+    }
 }
 
 impl List {
-    pub fn from_items(items: impl IntoIterator<Item = Sds>) -> List {
-        List { items: items.into_iter().collect() }
+    pub fn from_items<B: AsRef<[u8]>>(items: impl IntoIterator<Item = B>) -> List {
+        let mut l = List::default();
+        for item in items {
+            l.push_back(item.as_ref());
+        }
+        l.seal_ends();
+        l
     }
 
     pub fn encoding(&self) -> &'static str {
@@ -30,57 +203,161 @@ impl List {
     }
 
     pub fn len(&self) -> usize {
-        self.items.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
+        self.len == 0
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Sds> {
-        self.items.iter()
+    /// Every element, head to tail (reversible).
+    pub fn iter(&self) -> Iter<'_> {
+        match self.len {
+            0 => Iter { nodes: &self.nodes, front: (0, 0), back: (0, 0), left: 0 },
+            n => self.range(0, n - 1),
+        }
+    }
+
+    /// Append at the tail (what RPUSH and loaders do).
+    pub fn push_back(&mut self, item: &[u8]) {
+        self.push(End::Right, item);
     }
 
     pub fn push(&mut self, end: End, item: &[u8]) {
+        let size = entry_size(item.len());
         match end {
-            End::Left => self.items.push_front(sds(item)),
-            End::Right => self.items.push_back(sds(item)),
+            End::Left => {
+                if !self.nodes.front().is_some_and(|n| n.fits(size)) {
+                    self.add_node(0);
+                }
+                if let Some(n) = self.nodes.front_mut() {
+                    n.put(0..0, item);
+                    n.count += 1;
+                }
+            }
+            End::Right => {
+                if !self.nodes.back().is_some_and(|n| n.fits(size)) {
+                    self.add_node(self.nodes.len());
+                }
+                if let Some(n) = self.nodes.back_mut() {
+                    n.push_back(item);
+                }
+            }
+        }
+        self.len += 1;
+    }
+
+    /// Start an empty node at `at` (0 or the end). The node it moves away from is full
+    /// now, so its spare capacity is given back.
+    fn add_node(&mut self, at: usize) {
+        let neighbour = if at == 0 { self.nodes.front_mut() } else { self.nodes.back_mut() };
+        if let Some(n) = neighbour {
+            if n.buf.capacity() - n.buf.len() > 64 {
+                n.buf.shrink_to_fit();
+            }
+        }
+        if self.nodes.len() == self.nodes.capacity() {
+            // Grow from one slot: most lists fit in a single node.
+            self.nodes.reserve_exact(self.nodes.len().max(1));
+        }
+        self.nodes.insert(at, Node::default());
+    }
+
+    /// Trim spare capacity at both ends (after a bulk build).
+    fn seal_ends(&mut self) {
+        if let Some(n) = self.nodes.front_mut() {
+            n.buf.shrink_to_fit();
+        }
+        if let Some(n) = self.nodes.back_mut() {
+            n.buf.shrink_to_fit();
         }
     }
 
-    pub fn pop(&mut self, end: End) -> Option<Sds> {
-        match end {
-            End::Left => self.items.pop_front(),
-            End::Right => self.items.pop_back(),
+    pub fn pop(&mut self, end: End) -> Option<Vec<u8>> {
+        let i = match end {
+            End::Left => 0,
+            End::Right => self.nodes.len().checked_sub(1)?,
+        };
+        let node = self.nodes.get_mut(i)?;
+        let (data, range) = match end {
+            End::Left => {
+                let (data, next) = node.entry(0);
+                (data, 0..next)
+            }
+            End::Right => {
+                let (data, start) = node.entry_before(node.buf.len());
+                (data, start..node.buf.len())
+            }
+        };
+        let item = node.buf[data].to_vec();
+        node.buf.drain(range);
+        node.count -= 1;
+        if node.count == 0 {
+            self.nodes.remove(i);
+        } else {
+            node.settle();
         }
+        self.len -= 1;
+        Some(item)
     }
 
     /// The position a Redis index (negative counts from the tail) names, if in range.
     pub fn position(&self, index: i64) -> Option<usize> {
-        let len = self.items.len() as i64;
+        let len = self.len as i64;
         let i = if index < 0 { len.checked_add(index)? } else { index };
         (0..len).contains(&i).then_some(i as usize)
     }
 
-    pub fn get(&self, index: i64) -> Option<&Sds> {
-        self.position(index).and_then(|p| self.items.get(p))
+    /// The node holding position `pos` (< len) and the entry's index in it, walking the
+    /// node counts from the nearer end.
+    fn locate(&self, pos: usize) -> (usize, usize) {
+        if pos < self.len / 2 {
+            let mut rest = pos;
+            for (i, n) in self.nodes.iter().enumerate() {
+                if rest < n.count as usize {
+                    return (i, rest);
+                }
+                rest -= n.count as usize;
+            }
+        } else {
+            let mut rest = self.len - 1 - pos;
+            for (i, n) in self.nodes.iter().enumerate().rev() {
+                if rest < n.count as usize {
+                    return (i, n.count as usize - 1 - rest);
+                }
+                rest -= n.count as usize;
+            }
+        }
+        (self.nodes.len(), 0)
+    }
+
+    pub fn get(&self, index: i64) -> Option<&[u8]> {
+        let (ni, ii) = self.locate(self.position(index)?);
+        let node = self.nodes.get(ni)?;
+        let (data, _) = node.entry(node.offset_of(ii));
+        Some(&node.buf[data])
     }
 
     /// Replace the element at a Redis index; false when out of range.
     pub fn set(&mut self, index: i64, item: &[u8]) -> bool {
-        match self.position(index) {
-            Some(p) => {
-                self.items[p] = sds(item);
-                true
-            }
-            None => false,
-        }
+        let Some(pos) = self.position(index) else {
+            return false;
+        };
+        let (ni, ii) = self.locate(pos);
+        let Some(node) = self.nodes.get_mut(ni) else {
+            return false;
+        };
+        let off = node.offset_of(ii);
+        let (_, next) = node.entry(off);
+        node.put(off..next, item);
+        self.rebalance(ni);
+        true
     }
 
     /// The inclusive range `start..=stop` of Redis indexes, clamped as LRANGE does; None
     /// when it is empty.
     pub fn clamp_range(&self, start: i64, stop: i64) -> Option<(usize, usize)> {
-        let len = self.items.len() as i64;
+        let len = self.len as i64;
         let start = if start < 0 { len.saturating_add(start).max(0) } else { start };
         let stop = if stop < 0 { len.saturating_add(stop) } else { stop };
         if start > stop || start >= len {
@@ -89,72 +366,235 @@ impl List {
         Some((start as usize, stop.min(len - 1) as usize))
     }
 
-    /// Elements `from..=to` (positions).
-    pub fn range(&self, from: usize, to: usize) -> impl DoubleEndedIterator<Item = &Sds> {
-        self.items.range(from..=to)
+    /// Elements `from..=to` (positions); empty when out of range.
+    pub fn range(&self, from: usize, to: usize) -> Iter<'_> {
+        if from > to || to >= self.len {
+            return Iter { nodes: &self.nodes, front: (0, 0), back: (0, 0), left: 0 };
+        }
+        let (fi, fe) = self.locate(from);
+        // The last element is found from the first, as ranges are usually short.
+        let (mut ti, mut te) = (fi, fe + (to - from));
+        while let Some(n) = self.nodes.get(ti).filter(|n| te >= n.count as usize) {
+            te -= n.count as usize;
+            ti += 1;
+        }
+        let last = &self.nodes[ti];
+        let back_end = last.entry(last.offset_of(te)).1;
+        Iter {
+            nodes: &self.nodes,
+            front: (fi, self.nodes[fi].offset_of(fe)),
+            back: (ti, back_end),
+            left: to - from + 1,
+        }
     }
 
     /// Keep only positions `from..=to` (None: keep nothing); the number of elements removed.
     pub fn trim(&mut self, keep: Option<(usize, usize)>) -> usize {
-        let before = self.items.len();
+        let before = self.len;
         match keep {
-            Some((from, to)) => {
-                self.items.truncate(to + 1);
-                self.items.drain(..from);
+            Some((from, to)) if to < self.len && from <= to => {
+                self.remove_back(self.len - 1 - to);
+                self.remove_front(from);
+                if let Some(last) = self.nodes.len().checked_sub(1) {
+                    self.rebalance(last);
+                    self.rebalance(0);
+                }
             }
-            None => self.items.clear(),
+            _ => *self = List::default(),
         }
-        before - self.items.len()
+        before - self.len
+    }
+
+    fn remove_front(&mut self, mut n: usize) {
+        self.len -= n;
+        while n > 0 {
+            let Some(node) = self.nodes.front_mut() else { return };
+            if node.count as usize <= n {
+                n -= node.count as usize;
+                self.nodes.pop_front();
+            } else {
+                let off = node.offset_of(n);
+                node.buf.drain(..off);
+                node.count -= n as u32;
+                node.settle();
+                n = 0;
+            }
+        }
+    }
+
+    fn remove_back(&mut self, mut n: usize) {
+        self.len -= n;
+        while n > 0 {
+            let Some(node) = self.nodes.back_mut() else { return };
+            if node.count as usize <= n {
+                n -= node.count as usize;
+                self.nodes.pop_back();
+            } else {
+                let off = node.offset_of(node.count as usize - n);
+                node.buf.truncate(off);
+                node.count -= n as u32;
+                node.settle();
+                n = 0;
+            }
+        }
     }
 
     /// Insert `item` next to the first element equal to `pivot`; false when there is none.
     pub fn insert_by_pivot(&mut self, pivot: &[u8], item: &[u8], after: bool) -> bool {
-        match self.items.iter().position(|e| e.as_slice() == pivot) {
-            Some(p) => {
-                self.items.insert(if after { p + 1 } else { p }, sds(item));
-                true
-            }
-            None => false,
-        }
+        let found = self.nodes.iter().enumerate().find_map(|(ni, n)| {
+            n.entries()
+                .find(|(data, _)| &n.buf[data.clone()] == pivot)
+                .map(|(_, start)| (ni, if after { n.entry(start).1 } else { start }))
+        });
+        let Some((ni, at)) = found else {
+            return false;
+        };
+        let node = &mut self.nodes[ni];
+        node.put(at..at, item);
+        node.count += 1;
+        self.len += 1;
+        self.rebalance(ni);
+        true
     }
 
     /// Remove up to `limit` (0: all) elements equal to `item`, scanning from the tail when
     /// `from_tail`; the number removed.
     pub fn remove_matching(&mut self, item: &[u8], limit: usize, from_tail: bool) -> usize {
-        let limit = if limit == 0 { usize::MAX } else { limit };
-        // Matches at positions >= `first` are the ones removed.
-        let mut first = 0;
-        if from_tail {
-            let mut seen = 0;
-            first = self.items.len();
-            for (i, e) in self.items.iter().enumerate().rev() {
-                if seen == limit {
-                    break;
-                }
-                if e.as_slice() == item {
-                    seen += 1;
-                    first = i;
-                }
-            }
-        }
+        let mut left = if limit == 0 { usize::MAX } else { limit };
+        let order: Box<dyn Iterator<Item = usize>> =
+            if from_tail { Box::new((0..self.nodes.len()).rev()) } else { Box::new(0..self.nodes.len()) };
         let mut removed = 0;
-        let mut pos = 0;
-        self.items.retain(|e| {
-            let drop = pos >= first && removed < limit && e.as_slice() == item;
-            pos += 1;
-            removed += usize::from(drop);
-            !drop
-        });
+        for ni in order {
+            if left == 0 {
+                break;
+            }
+            let node = &mut self.nodes[ni];
+            let matches = node.entries().filter(|(data, _)| &node.buf[data.clone()] == item).count();
+            let take = matches.min(left);
+            if take == 0 {
+                continue;
+            }
+            // From the tail, the last `take` matches of the node go.
+            let skip = if from_tail { matches - take } else { 0 };
+            let dropped = node.remove_matching(item, skip, take);
+            left -= dropped;
+            removed += dropped;
+        }
+        if removed > 0 {
+            self.len -= removed;
+            self.compact();
+        }
         removed
     }
+
+    /// Drop empty nodes and merge neighbours that fit in one node.
+    fn compact(&mut self) {
+        let old = std::mem::take(&mut self.nodes);
+        let mut nodes: VecDeque<Node> = VecDeque::with_capacity(old.len());
+        for n in old.into_iter().filter(|n| n.count > 0) {
+            match nodes.back_mut() {
+                Some(b) if b.can_take(&n) => b.append(n),
+                _ => nodes.push_back(n),
+            }
+        }
+        nodes.shrink_to_fit();
+        self.nodes = nodes;
+    }
+
+    /// After node `i` changed size: drop it when empty, split it when over budget,
+    /// otherwise merge it into a neighbour it fits with.
+    fn rebalance(&mut self, i: usize) {
+        let Some(node) = self.nodes.get(i) else { return };
+        if node.count == 0 {
+            self.nodes.remove(i);
+        } else if node.count > 1 && (node.buf.len() > NODE_BYTES || node.count > NODE_ENTRIES) {
+            let Some(node) = self.nodes.remove(i) else { return };
+            let mut parts = vec![Node::default()];
+            for (data, _) in node.entries() {
+                let item = &node.buf[data];
+                if !parts.last().is_some_and(|p| p.fits(entry_size(item.len()))) {
+                    parts.push(Node::default());
+                }
+                if let Some(p) = parts.last_mut() {
+                    p.push_back(item);
+                }
+            }
+            for (k, p) in parts.into_iter().enumerate() {
+                self.nodes.insert(i + k, p);
+            }
+        } else if i + 1 < self.nodes.len() && self.nodes[i].can_take(&self.nodes[i + 1]) {
+            if let Some(next) = self.nodes.remove(i + 1) {
+                self.nodes[i].append(next);
+            }
+        } else if i > 0 && self.nodes[i - 1].can_take(&self.nodes[i]) {
+            if let Some(this) = self.nodes.remove(i) {
+                self.nodes[i - 1].append(this);
+            }
+        }
+    }
 }
+
+/// Elements of a list in order, from either end.
+#[derive(Clone)]
+pub struct Iter<'a> {
+    nodes: &'a VecDeque<Node>,
+    /// The node and offset of the next entry from the front.
+    front: (usize, usize),
+    /// The node and end offset of the next entry from the back.
+    back: (usize, usize),
+    left: usize,
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        if self.left == 0 {
+            return None;
+        }
+        let (mut ni, mut off) = self.front;
+        while off >= self.nodes.get(ni)?.buf.len() {
+            ni += 1;
+            off = 0;
+        }
+        let node = &self.nodes[ni];
+        let (data, next) = node.entry(off);
+        self.front = (ni, next);
+        self.left -= 1;
+        Some(&node.buf[data])
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl DoubleEndedIterator for Iter<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        if self.left == 0 {
+            return None;
+        }
+        let (mut ni, mut end) = self.back;
+        while end == 0 {
+            ni = ni.checked_sub(1)?;
+            end = self.nodes.get(ni)?.buf.len();
+        }
+        let node = self.nodes.get(ni)?;
+        let (data, start) = node.entry_before(end);
+        self.back = (ni, start);
+        self.left -= 1;
+        Some(&node.buf[data])
+    }
+}
+
+impl ExactSizeIterator for Iter<'_> {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn list(items: &[&str]) -> List {
-        List::from_items(items.iter().map(|s| sds(s.as_bytes())))
+        List::from_items(items.iter().map(|s| s.as_bytes()))
     }
 
     fn strs(l: &List) -> Vec<String> {
@@ -182,5 +622,124 @@ mod tests {
         assert_eq!(l.clamp_range(5, 10), None);
         assert_eq!(l.position(i64::MIN), None);
         assert_eq!(l.position(-3), Some(0));
+    }
+
+    #[test]
+    fn entries_round_trip_every_length_class() {
+        for n in [0, 1, 127, 128, 300, 16383, 16384, 70000] {
+            let item = vec![b'x'; n];
+            let mut l = List::default();
+            l.push(End::Left, b"a");
+            l.push(End::Right, &item);
+            l.push(End::Right, b"z");
+            assert_eq!(l.get(1), Some(&item[..]));
+            assert_eq!(l.iter().rev().nth(1), Some(&item[..]));
+            assert_eq!(l.pop(End::Right).as_deref(), Some(&b"z"[..]));
+            assert_eq!(l.pop(End::Right), Some(item));
+        }
+    }
+
+    /// Random operations against a VecDeque model, with element sizes that force node
+    /// splits, merges and single-element nodes.
+    #[test]
+    fn matches_a_plain_deque() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        let mut l = List::default();
+        let mut model: VecDeque<Vec<u8>> = VecDeque::new();
+        let item = |rng: &mut fastrand::Rng| -> Vec<u8> {
+            let len = match rng.u8(..10) {
+                0 => rng.usize(..9000),
+                1..=3 => rng.usize(..300),
+                _ => rng.usize(..4),
+            };
+            (0..len).map(|i| b'a' + ((i + len) % 3) as u8).collect()
+        };
+        let mut most_nodes = 0;
+        for step in 0..6000 {
+            most_nodes = most_nodes.max(l.nodes.len());
+            let len = model.len() as i64;
+            match rng.u8(..12) {
+                0..=2 => {
+                    let e = item(&mut rng);
+                    l.push(End::Left, &e);
+                    model.push_front(e);
+                }
+                3..=5 => {
+                    let e = item(&mut rng);
+                    l.push(End::Right, &e);
+                    model.push_back(e);
+                }
+                6 => assert_eq!(l.pop(End::Left), model.pop_front()),
+                7 => assert_eq!(l.pop(End::Right), model.pop_back()),
+                8 => {
+                    let i = rng.i64(-len - 2..len + 2);
+                    let e = item(&mut rng);
+                    let ok = l.set(i, &e);
+                    assert_eq!(ok, l.position(i).is_some());
+                    if let Some(p) = l.position(i) {
+                        model[p] = e;
+                    }
+                }
+                9 => {
+                    let pivot = item(&mut rng);
+                    let e = item(&mut rng);
+                    let after = rng.bool();
+                    let p = model.iter().position(|x| *x == pivot);
+                    assert_eq!(l.insert_by_pivot(&pivot, &e, after), p.is_some());
+                    if let Some(p) = p {
+                        model.insert(if after { p + 1 } else { p }, e);
+                    }
+                }
+                10 => {
+                    let e = item(&mut rng);
+                    let limit = rng.usize(..3);
+                    let from_tail = rng.bool();
+                    let removed = l.remove_matching(&e, limit, from_tail);
+                    let mut left = if limit == 0 { usize::MAX } else { limit };
+                    let mut keep: Vec<bool> = vec![true; model.len()];
+                    let idx: Vec<usize> =
+                        if from_tail { (0..model.len()).rev().collect() } else { (0..model.len()).collect() };
+                    for i in idx {
+                        if left > 0 && model[i] == e {
+                            keep[i] = false;
+                            left -= 1;
+                        }
+                    }
+                    let mut k = keep.iter();
+                    model.retain(|_| *k.next().unwrap_or(&true));
+                    assert_eq!(removed, keep.iter().filter(|k| !**k).count());
+                }
+                _ => {
+                    if rng.u8(..4) == 0 {
+                        let (a, b) = (rng.i64(-len - 2..len + 2), rng.i64(-len - 2..len + 2));
+                        let keep = l.clamp_range(a, b);
+                        let removed = l.trim(keep);
+                        let before = model.len();
+                        match keep {
+                            Some((from, to)) => {
+                                model.truncate(to + 1);
+                                model.drain(..from);
+                            }
+                            None => model.clear(),
+                        }
+                        assert_eq!(removed, before - model.len());
+                    }
+                }
+            }
+            assert_eq!(l.len(), model.len(), "step {step}");
+            assert!(l.iter().eq(model.iter().map(|e| e.as_slice())), "step {step}");
+            assert!(l.iter().rev().eq(model.iter().rev().map(|e| e.as_slice())), "step {step}");
+            assert!(l.nodes.iter().all(|n| n.count > 0), "step {step}");
+            assert_eq!(l.nodes.iter().map(|n| n.count as usize).sum::<usize>(), l.len());
+            if !model.is_empty() {
+                let i = rng.i64(-len - 1..len + 1);
+                assert_eq!(l.get(i), l.position(i).map(|p| model[p].as_slice()));
+                let (a, b) = (rng.usize(..model.len()), rng.usize(..model.len()));
+                let (a, b) = (a.min(b), a.max(b));
+                assert!(l.range(a, b).eq(model.range(a..=b).map(|e| e.as_slice())));
+                assert!(l.range(a, b).rev().eq(model.range(a..=b).rev().map(|e| e.as_slice())));
+            }
+        }
+        assert!(most_nodes > 5, "{most_nodes}");
     }
 }

@@ -8,6 +8,7 @@ pub mod hash;
 pub mod list;
 pub mod set;
 pub mod str;
+mod varint;
 pub mod zset;
 
 use smallvec::SmallVec;
@@ -170,12 +171,12 @@ impl Value {
     pub fn from_logical(v: &Logical, limits: &Limits) -> Result<Value, String> {
         Ok(match v {
             Logical::String(b) => Value::Str(Str::from_loaded(b)),
-            Logical::List(items) => Value::List(Box::new(List::from_items(items.iter().map(|e| sds(e))))),
+            Logical::List(items) => Value::List(Box::new(List::from_items(items))),
             Logical::Hash(fields) => {
                 if fields.iter().any(|f| f.expire_ms.is_some()) {
                     return Err("hash field TTLs are not supported".into());
                 }
-                let mut h = Hash::default();
+                let mut h = Hash::with_capacity(fields.len(), limits);
                 for f in fields {
                     h.insert(&f.field, &f.value, limits);
                 }
