@@ -43,6 +43,31 @@ fn info_field(server: &Server, field: &str) -> u64 {
 }
 
 fn main() {
+    // Memory first, in a fresh process: memory freed by an earlier engine would be reused
+    // without growing the RSS.
+    let before = rss_bytes();
+    let mut engine = Engine::in_memory(Config::default());
+    let mut s = Session::default();
+    for i in 0..N {
+        let c = argv(&[b"SET", format!("key:{i}").as_bytes(), format!("value:{i}").as_bytes()]);
+        engine.execute(&mut s, &c);
+    }
+    let ours = rss_bytes().saturating_sub(before);
+    assert_eq!(engine.ks.len(), N);
+    drop(engine);
+
+    // Redis: the same keys and values through DEBUG POPULATE.
+    let server = Server::start();
+    let (used0, rss0) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
+    server.cli(&["DEBUG", "POPULATE", &N.to_string()]);
+    let (used1, rss1) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
+    drop(server);
+    let per = |b: u64| b as f64 / N as f64;
+    println!("mem_ours_rss_per_key {:.1} bytes", per(ours));
+    println!("mem_redis_used_memory_per_key {:.1} bytes", per(used1 - used0));
+    println!("mem_redis_rss_per_key {:.1} bytes", per(rss1.saturating_sub(rss0)));
+    println!("mem_ratio_vs_used_memory {:.2} x", per(ours) / per(used1 - used0));
+
     // Throughput.
     let mut engine = Engine::in_memory(Config::default());
     let set = rate(&mut engine, |i| argv(&[b"SET", format!("key:{i}").as_bytes(), format!("value:{i}").as_bytes()]));
@@ -55,27 +80,4 @@ fn main() {
     for (name, r) in [("set", set), ("get", get), ("lpush", lpush), ("hset", hset), ("zadd", zadd)] {
         println!("engine_{name} {r:.0} commands/s");
     }
-
-    // Memory per key: ours.
-    let before = rss_bytes();
-    let mut engine = Engine::in_memory(Config::default());
-    let mut s = Session::default();
-    for i in 0..N {
-        let c = argv(&[b"SET", format!("key:{i}").as_bytes(), format!("value:{i}").as_bytes()]);
-        engine.execute(&mut s, &c);
-    }
-    let ours = rss_bytes().saturating_sub(before);
-    assert_eq!(engine.ks.len(), N);
-
-    // Redis: the same keys and values through DEBUG POPULATE.
-    let server = Server::start();
-    let (used0, rss0) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
-    server.cli(&["DEBUG", "POPULATE", &N.to_string()]);
-    let (used1, rss1) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
-    let per = |b: u64| b as f64 / N as f64;
-    println!("mem_ours_rss_per_key {:.1} bytes", per(ours));
-    println!("mem_redis_used_memory_per_key {:.1} bytes", per(used1 - used0));
-    println!("mem_redis_rss_per_key {:.1} bytes", per(rss1.saturating_sub(rss0)));
-    println!("mem_ratio_vs_used_memory {:.2} x", per(ours) / per(used1 - used0));
-    drop(engine);
 }

@@ -6,7 +6,7 @@
 //! - `sleep MS` sleeps on both sides (for expiry).
 //! - `!sorted CMD` compares an array reply as a sorted list (hashtable order is Redis's own).
 //! - `!len CMD` compares the reply's type and element count only (random picks).
-//! - `!near N CMD` compares integer replies within ±N (TTLs).
+//! - `!near N CMD` compares integer replies within ±N (TTLs; negative replies exactly).
 //! - `!scan CMD` compares a SCAN-like reply `[cursor, keys]`: the cursor exactly (use it
 //!   when the scan ends in one call, cursor 0) and the keys as a sorted list.
 //!
@@ -85,6 +85,8 @@ fn same(check: &Check, ours: &[u8], theirs: &[u8]) -> bool {
             _ => ours.first() == theirs.first(),
         },
         Check::Near(n) => match (int_of(ours), int_of(theirs)) {
+            // -1 (no TTL) and -2 (no key) must match exactly.
+            (Some(a), Some(b)) if a < 0 || b < 0 => a == b,
             (Some(a), Some(b)) => (a - b).abs() <= *n,
             _ => ours == theirs,
         },
