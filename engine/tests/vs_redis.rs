@@ -22,14 +22,17 @@ fn engine_config() -> Config {
     cfg
 }
 
-/// Top-level elements of a RESP reply, as raw bytes each.
+/// Top-level elements of a RESP reply (array, set, or map: keys and values in turn), as
+/// raw bytes each.
 fn elements(reply: &[u8]) -> Option<Vec<Vec<u8>>> {
-    if reply.first() != Some(&b'*') {
-        return None;
-    }
+    let per = match reply.first() {
+        Some(b'*') | Some(b'~') => 1,
+        Some(b'%') => 2,
+        _ => return None,
+    };
     let mut r = reply;
     let nl = r.iter().position(|&c| c == b'\n')?;
-    let n: usize = std::str::from_utf8(&r[1..nl - 1]).ok()?.parse().ok()?;
+    let n: usize = std::str::from_utf8(&r[1..nl - 1]).ok()?.parse::<usize>().ok()? * per;
     r = &r[nl + 1..];
     let mut out = Vec::new();
     for _ in 0..n {
@@ -45,8 +48,9 @@ fn one_len(r: &[u8]) -> Option<usize> {
     let nl = r.iter().position(|&c| c == b'\n')?;
     let n: i64 = std::str::from_utf8(&r[1..nl - 1]).ok()?.parse().unwrap_or(0);
     Some(match r[0] {
-        b'$' if n >= 0 => nl + 1 + n as usize + 2,
-        b'*' if n > 0 => {
+        b'$' | b'=' | b'!' if n >= 0 => nl + 1 + n as usize + 2,
+        b'*' | b'~' | b'%' if n > 0 => {
+            let n = if r[0] == b'%' { 2 * n } else { n };
             let mut at = nl + 1;
             for _ in 0..n {
                 at += one_len(&r[at..])?;
@@ -102,9 +106,12 @@ fn show(b: &[u8]) -> String {
 }
 
 /// Run one script; the mismatches, described.
-fn run_script(name: &str, text: &str) -> Vec<String> {
+fn run_script(name: &str, text: &str, resp3: bool) -> Vec<String> {
     let server = Server::start();
     let mut redis = server.client();
+    if resp3 {
+        redis.call_str(&["HELLO", "3"]);
+    }
     let mut engine = Engine::in_memory(engine_config());
     let mut sess = Session::default();
     let mut bad = Vec::new();
@@ -131,7 +138,8 @@ fn run_script(name: &str, text: &str) -> Vec<String> {
         };
         let argv = split_args(cmd).unwrap_or_else(|e| panic!("{name}:{}: {e}", no + 1));
         let theirs = redis.call(&argv);
-        let ours = engine.execute(&mut sess, &argv).to_resp2();
+        let mut ours = Vec::new();
+        engine.execute(&mut sess, &argv).write_resp(&mut ours, resp3);
         if !same(&check, &ours, &theirs) {
             bad.push(format!("{name}:{}: {cmd}\n    redis: {}\n    ours:  {}", no + 1, show(&theirs), show(&ours)));
         }
@@ -141,6 +149,16 @@ fn run_script(name: &str, text: &str) -> Vec<String> {
 
 #[test]
 fn replies_match_real_redis() {
+    run_all(false);
+}
+
+/// The same scripts over RESP3 (HELLO 3): maps, sets, doubles and nulls as Redis 7.0 sends them.
+#[test]
+fn resp3_replies_match_real_redis() {
+    run_all(true);
+}
+
+fn run_all(resp3: bool) {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
     let only = std::env::var("SCRIPT").ok();
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -158,9 +176,10 @@ fn replies_match_real_redis() {
             continue;
         }
         let text = std::fs::read_to_string(f).expect("read script");
-        bad.extend(run_script(&name, &text));
+        bad.extend(run_script(&name, &text, resp3));
         ran += 1;
     }
     assert!(ran > 0, "SCRIPT={only:?} matched no script");
-    assert!(bad.is_empty(), "{} replies differ from Redis 7.0:\n{}", bad.len(), bad.join("\n"));
+    let proto = if resp3 { "RESP3" } else { "RESP2" };
+    assert!(bad.is_empty(), "{} {proto} replies differ from Redis 7.0:\n{}", bad.len(), bad.join("\n"));
 }

@@ -177,17 +177,17 @@ fn read_reply(r: &mut impl BufRead, out: &mut Vec<u8>) {
     let tag = line[0];
     let n: i64 = std::str::from_utf8(&line[1..line.len() - 2]).ok().and_then(|s| s.parse().ok()).unwrap_or(0);
     match tag {
-        b'$' if n >= 0 => {
+        b'$' | b'=' | b'!' if n >= 0 => {
             let mut body = vec![0u8; n as usize + 2];
             r.read_exact(&mut body).expect("read bulk");
             out.extend_from_slice(&body);
         }
-        b'*' | b'~' if n > 0 => {
+        b'*' | b'~' | b'>' if n > 0 => {
             for _ in 0..n {
                 read_reply(r, out);
             }
         }
-        b'%' if n > 0 => {
+        b'%' | b'|' if n > 0 => {
             for _ in 0..2 * n {
                 read_reply(r, out);
             }
