@@ -1,5 +1,6 @@
 //! Bytes <-> records. Knows nothing of the keyspace, the network or the command set.
 
+pub mod aof;
 pub mod blob;
 pub mod crc;
 pub mod input;

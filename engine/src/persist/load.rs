@@ -22,6 +22,7 @@ use super::PersistError;
 use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
 use crate::config::Config;
 use crate::engine::{Engine, Session};
+use crate::format::aof::{has_rdb_preamble, AofError, CommandReader};
 use crate::format::rdb::{KeyRecord, RdbError, RdbReader, Record};
 use crate::keyspace::{Keyspace, LRU_MAX};
 use crate::logical::Logical;
@@ -339,7 +340,9 @@ fn upgrade_old_aof(name: &str, old: &Path, dir: &Path, m: &mut Manifest) -> Resu
     fs::rename(old, &to).map_err(|err| PersistError::io(&to, "move the old AOF into the AOF directory", err))
 }
 
-enum Replayed {
+/// How an AOF file replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replayed {
     Whole,
     /// The file ends inside a command or a MULTI block; `valid_up_to` is where the last
     /// complete unit ends.
@@ -352,44 +355,48 @@ enum Replayed {
 /// Replay one AOF file: an RDB part when it starts with `REDIS`, then RESP commands.
 fn replay_file(e: &mut Engine, path: &Path) -> Result<Replayed, PersistError> {
     let src = Source::open(path).map_err(|err| PersistError::io(path, "open", err))?;
-    let data: &[u8] = &src;
+    replay_bytes(e, &src, path)
+}
+
+/// Replay the bytes of one AOF file (`path` only names it in errors): an RDB part when
+/// it starts with `REDIS`, then RESP commands, run through the command layer. The
+/// caller sets `e.mode` ([`ExpireMode::Loading`] at startup, so keys never expire).
+pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replayed, PersistError> {
+    let data: &[u8] = src;
     let mut pos = 0;
-    if data.starts_with(b"REDIS") {
-        pos = load_rdb(&mut e.ks, &src, path, &e.cfg.limits, None)?;
+    if has_rdb_preamble(data) {
+        pos = load_rdb(&mut e.ks, src, path, &e.cfg.limits, None)?;
     }
     let mut sess = Session::default();
     let mut multi: Option<Vec<Argv>> = None;
     let mut valid_up_to = pos;
     let mut valid_before_multi = pos;
-    loop {
-        let at = pos;
-        let argv = match parse_command(data, &mut pos) {
-            Parsed::Command(argv) => argv,
-            Parsed::End => break,
-            Parsed::Short => {
-                let why = format!("unexpected end of file in the command at offset {at}");
+    for cmd in CommandReader::at(data, pos) {
+        let cmd = match cmd {
+            Ok(cmd) => cmd,
+            Err(err @ AofError::Truncated { .. }) => {
                 let valid_up_to = if multi.is_some() { valid_before_multi } else { valid_up_to };
-                return Ok(Replayed::Truncated { valid_up_to: valid_up_to as u64, why });
+                return Ok(Replayed::Truncated { valid_up_to: valid_up_to as u64, why: err.what().to_string() });
             }
-            Parsed::Bad(off, what) => return Err(PersistError::aof(path, off as u64, what)),
+            Err(err) => return Err(PersistError::aof(path, err.offset() as u64, err.what())),
         };
-        let name = &argv[0];
-        if eq_ic(name, "multi") {
+        if cmd.is("multi") {
             valid_before_multi = valid_up_to;
             multi = Some(Vec::new());
-        } else if eq_ic(name, "exec") {
+        } else if cmd.is("exec") {
             for queued in multi.take().unwrap_or_default() {
                 replay_command(e, &mut sess, &queued);
             }
-        } else if !eq_ic(name, "select") && command::lookup(name).is_none() {
+        } else if !cmd.is("select") && command::lookup(cmd.name()).is_none() {
+            let name = cmd.name();
             let shown = String::from_utf8_lossy(&name[..name.len().min(128)]).into_owned();
-            return Err(PersistError::aof(path, at as u64, format!("unknown command '{shown}'")));
+            return Err(PersistError::aof(path, cmd.offset as u64, format!("unknown command '{shown}'")));
         } else if let Some(q) = &mut multi {
-            q.push(argv);
+            q.push(cmd.to_argv());
         } else {
-            replay_command(e, &mut sess, &argv);
+            replay_command(e, &mut sess, &cmd.to_argv());
         }
-        valid_up_to = pos;
+        valid_up_to = cmd.end;
     }
     if multi.is_some() {
         let why = "incomplete MULTI/EXEC transaction at the end of the file".to_string();
@@ -413,111 +420,56 @@ fn replay_command(e: &mut Engine, sess: &mut Session, argv: &[Vec<u8>]) {
     e.fx.modified.clear();
 }
 
-enum Parsed {
-    Command(Argv),
-    /// Clean end of file.
-    End,
-    /// The file ends inside a command.
-    Short,
-    /// Not the AOF format: (offset, what).
-    Bad(usize, String),
-}
-
-/// The next line (without its `\n`) from `pos`; None when no newline follows.
-fn line(data: &[u8], pos: usize) -> Option<(&[u8], usize)> {
-    let rest = data.get(pos..)?;
-    let nl = rest.iter().position(|&c| c == b'\n')?;
-    let l = &rest[..nl];
-    Some((l.strip_suffix(b"\r").unwrap_or(l), pos + nl + 1))
-}
-
-fn number(b: &[u8]) -> Option<i64> {
-    std::str::from_utf8(b).ok()?.parse().ok()
-}
-
-/// One command as written to the AOF: `*N`, then N times `$len` + bytes + CRLF.
-/// `#` annotation lines before it are skipped.
-fn parse_command(data: &[u8], pos: &mut usize) -> Parsed {
-    loop {
-        if *pos >= data.len() {
-            return Parsed::End;
-        }
-        let at = *pos;
-        let Some((head, next)) = line(data, at) else {
-            // A last line without a newline: an annotation ends the file, anything else
-            // is a command cut short.
-            return match data[at] {
-                b'#' => Parsed::End,
-                b'*' => Parsed::Short,
-                b => Parsed::Bad(at, format!("expected '*' (a command), found byte 0x{b:02x}")),
-            };
-        };
-        if head.first() == Some(&b'#') {
-            *pos = next;
-            continue;
-        }
-        if head.first() != Some(&b'*') {
-            return Parsed::Bad(at, format!("expected '*' (a command), found byte 0x{:02x}", data[at]));
-        }
-        let argc = match number(&head[1..]) {
-            Some(n) if n >= 1 => n as usize,
-            _ => return Parsed::Bad(at, format!("invalid argument count '{}'", String::from_utf8_lossy(head))),
-        };
-        let mut argv = Vec::with_capacity(argc.min(1024));
-        let mut p = next;
-        for _ in 0..argc {
-            let Some((len_line, after)) = line(data, p) else { return Parsed::Short };
-            if len_line.first() != Some(&b'$') {
-                return Parsed::Bad(p, format!("expected '$' (an argument), found byte 0x{:02x}", data[p]));
-            }
-            let len = match number(&len_line[1..]) {
-                Some(n) if n >= 0 => n as usize,
-                _ => return Parsed::Bad(p, format!("invalid argument length '{}'", String::from_utf8_lossy(len_line))),
-            };
-            let end = after.saturating_add(len);
-            if end.saturating_add(2) > data.len() {
-                return Parsed::Short;
-            }
-            if &data[end..end + 2] != b"\r\n" {
-                return Parsed::Bad(end, "argument not followed by CRLF".into());
-            }
-            argv.push(data[after..end].to_vec());
-            p = end + 2;
-        }
-        *pos = p;
-        return Parsed::Command(argv);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn parse_all(data: &[u8]) -> (Vec<Argv>, Parsed) {
-        let mut pos = 0;
-        let mut out = Vec::new();
-        loop {
-            match parse_command(data, &mut pos) {
-                Parsed::Command(a) => out.push(a),
-                other => return (out, other),
-            }
+    fn replay(data: &[u8]) -> Result<(Replayed, Engine), PersistError> {
+        let mut e = Engine::in_memory(Config::default());
+        e.mode = ExpireMode::Loading;
+        let r = replay_bytes(&mut e, &Source::Buffered(data.to_vec()), Path::new("t.aof"))?;
+        Ok((r, e))
+    }
+
+    fn truncated_at(data: &[u8]) -> u64 {
+        match replay(data) {
+            Ok((Replayed::Truncated { valid_up_to, .. }, _)) => valid_up_to,
+            other => panic!("not truncated: {:?}", other.map(|r| r.0)),
         }
     }
 
+    const SET: &[u8] = b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\n";
+
     #[test]
     fn commands_annotations_and_cut_ends() {
-        let (cmds, end) = parse_all(b"#TS:1\r\n*2\r\n$3\r\nGET\r\n$1\r\nk\r\n#TS:2");
-        assert_eq!(cmds, vec![vec![b"GET".to_vec(), b"k".to_vec()]]);
-        assert!(matches!(end, Parsed::End));
-        assert!(matches!(parse_all(b"*2\r\n$3\r\nGET\r\n$1\r\n").1, Parsed::Short));
-        assert!(matches!(parse_all(b"*2\r\n$3\r\nGET\r\n$5\r\nk").1, Parsed::Short));
-        assert!(matches!(parse_all(b"*2\r\n$3\r\nGEX\r\n$1\r\nk\r\n*1").1, Parsed::Short));
-        assert!(matches!(parse_all(b"*1\r\n$3\r\nGETxx").1, Parsed::Bad(11, _)));
-        assert!(matches!(parse_all(b"*1\r\n%3\r\n").1, Parsed::Bad(4, _)));
-        assert!(matches!(parse_all(b"x").1, Parsed::Bad(0, _)));
-        assert!(matches!(parse_all(b"*2").1, Parsed::Short));
-        assert!(matches!(parse_all(b"x\r\n").1, Parsed::Bad(0, _)));
-        assert!(matches!(parse_all(b"*0\r\n").1, Parsed::Bad(0, _)));
-        assert!(matches!(parse_all(b"*1\r\n$99999999999999\r\nab\r\n").1, Parsed::Short));
+        let mut data = b"#TS:1\r\n".to_vec();
+        data.extend_from_slice(SET);
+        data.extend_from_slice(b"#TS:2");
+        let (r, mut e) = replay(&data).unwrap();
+        assert_eq!(r, Replayed::Whole);
+        let mut s = Session::default();
+        assert_eq!(e.execute(&mut s, &[b"GET".to_vec(), b"k".to_vec()]), crate::Reply::Bulk(b"v".to_vec()));
+        let whole = SET.len() as u64;
+        let mut cut = SET.to_vec();
+        cut.extend_from_slice(b"*2\r\n$3\r\nGET\r\n$1\r\n");
+        assert_eq!(truncated_at(&cut), whole);
+        let mut multi = SET.to_vec();
+        multi.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n");
+        multi.extend_from_slice(SET);
+        assert_eq!(truncated_at(&multi), whole);
+        multi.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n*1");
+        assert_eq!(truncated_at(&multi), multi.len() as u64 - 2);
+    }
+
+    #[test]
+    fn errors_name_the_offset() {
+        let mut bad = SET.to_vec();
+        bad.extend_from_slice(b"*1\r\n$3\r\nGETxx");
+        let err = replay(&bad).err().expect("malformed");
+        assert!(matches!(err, PersistError::Aof { offset: 38, .. }), "{err}");
+        let mut unknown = SET.to_vec();
+        unknown.extend_from_slice(b"*1\r\n$4\r\nNOPE\r\n");
+        let err = replay(&unknown).err().expect("unknown");
+        assert!(matches!(&err, PersistError::Aof { offset: 27, what, .. } if what.contains("unknown command 'NOPE'")));
     }
 }
