@@ -1,6 +1,7 @@
-//! ferrokv-tools: the library behind `rdbtool`. Binaries stay thin; everything testable
+//! ferrokv-tools: the library behind `rdbtool` and `aoftool`. Binaries stay thin; everything testable
 //! lives here.
 
+pub mod aof;
 pub mod convert;
 pub mod diff;
 pub mod dump;

@@ -152,14 +152,19 @@ impl AofSet {
             let entry = entry.map_err(|source| DirError::Io { path: dir.clone(), source })?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let Some(rest) = name.strip_prefix(&prefix) else { continue };
-            let looks_like_part = rest.contains(".base.") || rest.contains(".incr.");
-            if looks_like_part && !named.contains(&name.as_str()) {
+            if is_part_name(rest) && !named.contains(&name.as_str()) {
                 extra.push(name);
             }
         }
         extra.sort();
         Ok(extra)
     }
+}
+
+/// `<seq>.base.rdb`, `<seq>.base.aof` or `<seq>.incr.aof`: how Redis names its files.
+fn is_part_name(rest: &str) -> bool {
+    let Some((seq, suffix)) = rest.split_once('.') else { return false };
+    !seq.is_empty() && seq.bytes().all(|c| c.is_ascii_digit()) && matches!(suffix, "base.rdb" | "base.aof" | "incr.aof")
 }
 
 /// The manifest of an AOF directory: its one `*.manifest` file (temp manifests aside).
@@ -195,5 +200,13 @@ mod tests {
         assert_eq!(line_offset(t, 2), 2);
         assert_eq!(line_offset(t, 3), 5);
         assert_eq!(line_offset(t, 9), t.len());
+    }
+
+    #[test]
+    fn part_names() {
+        assert!(is_part_name("12.incr.aof"));
+        assert!(is_part_name("1.base.rdb"));
+        assert!(!is_part_name("1.incr.aof.bak"));
+        assert!(!is_part_name("x.incr.aof"));
     }
 }

@@ -245,6 +245,25 @@ impl<'a> CommandReader<'a> {
         }
     }
 
+    /// What can be read of a command at `pos` that may be damaged or cut: its argument
+    /// count and the arguments that parse whole, in order. None when no `*<count>` line
+    /// starts there.
+    pub fn partial_at(data: &'a [u8], pos: usize) -> Option<(u64, Vec<&'a [u8]>)> {
+        let input = Input::at(data.get(pos..)?, pos);
+        let (mut rest, head) = line(input).ok()?;
+        if head.bytes().first() != Some(&b'*') {
+            return None;
+        }
+        let argc = u64::try_from(number(head)?).ok()?;
+        let mut argv = Vec::new();
+        while (argv.len() as u64) < argc {
+            let Ok((r, arg)) = argument(rest) else { break };
+            argv.push(arg);
+            rest = r;
+        }
+        Some((argc, argv))
+    }
+
     fn error(&self, start: usize, e: nom::Err<FormatError>) -> AofError {
         match e {
             nom::Err::Incomplete(_) => {
@@ -348,5 +367,7 @@ mod tests {
         assert_eq!((c.offset, c.argv), (39, vec![&b"PING"[..]]));
         assert_eq!(CommandReader::command_at(data, 39).map(|(_, end)| end), Some(data.len()));
         assert_eq!(CommandReader::command_at(data, 1), None);
+        let (argc, argv) = CommandReader::partial_at(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9\r\nv", 0).unwrap();
+        assert_eq!((argc, argv), (3, vec![&b"SET"[..], &b"k"[..]]));
     }
 }

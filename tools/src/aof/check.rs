@@ -1,0 +1,324 @@
+//! `aoftool verify`: every file of the AOF in load order, stopping at the first problem.
+
+use std::collections::BTreeSet;
+
+use ferrokv::command;
+use ferrokv::format::aof::{has_rdb_preamble, AofError, AofPart, AofSet, Command, CommandReader, FileKind};
+use ferrokv::Source;
+use serde_json::{json, Value};
+
+use super::{file_name, open, show_argv, Kind, Problem};
+use crate::out::ToolError;
+use crate::verify::{walk, Depth};
+
+/// The RDB part of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RdbPart {
+    pub keys: u64,
+    /// Offset just past its checksum: where commands start.
+    pub end: usize,
+}
+
+/// What one file holds.
+#[derive(Debug, Clone, Default)]
+pub struct FileSummary {
+    pub name: String,
+    pub kind: Option<FileKind>,
+    pub size: u64,
+    pub rdb: Option<RdbPart>,
+    pub commands: u64,
+    pub transactions: u64,
+    pub dbs: BTreeSet<u64>,
+    pub first_ts: Option<i64>,
+    pub last_ts: Option<i64>,
+}
+
+/// What verify found.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyReport {
+    pub path: String,
+    pub manifest: Option<String>,
+    pub files: Vec<FileSummary>,
+    pub problem: Option<Problem>,
+}
+
+impl VerifyReport {
+    pub fn commands(&self) -> u64 {
+        self.files.iter().map(|f| f.commands).sum()
+    }
+}
+
+/// Why a whole command cannot be replayed, as Redis's loader would refuse it.
+pub fn command_problem(cmd: &Command<'_>) -> Option<String> {
+    if cmd.is("multi") || cmd.is("exec") {
+        return (cmd.argv.len() != 1).then(|| format!("{} takes no arguments", lower(cmd.name())));
+    }
+    let Some(spec) = command::lookup(cmd.name()) else {
+        return Some(format!(
+            "unknown command '{}'",
+            String::from_utf8_lossy(&cmd.name()[..cmd.name().len().min(128)])
+        ));
+    };
+    if !spec.arity_ok(cmd.argv.len()) {
+        return Some(format!("wrong number of arguments for '{}' ({} given)", spec.name, cmd.argv.len() - 1));
+    }
+    if cmd.is("select") && cmd.argv.get(1).and_then(|a| command::parse_i64(a)).is_none_or(|db| db < 0) {
+        return Some(format!("invalid database index '{}'", String::from_utf8_lossy(cmd.argv[1])));
+    }
+    None
+}
+
+fn lower(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).to_ascii_lowercase()
+}
+
+/// MULTI/EXEC nesting: the open MULTI's (offset, command number).
+#[derive(Debug, Default)]
+pub struct Txn {
+    pub open: Option<(usize, u64)>,
+}
+
+impl Txn {
+    /// Account for `cmd` (number `k`); the error says what is unbalanced.
+    pub fn step(&mut self, cmd: &Command<'_>, k: u64) -> Result<(), String> {
+        if cmd.is("multi") {
+            if let Some((at, n)) = self.open {
+                return Err(format!("MULTI inside the MULTI at offset {at} (command #{n})"));
+            }
+            self.open = Some((cmd.offset, k));
+        } else if cmd.is("exec") && self.open.take().is_none() {
+            return Err("EXEC without MULTI".into());
+        }
+        Ok(())
+    }
+}
+
+/// Check one file's bytes; `last` says whether it is the last file of the AOF.
+pub fn check_file(name: &str, kind: Option<FileKind>, data: &[u8], last: bool) -> (FileSummary, Option<Problem>) {
+    let mut sum = FileSummary { name: name.to_string(), kind, size: data.len() as u64, ..Default::default() };
+    let problem = |kind, offset, command, what: String| Problem {
+        kind,
+        file: name.to_string(),
+        offset: Some(offset),
+        command,
+        line: None,
+        what,
+        cut: None,
+    };
+    let mut start = 0;
+    if has_rdb_preamble(data) {
+        match walk(data, Depth::Deep, 0) {
+            Ok(r) => {
+                let end = data.len() - r.trailing_bytes as usize;
+                sum.rdb = Some(RdbPart { keys: r.keys(), end });
+                start = end;
+            }
+            Err((_, e)) => {
+                let part = if name.ends_with(".rdb") { "base" } else { "preamble" };
+                let what = format!("RDB {part}: {}", rdb_message(&e));
+                return (sum, Some(problem(Kind::Rdb, e.offset, None, what)));
+            }
+        }
+    } else if name.ends_with(".rdb") && !data.is_empty() {
+        return (sum, Some(problem(Kind::Rdb, 0, None, "an RDB base that does not start with 'REDIS'".into())));
+    }
+    let mut txn = Txn::default();
+    let mut k = 0u64;
+    for cmd in CommandReader::at(data, start) {
+        k += 1;
+        let cmd = match cmd {
+            Ok(c) => c,
+            Err(e) => {
+                let (kind, what) = match &e {
+                    AofError::Truncated { .. } if !last => {
+                        (Kind::Truncated, format!("{}, and it is not the last file", e.what()))
+                    }
+                    AofError::Truncated { .. } => (Kind::Truncated, e.what().to_string()),
+                    AofError::Malformed { .. } => (Kind::Framing, e.what().to_string()),
+                };
+                let mut p = problem(kind, e.offset(), Some(k), what);
+                if e.is_truncated() {
+                    p.cut = Some(txn.open.map_or(e.start(), |(at, _)| at));
+                }
+                return (sum, Some(p));
+            }
+        };
+        if let Some(what) = command_problem(&cmd) {
+            let what = format!("{what}: {}", show_argv(&cmd.argv, 4));
+            return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
+        }
+        if let Err(what) = txn.step(&cmd, k) {
+            return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
+        }
+        sum.commands += 1;
+        sum.transactions += u64::from(cmd.is("exec"));
+        if !cmd.is("select") {
+            sum.dbs.insert(cmd.db);
+        }
+        if cmd.ts.is_some() {
+            sum.first_ts = sum.first_ts.or(cmd.ts);
+            sum.last_ts = cmd.ts;
+        }
+    }
+    if let Some((at, n)) = txn.open {
+        let what = "the file ends inside the MULTI/EXEC transaction started here";
+        let what = if last { what.to_string() } else { format!("{what}, and it is not the last file") };
+        let mut p = problem(Kind::Truncated, at, Some(n), what);
+        p.cut = Some(at);
+        return (sum, Some(p));
+    }
+    (sum, None)
+}
+
+fn rdb_message(e: &ferrokv::format::rdb::RdbError) -> String {
+    let full = e.to_string();
+    let prefix = format!("offset {}: ", e.offset);
+    full.strip_prefix(&prefix).map(str::to_string).unwrap_or(full)
+}
+
+/// Problems of the manifest against the directory: missing and extra files, no base.
+pub fn manifest_problem(set: &AofSet) -> Result<Option<Problem>, ToolError> {
+    let Some(m) = &set.manifest else { return Ok(None) };
+    let mfile = file_name(&m.path);
+    let line_of = |name: &str| -> (Option<usize>, Option<usize>) {
+        let mut off = 0;
+        for (i, l) in m.text.split(|&c| c == b'\n').enumerate() {
+            if l.windows(name.len()).any(|w| w == name.as_bytes()) {
+                return (Some(off), Some(i + 1));
+            }
+            off += l.len() + 1;
+        }
+        (None, None)
+    };
+    let manifest = |offset, line, what| Problem {
+        kind: Kind::Manifest,
+        file: mfile.clone(),
+        offset,
+        command: None,
+        line,
+        what,
+        cut: None,
+    };
+    if m.manifest.base.is_none() {
+        return Ok(Some(manifest(None, None, "the manifest names no base file".into())));
+    }
+    if let Some(p) = set.missing().first() {
+        let (offset, line) = line_of(&p.name);
+        let kind = if p.kind == FileKind::Base { "base" } else { "incr" };
+        return Ok(Some(manifest(offset, line, format!("names the {kind} file {}, which does not exist", p.name))));
+    }
+    let extra = set.extra_files().map_err(|e| ToolError::Usage(format!("cannot list {e}")))?;
+    if let Some(x) = extra.first() {
+        let what = format!("{x} is in the AOF directory but not in the manifest");
+        return Ok(Some(manifest(None, None, what)));
+    }
+    Ok(None)
+}
+
+/// Verify the AOF at `path` (a file, a manifest or a directory).
+pub fn verify(path: &std::path::Path) -> Result<VerifyReport, ToolError> {
+    let mut rep = VerifyReport { path: path.display().to_string(), ..Default::default() };
+    let set = match open(path)? {
+        Ok(set) => set,
+        Err(p) => {
+            rep.problem = Some(p);
+            return Ok(rep);
+        }
+    };
+    rep.manifest = set.manifest.as_ref().map(|m| m.path.display().to_string());
+    if let Some(p) = manifest_problem(&set)? {
+        rep.problem = Some(p);
+        return Ok(rep);
+    }
+    let n = set.parts.len();
+    for (i, part) in set.parts.iter().enumerate() {
+        let src = open_part(part)?;
+        let kind = set.manifest.as_ref().map(|_| part.kind);
+        let (sum, problem) = check_file(&part.name, kind, &src, i + 1 == n);
+        rep.files.push(sum);
+        if problem.is_some() {
+            rep.problem = problem;
+            break;
+        }
+    }
+    Ok(rep)
+}
+
+pub fn open_part(part: &AofPart) -> Result<Source, ToolError> {
+    Source::open(&part.path).map_err(|e| ToolError::Usage(format!("cannot read {}: {e}", part.path.display())))
+}
+
+fn kind_name(k: Option<FileKind>) -> &'static str {
+    match k {
+        None => "file",
+        Some(FileKind::Base) => "base",
+        Some(FileKind::History) => "history",
+        Some(FileKind::Incr) => "incr",
+    }
+}
+
+pub fn text(r: &VerifyReport) -> String {
+    let mut s = String::new();
+    match &r.problem {
+        None => s.push_str(&format!("OK: {}\n", r.path)),
+        Some(p) => s.push_str(&format!("{p}\n")),
+    }
+    if let Some(m) = &r.manifest {
+        s.push_str(&format!("manifest: {m}\n"));
+    }
+    for f in &r.files {
+        s.push_str(&format!("{} {}: {} bytes", kind_name(f.kind), f.name, f.size));
+        if let Some(rdb) = &f.rdb {
+            s.push_str(&format!(", RDB part of {} bytes with {} keys", rdb.end, rdb.keys));
+        }
+        s.push_str(&format!(", {} commands, {} transactions", f.commands, f.transactions));
+        if let (Some(a), Some(b)) = (f.first_ts, f.last_ts) {
+            s.push_str(&format!(", timestamps {a}..{b}"));
+        }
+        s.push('\n');
+    }
+    if r.problem.is_none() {
+        s.push_str(&format!("commands: {}\n", r.commands()));
+    }
+    s
+}
+
+pub fn problem_json(p: &Problem) -> Value {
+    json!({
+        "kind": p.kind.name(),
+        "file": p.file,
+        "offset": p.offset,
+        "command": p.command,
+        "line": p.line,
+        "message": p.what,
+        "text": p.to_string(),
+    })
+}
+
+pub fn json(r: &VerifyReport) -> Value {
+    let files: Vec<Value> = r
+        .files
+        .iter()
+        .map(|f| {
+            json!({
+                "name": f.name,
+                "kind": kind_name(f.kind),
+                "size": f.size,
+                "rdb": f.rdb.as_ref().map(|p| json!({"keys": p.keys, "end": p.end})),
+                "commands": f.commands,
+                "transactions": f.transactions,
+                "dbs": f.dbs,
+                "first_ts": f.first_ts,
+                "last_ts": f.last_ts,
+            })
+        })
+        .collect();
+    json!({
+        "path": r.path,
+        "ok": r.problem.is_none(),
+        "manifest": r.manifest,
+        "files": files,
+        "commands": r.commands(),
+        "problem": r.problem.as_ref().map(problem_json),
+    })
+}

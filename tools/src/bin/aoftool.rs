@@ -1,0 +1,156 @@
+//! aoftool: verify, fix and dump Redis AOFs (a file, a manifest, or a multi-part directory).
+
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use ferrokv_tools::aof::{check, dump, fix};
+use ferrokv_tools::exit;
+use ferrokv_tools::out::{Out, ToolError};
+
+#[derive(Parser)]
+#[command(name = "aoftool", version, about = "Verify, fix and dump Redis AOF files and multi-part AOF directories")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    Text,
+    Jsonl,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Check framing, MULTI/EXEC balance, the manifest, the RDB base and every command's name
+    /// and arity; exit 0 when valid, 1 with the first problem.
+    Verify {
+        /// An AOF file, a manifest, or an AOF directory.
+        path: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Cut an incomplete tail of the last file (as redis-check-aof --fix), or with
+    /// --salvage drop every corrupt region; the originals are kept as .bak files.
+    Fix {
+        path: PathBuf,
+        /// Do not ask before writing.
+        #[arg(long)]
+        yes: bool,
+        /// Drop corrupt regions anywhere, resynchronising at the next valid command.
+        #[arg(long)]
+        salvage: bool,
+        /// Where to write the report of what was dropped (default: beside the AOF).
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One command per line with its file, offset, database and timestamp.
+    Dump {
+        path: PathBuf,
+        #[arg(long, value_enum, default_value = "text")]
+        format: FormatArg,
+    },
+}
+
+fn confirm(fixes: &[fix::FileFix]) -> bool {
+    eprint!("{}Continue? [y/N]: ", fix::text(fixes));
+    let mut answer = String::new();
+    if io::stdin().lock().read_line(&mut answer).is_err() {
+        return false;
+    }
+    matches!(answer.trim(), "y" | "Y" | "yes")
+}
+
+/// Where the fix report goes unless --report says: beside the file, or in the AOF directory.
+fn default_report(path: &std::path::Path) -> PathBuf {
+    if path.is_dir() {
+        path.join("aoftool-fix-report.txt")
+    } else {
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        path.with_file_name(format!("{name}.fix-report.txt"))
+    }
+}
+
+fn run(cli: Cli) -> Result<u8, ToolError> {
+    let mut stdout = io::stdout().lock();
+    match cli.cmd {
+        Cmd::Verify { path, json } => {
+            let r = check::verify(&path)?;
+            let text = if json { format!("{}\n", check::json(&r)) } else { check::text(&r) };
+            stdout.write_all(text.as_bytes())?;
+            Ok(if r.problem.is_some() { exit::INVALID } else { exit::OK })
+        }
+        Cmd::Fix { path, yes, salvage, report, json } => {
+            let opts = fix::Options { salvage, yes };
+            match fix::run(&path, &opts, &mut confirm)? {
+                fix::Outcome::NothingToFix => {
+                    writeln!(stdout, "nothing to fix: {}", path.display())?;
+                    Ok(exit::OK)
+                }
+                fix::Outcome::CannotFix(p) => {
+                    writeln!(stdout, "{p}")?;
+                    let hint = if salvage { "" } else { " (--salvage drops corrupt regions anywhere)" };
+                    writeln!(stdout, "cannot fix this: not an incomplete tail of the last file{hint}")?;
+                    Ok(exit::INVALID)
+                }
+                fix::Outcome::Declined(_) => {
+                    writeln!(stdout, "aborted: nothing written")?;
+                    Ok(exit::INVALID)
+                }
+                fix::Outcome::Fixed(fixes) => {
+                    let text = fix::text(&fixes);
+                    let report = report.unwrap_or_else(|| default_report(&path));
+                    std::fs::write(&report, &text)
+                        .map_err(|e| ToolError::Usage(format!("cannot write {}: {e}", report.display())))?;
+                    if json {
+                        writeln!(stdout, "{}", serde_json::json!({"fixed": fix::json(&fixes), "report": report}))?;
+                    } else {
+                        writeln!(stdout, "{text}report: {}", report.display())?;
+                    }
+                    Ok(exit::OK)
+                }
+            }
+        }
+        Cmd::Dump { path, format } => {
+            let format = match format {
+                FormatArg::Text => dump::Format::Text,
+                FormatArg::Jsonl => dump::Format::Jsonl,
+            };
+            let mut out = Out::new(&mut stdout);
+            let problem = dump::run(&path, format, &mut out);
+            out.finish()?;
+            match problem? {
+                None => Ok(exit::OK),
+                Some(p) => {
+                    eprintln!("aoftool: {p}");
+                    Ok(exit::INVALID)
+                }
+            }
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => ExitCode::from(code),
+        Err(ToolError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(exit::OK),
+        Err(ToolError::Io(e)) => {
+            eprintln!("aoftool: {e}");
+            ExitCode::from(exit::ERROR)
+        }
+        Err(ToolError::Usage(m)) => {
+            eprintln!("aoftool: {m}");
+            ExitCode::from(exit::ERROR)
+        }
+        Err(ToolError::Data(e)) => {
+            eprintln!("aoftool: {e}");
+            ExitCode::from(exit::INVALID)
+        }
+    }
+}
