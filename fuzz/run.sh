@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fuzz the RDB reader, the deep verifier and the three dump writers (README.md here).
 #   FUZZ_SECONDS   seconds per target (default 60)
-#   FUZZ_TARGETS   which targets, in order (default: every target, "rdb rdb_body")
+#   FUZZ_TARGETS   which targets, in order (default: every target, "rdb rdb_body aof_reader")
 #   FUZZ_MAX_LEN   largest input libFuzzer makes, in bytes (default 8192)
 #   FUZZ_ARGS      more libFuzzer flags, e.g. "-seed=1 -dict=..."
 #   FUZZ_SANITIZER none (default) or address: AddressSanitizer, ~8x slower
@@ -18,7 +18,7 @@ root="$(dirname "$here")"
 cd "$here"
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
-FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body}"
+FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body aof_reader}"
 FUZZ_MAX_LEN="${FUZZ_MAX_LEN:-8192}"
 FUZZ_ARGS="${FUZZ_ARGS:-}"
 FUZZ_SANITIZER="${FUZZ_SANITIZER:-none}"
@@ -42,6 +42,12 @@ fi
 echo "== seeding corpus/ from fixtures/rdb/redis-7.0"
 cargo build --release --quiet --example seeds
 for t in $FUZZ_TARGETS; do
+    if [ "$t" = aof_reader ]; then
+        # AOF seeds: the committed regressions (crafted AOFs, one with an RDB preamble).
+        mkdir -p "corpus/$t"
+        cp regressions/aof_reader/* "corpus/$t/"
+        continue
+    fi
     ./target/release/examples/seeds "$t" "corpus/$t" "$root"/fixtures/rdb/redis-7.0/*.rdb
 done
 
@@ -78,7 +84,10 @@ for t in $FUZZ_TARGETS; do
             # regressions/ holds whole RDB files: rdb_body's input gets the magic it was
             # run with (ferrokv_fuzz::with_magic), so every file replays with target rdb.
             dest="regressions/$t-$(basename "$a").rdb"
-            if [ "$t" = rdb_body ]; then
+            if [ "$t" = aof_reader ]; then
+                dest="regressions/aof_reader/$(basename "$a").aof"
+                cp "$a" "$dest"
+            elif [ "$t" = rdb_body ]; then
                 first="$(od -A n -t u1 -N 1 "$a" | tr -d ' ')"
                 if [ -n "$first" ] && [ $((first % 2)) -eq 1 ]; then magic=VALKEY080; else magic=REDIS0012; fi
                 { printf '%s' "$magic"; tail -c +2 "$a"; } >"$dest"

@@ -2,6 +2,8 @@
 //! writers. Errors are expected on most inputs; a panic (or abort, hang, OOM) is the bug.
 //! tools/tests/fuzz_seeds.rs replays fuzz/regressions/ through the public entry points.
 
+pub mod aof_reader;
+
 use ferrokv_tools::dump::{self, Expired, Filter, Format};
 use ferrokv_tools::out::Out;
 use ferrokv_tools::pipeline::Pipeline;

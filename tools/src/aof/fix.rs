@@ -138,6 +138,9 @@ fn io_err(path: &Path, op: &str, e: std::io::Error) -> ToolError {
     ToolError::Usage(format!("cannot {op} {}: {e}", path.display()))
 }
 
+/// The byte ranges of a file to keep, in order, and the regions lost.
+pub type Salvaged = (Vec<(usize, usize)>, Vec<Lost>);
+
 /// A file's fix and the byte ranges it keeps.
 type Plan = (FileFix, Vec<(usize, usize)>);
 
@@ -149,16 +152,28 @@ enum Unit {
 
 /// The byte ranges of `part` to keep and what is lost; None when nothing is.
 fn salvage_plan(part: &AofPart, data: &[u8]) -> Result<Option<Plan>, ToolError> {
+    let (keep, lost) = salvage(data).map_err(|e| {
+        ToolError::Data(ferrokv::format::rdb::RdbError::at(
+            e.offset,
+            format!("{}: the RDB part cannot be salvaged: {}", part.name, e.what),
+        ))
+    })?;
+    if lost.is_empty() {
+        return Ok(None);
+    }
+    let new = keep.iter().map(|(a, b)| b - a).sum();
+    Ok(Some((fix_of(part, data.len(), new, lost), keep)))
+}
+
+/// Salvage one file's bytes: the byte ranges to keep, in order, and the regions lost.
+/// The kept bytes put together verify without a problem. An RDB part that does not
+/// decode is the error.
+pub fn salvage(data: &[u8]) -> Result<Salvaged, ferrokv::format::rdb::RdbError> {
     let mut start = 0;
     if has_rdb_preamble(data) {
         match walk(data, Depth::Deep, 0) {
             Ok(r) => start = data.len() - r.trailing_bytes as usize,
-            Err((_, e)) => {
-                return Err(ToolError::Data(ferrokv::format::rdb::RdbError::at(
-                    e.offset,
-                    format!("{}: the RDB part cannot be salvaged: {}", part.name, e.what),
-                )))
-            }
+            Err((_, e)) => return Err(e),
         }
     }
     let units = salvage_units(data, start);
@@ -179,15 +194,11 @@ fn salvage_plan(part: &AofPart, data: &[u8]) -> Result<Option<Plan>, ToolError> 
             },
         }
     }
-    if lost.is_empty() {
-        return Ok(None);
-    }
     for l in &mut lost {
         *l = lost_region(data, l.start, l.end, std::mem::take(&mut l.why));
     }
     keep.retain(|&(a, b)| b > a);
-    let new = keep.iter().map(|(a, b)| b - a).sum();
-    Ok(Some((fix_of(part, data.len(), new, lost), keep)))
+    Ok((keep, lost))
 }
 
 /// Walk the commands from `start`, resynchronising past every bad region.
