@@ -92,7 +92,7 @@ for t in $FUZZ_TARGETS; do
                 dest="regressions/$t/$(basename "$a")"
                 cp "$a" "$dest"
                 echo "!! reproducer: fuzz/$dest ($(wc -c <"$dest") bytes):"
-                od -A d -c "$dest" | head -n 16
+                od -A d -c "$dest" | head -n 16 || true
                 echo "!! replay: (cd fuzz && RUST_BACKTRACE=1 cargo fuzz run --sanitizer none $t $dest)"
                 echo "!!     or: cargo test -p ferrokv --test fuzz_seeds"
                 continue
@@ -108,7 +108,7 @@ for t in $FUZZ_TARGETS; do
                 cp "$a" "$dest"
             fi
             echo "!! reproducer: fuzz/$dest ($(wc -c <"$dest") bytes):"
-            od -A d -t x1 "$dest" | head -n 16
+            od -A d -t x1 "$dest" | head -n 16 || true
             echo "!! replay: (cd fuzz && RUST_BACKTRACE=1 cargo fuzz run --sanitizer none rdb $dest)"
             echo "!!     or: cargo test --release -p ferrokv-tools --test fuzz_seeds"
         done

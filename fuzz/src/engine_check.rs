@@ -119,10 +119,27 @@ fn dump_restore_round_trip(e: &mut Engine) {
             let argv = [b"RESTORE".to_vec(), key.clone(), b"0".to_vec(), payload, b"REPLACE".to_vec()];
             let r = other.execute(&mut other_sess, &argv);
             assert_eq!(r, Reply::ok(), "RESTORE of the DUMP of {:?}", show(&[key]));
-            let digest = |e: &Engine| e.ks.db(db).get(&key).map(|s| value_digest(&s.value.to_logical(), false));
-            assert_eq!(digest(e), digest(&other), "DUMP/RESTORE changed {:?}", show(&[key]));
+            let [before, after] =
+                [&*e, &other].map(|e| e.ks.db(db).get(&key).map(|s| zero_signless(s.value.to_logical())));
+            let digest = |v: &Option<ferrokv::logical::Logical>| v.as_ref().map(|v| value_digest(v, false));
+            if digest(&before) != digest(&after) {
+                panic!("DUMP/RESTORE changed {:?}\nbefore: {before:?}\nafter:  {after:?}", show(&[key]));
+            }
         }
     }
+}
+
+/// A -0 score as 0: a small zset restores as a listpack, where Redis (and the engine)
+/// read a -0 back as 0, so a skiplist's -0 legitimately comes back as 0.
+fn zero_signless(mut v: ferrokv::logical::Logical) -> ferrokv::logical::Logical {
+    if let ferrokv::logical::Logical::Zset(items) = &mut v {
+        for (_, score) in items.iter_mut() {
+            if *score == 0.0 {
+                *score = 0.0;
+            }
+        }
+    }
+    v
 }
 
 /// The reply encodes in both protocols as one well-formed RESP value.

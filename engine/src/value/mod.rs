@@ -189,7 +189,11 @@ impl Value {
                 Value::Set(Box::new(s))
             }
             Logical::Zset(items) => {
-                let mut z = Zset::default();
+                // As Redis loads a zset: a skiplist, a listpack only when small enough. A
+                // skiplist keeps a -0 score; a listpack reads it back as 0.
+                let small = items.len() <= limits.zset_max_listpack_entries
+                    && items.iter().all(|(m, _)| m.len() <= limits.zset_max_listpack_value);
+                let mut z = if small { Zset::default() } else { Zset::Skiplist(Default::default()) };
                 for (m, sc) in items {
                     z.insert(m, *sc, limits);
                 }
