@@ -13,7 +13,6 @@ use ferrokv::command::{ExpireMode, Reply};
 use ferrokv::digest::value_digest;
 use ferrokv::keyspace::Clock;
 use ferrokv::persist::{load, Manifest};
-use ferrokv::value::Value;
 use ferrokv::{Config, Engine, Session, Source};
 
 /// A fixed start time, so a crash reproduces: 2024-01-01T00:00:00Z.
@@ -195,14 +194,12 @@ pub fn check_keyspace(e: &Engine) {
     for (i, db) in e.ks.dbs.iter().enumerate() {
         let mut volatile = 0;
         for (pos, slot) in db.slots().iter().enumerate() {
-            if !matches!(slot.value, Value::Str(_) | Value::Stream(_)) {
-                assert!(
-                    !slot.value.is_empty(),
-                    "db {i}: key {:?} holds an empty {}",
-                    show(&[slot.key.to_vec()]),
-                    slot.value.type_name()
-                );
-            }
+            assert!(
+                !slot.value.is_empty_collection(),
+                "db {i}: key {:?} holds an empty {}",
+                show(&[slot.key.to_vec()]),
+                slot.value.type_name()
+            );
             volatile += usize::from(slot.expire_ms().is_some());
             assert_eq!(
                 db.find(&slot.key),

@@ -126,6 +126,12 @@ impl Value {
         self.len() == 0
     }
 
+    /// A list, hash, set or zset without elements: never stored (Redis deletes a key
+    /// whose collection empties, skips one when loading, rejects one in RESTORE).
+    pub fn is_empty_collection(&self) -> bool {
+        !matches!(self, Value::Str(_) | Value::Stream(_)) && self.is_empty()
+    }
+
     /// The canonical, encoding-free view (for comparing): set members and hash fields
     /// sorted.
     pub fn to_logical(&self) -> Logical {
