@@ -99,6 +99,10 @@ fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded
 }
 
 fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<(), PersistError> {
+    if d.value.is_empty_collection() {
+        // Redis skips an empty collection when loading (RDB_LOAD_ERR_EMPTY_KEY).
+        return Ok(());
+    }
     let db = &mut ks.dbs[d.db as usize];
     let Some(pos) = db.add_new(&d.key, d.value, d.lru) else {
         return Err(PersistError::Unsupported {
@@ -339,7 +343,9 @@ fn upgrade_old_aof(name: &str, old: &Path, dir: &Path, m: &mut Manifest) -> Resu
     fs::rename(old, &to).map_err(|err| PersistError::io(&to, "move the old AOF into the AOF directory", err))
 }
 
-enum Replayed {
+/// How an AOF file replayed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Replayed {
     Whole,
     /// The file ends inside a command or a MULTI block; `valid_up_to` is where the last
     /// complete unit ends.
@@ -352,10 +358,17 @@ enum Replayed {
 /// Replay one AOF file: an RDB part when it starts with `REDIS`, then RESP commands.
 fn replay_file(e: &mut Engine, path: &Path) -> Result<Replayed, PersistError> {
     let src = Source::open(path).map_err(|err| PersistError::io(path, "open", err))?;
-    let data: &[u8] = &src;
+    replay_bytes(e, &src, path)
+}
+
+/// Replay the bytes of one AOF file (`path` only names it in errors): an RDB part when
+/// it starts with `REDIS`, then RESP commands, run through the command layer. The
+/// caller sets `e.mode` ([`ExpireMode::Loading`] at startup, so keys never expire).
+pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replayed, PersistError> {
+    let data: &[u8] = src;
     let mut pos = 0;
     if data.starts_with(b"REDIS") {
-        pos = load_rdb(&mut e.ks, &src, path, &e.cfg.limits, None)?;
+        pos = load_rdb(&mut e.ks, src, path, &e.cfg.limits, None)?;
     }
     let mut sess = Session::default();
     let mut multi: Option<Vec<Argv>> = None;
