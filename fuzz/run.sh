@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzz the RDB reader, the deep verifier and the three dump writers (README.md here).
+# Fuzz the RDB reader, the deep verifier and the three dump writers, the engine's
+# commands and the AOF loader (README.md here).
 #   FUZZ_SECONDS   seconds per target (default 60)
-#   FUZZ_TARGETS   which targets, in order (default: every target, "rdb rdb_body aof_reader")
+#   FUZZ_TARGETS   which targets, in order (default: every target, "rdb rdb_body commands aof")
 #   FUZZ_MAX_LEN   largest input libFuzzer makes, in bytes (default 8192)
 #   FUZZ_ARGS      more libFuzzer flags, e.g. "-seed=1 -dict=..."
 #   FUZZ_SANITIZER none (default) or address: AddressSanitizer, ~8x slower
@@ -10,7 +11,8 @@
 # needs -Zsanitizer, which stable takes only with RUSTC_BOOTSTRAP=1 (set here for it).
 # One fuzzing process at a time; builds use one job unless CARGO_BUILD_JOBS says more.
 # A crash is copied to fuzz/regressions/ (replayed by `cargo test -p ferrokv-tools
-# --test fuzz_seeds`) and the script exits 1.
+# --test fuzz_seeds`; commands and aof crashes go to regressions/<target>/, replayed by
+# `cargo test -p ferrokv --test fuzz_seeds`) and the script exits 1.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,7 +20,7 @@ root="$(dirname "$here")"
 cd "$here"
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
-FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body aof_reader}"
+FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body commands aof}"
 FUZZ_MAX_LEN="${FUZZ_MAX_LEN:-8192}"
 FUZZ_ARGS="${FUZZ_ARGS:-}"
 FUZZ_SANITIZER="${FUZZ_SANITIZER:-none}"
@@ -37,18 +39,19 @@ if ! cargo fuzz --version >/dev/null 2>&1; then
     cargo install cargo-fuzz --locked
 fi
 
-# The starting corpus: the committed fixtures, whole and cut into one seed per record.
-# corpus/ is git-ignored; what the fuzzer adds there is kept for the next run.
-echo "== seeding corpus/ from fixtures/rdb/redis-7.0"
+# The starting corpus: the committed RDB fixtures, whole and cut into one seed per record;
+# the vs_redis scripts for commands; fuzz/seeds/aof/ (AOF files and manifests written by
+# redis-server 7.0) for aof. corpus/ is git-ignored; what the fuzzer adds there is kept
+# for the next run.
+echo "== seeding corpus/"
 cargo build --release --quiet --example seeds
 for t in $FUZZ_TARGETS; do
-    if [ "$t" = aof_reader ]; then
-        # AOF seeds: the committed regressions (crafted AOFs, one with an RDB preamble).
-        mkdir -p "corpus/$t"
-        cp regressions/aof_reader/* "corpus/$t/"
-        continue
-    fi
-    ./target/release/examples/seeds "$t" "corpus/$t" "$root"/fixtures/rdb/redis-7.0/*.rdb
+    case "$t" in
+        commands) inputs=("$root"/engine/tests/scripts/*.redis) ;;
+        aof) inputs=(seeds/aof/*) ;;
+        *) inputs=("$root"/fixtures/rdb/redis-7.0/*.rdb) ;;
+    esac
+    ./target/release/examples/seeds "$t" "corpus/$t" "${inputs[@]}"
 done
 
 # Build every target first, then run the binaries as built: what is fuzzed is one
@@ -64,9 +67,11 @@ for t in $FUZZ_TARGETS; do
     log="$(mktemp)"
     rm -rf "artifacts/$t"
     mkdir -p "artifacts/$t"
+    dict=()
+    if [ "$t" = commands ]; then dict=(-dict=dicts/commands.dict); fi
     set +e
     # shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
-    "$bin_dir/$t" -artifact_prefix="artifacts/$t/" "corpus/$t" \
+    "$bin_dir/$t" -artifact_prefix="artifacts/$t/" "corpus/$t" "${dict[@]}" \
         -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=20 -rss_limit_mb=2048 \
         -print_final_stats=1 $FUZZ_ARGS 2>&1 | tee "$log" \
         | grep --line-buffered -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE)|NEW_FUNC|# Uses: |dictionary\. #|^stat::'
@@ -81,13 +86,21 @@ for t in $FUZZ_TARGETS; do
         mkdir -p regressions
         for a in artifacts/"$t"/*; do
             [ -f "$a" ] || continue
+            if [ "$t" = commands ] || [ "$t" = aof ]; then
+                # Engine inputs: replayed by engine/tests/fuzz_seeds.rs.
+                mkdir -p "regressions/$t"
+                dest="regressions/$t/$(basename "$a")"
+                cp "$a" "$dest"
+                echo "!! reproducer: fuzz/$dest ($(wc -c <"$dest") bytes):"
+                od -A d -c "$dest" | head -n 16 || true
+                echo "!! replay: (cd fuzz && RUST_BACKTRACE=1 cargo fuzz run --sanitizer none $t $dest)"
+                echo "!!     or: cargo test -p ferrokv --test fuzz_seeds"
+                continue
+            fi
             # regressions/ holds whole RDB files: rdb_body's input gets the magic it was
             # run with (ferrokv_fuzz::with_magic), so every file replays with target rdb.
             dest="regressions/$t-$(basename "$a").rdb"
-            if [ "$t" = aof_reader ]; then
-                dest="regressions/aof_reader/$(basename "$a").aof"
-                cp "$a" "$dest"
-            elif [ "$t" = rdb_body ]; then
+            if [ "$t" = rdb_body ]; then
                 first="$(od -A n -t u1 -N 1 "$a" | tr -d ' ')"
                 if [ -n "$first" ] && [ $((first % 2)) -eq 1 ]; then magic=VALKEY080; else magic=REDIS0012; fi
                 { printf '%s' "$magic"; tail -c +2 "$a"; } >"$dest"
@@ -95,7 +108,7 @@ for t in $FUZZ_TARGETS; do
                 cp "$a" "$dest"
             fi
             echo "!! reproducer: fuzz/$dest ($(wc -c <"$dest") bytes):"
-            od -A d -t x1 "$dest" | head -n 16
+            od -A d -t x1 "$dest" | head -n 16 || true
             echo "!! replay: (cd fuzz && RUST_BACKTRACE=1 cargo fuzz run --sanitizer none rdb $dest)"
             echo "!!     or: cargo test --release -p ferrokv-tools --test fuzz_seeds"
         done

@@ -1,7 +1,7 @@
-//! What the `aof_reader` target runs on one input: the AOF command reader
-//! (`ferrokv::format::aof`) and aoftool's verify and salvage over the same bytes, with
-//! the invariants they promise. tools/tests/fuzz_seeds.rs replays
-//! fuzz/regressions/aof_reader/ through [`run`].
+//! What the `aof` target runs on one input besides the loader (`engine_check::run_aof`):
+//! the AOF command reader (`ferrokv::format::aof`) and aoftool's verify and salvage over
+//! the same bytes, with the invariants they promise. tools/tests/aof_fuzz_seeds.rs replays
+//! fuzz/regressions/aof/ through [`run`].
 
 use ferrokv::format::aof::{has_rdb_preamble, CommandReader};
 use ferrokv_tools::aof::check::check_file;

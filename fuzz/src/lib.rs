@@ -103,3 +103,5 @@ pub fn split_records(file: &[u8]) -> Vec<Vec<u8>> {
     }
     seeds
 }
+
+pub mod engine_check;

@@ -1,6 +1,7 @@
-//! Replay fuzz/regressions/aof_reader/ (crashes the `aof_reader` fuzz target found, plus
-//! crafted seeds) through the target's own checks (fuzz/src/aof_reader.rs), and every cut
-//! and every one-byte flip of the crafted seeds. See fuzz/README.md.
+//! Replay fuzz/regressions/aof/ (crashes the `aof` fuzz target found, plus crafted seeds)
+//! through the target's aoftool checks (fuzz/src/aof_reader.rs; the loader's checks are
+//! replayed by engine/tests/fuzz_seeds.rs), and every cut and many one-byte flips of the
+//! small seeds. See fuzz/README.md.
 
 #[path = "../../fuzz/src/aof_reader.rs"]
 mod aof_reader;
@@ -8,7 +9,7 @@ mod aof_reader;
 use std::path::Path;
 
 fn seeds() -> Vec<(String, Vec<u8>)> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/aof_reader");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/aof");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("entry").path())

@@ -141,7 +141,7 @@ fn expire_flags(opts: &[Vec<u8>]) -> Result<ExpireFlags, Reply> {
         } else if eq_ic(o, "lt") {
             f.lt = true;
         } else {
-            return Err(Reply::error(format!("ERR Unsupported option {}", String::from_utf8_lossy(o))));
+            return Err(Reply::error(format!("ERR Unsupported option {}", super::err_arg(o, usize::MAX))));
         }
     }
     if f.nx && (f.xx || f.gt || f.lt) {
@@ -210,7 +210,9 @@ fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], in_ms: bool, absolute: bool) -> Re
         return Reply::Int(-1);
     }
     let t = if absolute { slot.expire } else { slot.expire.saturating_sub(ctx.now) }.max(0);
-    Reply::Int(if in_ms { t } else { (t + 500) / 1000 })
+    // Rounded as Redis computes it: t + 500 may pass i64::MAX (a PXAT near it), and
+    // Redis's result is the unsigned one.
+    Reply::Int(if in_ms { t } else { ((t as u64 + 500) / 1000) as i64 })
 }
 
 fn ttl(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
@@ -564,12 +566,7 @@ fn object(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let arity = match sub.as_str() {
         "help" => 2,
         "encoding" | "freq" | "idletime" | "refcount" => 3,
-        _ => {
-            return Reply::error(format!(
-                "ERR unknown subcommand '{}'. Try OBJECT HELP.",
-                String::from_utf8_lossy(&a[1][..a[1].len().min(128)])
-            ))
-        }
+        _ => return Reply::error(format!("ERR unknown subcommand '{}'. Try OBJECT HELP.", super::err_arg(&a[1], 128))),
     };
     if a.len() != arity {
         return Reply::error(format!("ERR wrong number of arguments for 'object|{sub}' command"));

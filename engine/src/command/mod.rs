@@ -96,9 +96,17 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     reply
 }
 
+/// An argument as Redis's `%s` / `%.Ns` prints it into an error: up to its first NUL
+/// byte, at most `max` bytes. (The reply writer turns CR and LF into spaces, as Redis's
+/// formatted errors do.)
+pub fn err_arg(b: &[u8], max: usize) -> std::borrow::Cow<'_, str> {
+    let b = b.iter().position(|&c| c == 0).map_or(b, |nul| &b[..nul]);
+    String::from_utf8_lossy(&b[..b.len().min(max)])
+}
+
 /// Redis's reply to a command it does not know.
 pub fn unknown_command(argv: &[Vec<u8>]) -> Reply {
-    let name = argv.first().map(|n| String::from_utf8_lossy(&n[..n.len().min(128)]).into_owned()).unwrap_or_default();
+    let name = argv.first().map(|n| err_arg(n, 128).into_owned()).unwrap_or_default();
     let mut args = String::new();
     for a in argv.iter().skip(1) {
         if args.len() >= 128 {
@@ -106,7 +114,7 @@ pub fn unknown_command(argv: &[Vec<u8>]) -> Reply {
         }
         let room = 128 - args.len();
         args.push('\'');
-        args.push_str(&String::from_utf8_lossy(&a[..a.len().min(room)]));
+        args.push_str(&err_arg(a, room));
         args.push_str("' ");
     }
     Reply::error(format!("ERR unknown command '{name}', with args beginning with: {args}"))

@@ -85,8 +85,8 @@ impl Reply {
     /// Append the RESP bytes of this reply (`resp3` selects the protocol).
     pub fn write_resp(&self, out: &mut Vec<u8>, resp3: bool) {
         match self {
-            Reply::Simple(s) => line(out, b'+', s.as_bytes()),
-            Reply::Error(s) => line(out, b'-', s.as_bytes()),
+            Reply::Simple(s) => status_line(out, b'+', s),
+            Reply::Error(s) => status_line(out, b'-', s),
             Reply::Int(i) => line(out, b':', i.to_string().as_bytes()),
             Reply::Bulk(b) => bulk(out, b),
             Reply::Nil => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
@@ -154,6 +154,14 @@ impl Reply {
 fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
     out.push(tag);
     out.extend_from_slice(body);
+    out.extend_from_slice(b"\r\n");
+}
+
+/// A status or error line. An error text that quotes arguments may hold CR or LF; like
+/// Redis's formatted errors, they become spaces, so the reply stays one line.
+fn status_line(out: &mut Vec<u8>, tag: u8, text: &str) {
+    out.push(tag);
+    out.extend(text.bytes().map(|c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
     out.extend_from_slice(b"\r\n");
 }
 

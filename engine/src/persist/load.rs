@@ -100,6 +100,10 @@ fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded
 }
 
 fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<(), PersistError> {
+    if d.value.is_empty_collection() {
+        // Redis skips an empty collection when loading (RDB_LOAD_ERR_EMPTY_KEY).
+        return Ok(());
+    }
     let db = &mut ks.dbs[d.db as usize];
     let Some(pos) = db.add_new(&d.key, d.value, d.lru) else {
         return Err(PersistError::Unsupported {

@@ -127,6 +127,12 @@ impl Value {
         self.len() == 0
     }
 
+    /// A list, hash, set or zset without elements: never stored (Redis deletes a key
+    /// whose collection empties, skips one when loading, rejects one in RESTORE).
+    pub fn is_empty_collection(&self) -> bool {
+        !matches!(self, Value::Str(_) | Value::Stream(_)) && self.is_empty()
+    }
+
     /// The canonical, encoding-free view (for comparing): set members and hash fields
     /// sorted.
     pub fn to_logical(&self) -> Logical {
@@ -190,7 +196,11 @@ impl Value {
                 Value::Set(Box::new(s))
             }
             Logical::Zset(items) => {
-                let mut z = Zset::default();
+                // As Redis loads a zset: a skiplist, a listpack only when small enough. A
+                // skiplist keeps a -0 score; a listpack reads it back as 0.
+                let small = items.len() <= limits.zset_max_listpack_entries
+                    && items.iter().all(|(m, _)| m.len() <= limits.zset_max_listpack_value);
+                let mut z = if small { Zset::default() } else { Zset::Skiplist(Default::default()) };
                 for (m, sc) in items {
                     z.insert(m, *sc, limits);
                 }

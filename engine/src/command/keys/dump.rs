@@ -43,7 +43,7 @@ fn payload_ok(p: &[u8]) -> bool {
 fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Option<Value> {
     let v = read_dump_payload(p, Family::Redis).ok()?;
     let logical = Logical::from_value(&v).ok()?;
-    Value::from_logical(&logical, &ctx.cfg.limits).ok()
+    Value::from_logical(&logical, &ctx.cfg.limits).ok().filter(|v| !v.is_empty_collection())
 }
 
 pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
