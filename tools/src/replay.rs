@@ -628,3 +628,92 @@ pub fn against(replayed: &Replay, replayed_name: &str, snapshot: &Path) -> Resul
     report.b_name = snapshot.display().to_string();
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resp(args: &[&str]) -> String {
+        let mut s = format!("*{}\r\n", args.len());
+        for a in args {
+            s.push_str(&format!("${}\r\n{a}\r\n", a.len()));
+        }
+        s
+    }
+
+    fn replay_text(name: &str, text: &str) -> Replay {
+        let dir = std::env::temp_dir().join(format!("ferrokv-replay-unit-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.aof");
+        std::fs::write(&path, text).unwrap();
+        let opts = Options { check_expiry: true, until: None };
+        let r = Replay::run(&Input { aof: path, rdb: None }, &opts).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        r
+    }
+
+    #[test]
+    fn a_write_after_a_later_timestamp_without_del_is_a_violation() {
+        let set = resp(&["SET", "k", "v", "PXAT", "100500"]);
+        let write = resp(&["APPEND", "k", "x"]);
+        let log = format!("#TS:100\r\n{set}#TS:101\r\n{write}");
+        let r = replay_text("ts", &log);
+        assert_eq!(r.violations.len(), 1);
+        let v = &r.violations[0];
+        assert_eq!((v.offset, v.expire_ms, v.clock_ms), (9 + set.len() + 9, 100_500, 101_000));
+        assert_eq!((v.command.as_str(), v.key.as_slice()), ("APPEND", b"k".as_slice()));
+        // Within the expiry's second the log cannot prove it: no violation.
+        let r = replay_text("same-second", &format!("#TS:100\r\n{set}{write}"));
+        assert!(r.violations.is_empty());
+        // Deleted first (as a master does inside MULTI): fine, and counted.
+        let del = resp(&["DEL", "k"]);
+        let multi = format!("{}{del}{}{}", resp(&["MULTI"]), resp(&["SET", "k", "new"]), resp(&["EXEC"]));
+        let r = replay_text("del", &format!("#TS:100\r\n{set}#TS:101\r\n{multi}"));
+        assert!(r.violations.is_empty());
+        assert_eq!((r.summary.expired_by_del, r.summary.expired_then_overwritten), (1, 1));
+    }
+
+    #[test]
+    fn deletions_prove_the_clock_without_timestamps() {
+        let log = [
+            resp(&["SET", "a", "1", "PXAT", "1000"]),
+            resp(&["SET", "b", "1", "PXAT", "2000"]),
+            resp(&["UNLINK", "b"]),
+            resp(&["INCR", "a"]),
+            resp(&["INCR", "a"]),
+        ]
+        .concat();
+        let r = replay_text("evidence", &log);
+        assert_eq!(r.violations.len(), 1);
+        assert_eq!(r.violations[0].clock_ms, 2001);
+        assert!(r.violations[0].clock_source.starts_with("UNLINK of 'b'"), "{}", r.violations[0].clock_source);
+        assert_eq!(r.summary.repeated_violations, 1);
+    }
+
+    #[test]
+    fn hash_fields_with_ttls() {
+        let log = [
+            resp(&["HSET", "h", "f", "1", "g", "2", "keep", "3"]),
+            resp(&["HPEXPIREAT", "h", "1000", "FIELDS", "2", "f", "g"]),
+            resp(&["HDEL", "h", "f"]),
+            resp(&["HGET", "h", "keep"]),
+            resp(&["HSET", "h", "g", "9"]),
+        ]
+        .concat();
+        let r = replay_text("fields", &log);
+        assert_eq!(r.summary.expired_fields_by_hdel, 1);
+        assert_eq!(r.violations.len(), 1);
+        assert_eq!(r.violations[0].field.as_deref(), Some(b"g".as_slice()));
+        assert_eq!(r.summary.skipped.get("hpexpireat"), Some(&1));
+    }
+
+    #[test]
+    fn fields_addressed_by_each_command() {
+        let argv = |a: &[&str]| a.iter().map(|x| x.as_bytes().to_vec()).collect::<Vec<_>>();
+        assert_eq!(touched_fields("hset", &argv(&["HSET", "h", "a", "1", "b", "2"])), vec![2, 4]);
+        assert_eq!(touched_fields("hpersist", &argv(&["HPERSIST", "h", "FIELDS", "2", "a", "b"])), vec![4, 5]);
+        assert_eq!(touched_fields("hpexpire", &argv(&["HPEXPIRE", "h", "5", "NX", "FIELDS", "1", "a"])), vec![6]);
+        assert!(touched_fields("hgetall", &argv(&["HGETALL", "h"])).is_empty());
+        assert!(touched_fields("hpersist", &argv(&["HPERSIST", "h", "FIELDS"])).is_empty());
+    }
+}
