@@ -800,10 +800,11 @@ fn temp_err(path: &Path, e: io::Error) -> ToolError {
 
 /// A directory of partition files, removed with everything in it when dropped (also on
 /// errors and panics).
-struct TempDir(PathBuf);
+/// A temporary directory, removed with its files on drop (also used by `replay --against`).
+pub struct TempDir(pub PathBuf);
 
 impl TempDir {
-    fn new(parent: &Path) -> Result<TempDir, ToolError> {
+    pub fn new(parent: &Path) -> Result<TempDir, ToolError> {
         let nanos =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
         for attempt in 0..1000u32 {

@@ -10,7 +10,9 @@ pub mod jsonw;
 pub mod out;
 pub mod pipeline;
 pub mod progress;
+pub mod replay;
 pub mod report;
+pub mod rewrite;
 pub mod verify;
 
 /// Exit codes shared by every tool (docs/cli.md).

@@ -4,14 +4,16 @@
 //! elements, then PEXPIREAT when the key has a TTL.
 //!
 //! The writer takes elements, not engine values, so tools that read RDB files can write
-//! the same bytes from [`Logical`] values ([`RespBaseWriter::logical`]).
+//! the same bytes from [`Logical`] values ([`RespBaseWriter::logical`]). Streams are
+//! rebuilt by [`stream_entry`] and [`stream_tail`], shared with `rdbtool dump --format resp`.
 
 use std::io::{self, Write};
 
 use super::feed::put_multibulk;
 use crate::command::fmt_double;
+use crate::format::rdb::{StreamId, StreamMeta};
 use crate::keyspace::Keyspace;
-use crate::logical::Logical;
+use crate::logical::{Logical, StreamValue};
 use crate::value::Value;
 
 /// Elements per variadic command in a rewritten AOF (Redis's AOF_REWRITE_ITEMS_PER_CMD).
@@ -121,6 +123,30 @@ impl<W: Write> RespBaseWriter<W> {
         })
     }
 
+    /// Any command, as a multibulk.
+    pub fn command(&mut self, args: &[&[u8]]) -> io::Result<()> {
+        self.count(args.len());
+        for a in args {
+            self.bulk(a);
+        }
+        self.spill()
+    }
+
+    /// XADD per entry, then XSETID and the consumer groups.
+    pub fn stream(&mut self, key: &[u8], st: &StreamValue) -> io::Result<()> {
+        let mut res = Ok(());
+        let mut emit = |args: &[&[u8]]| {
+            if res.is_ok() {
+                res = self.command(args);
+            }
+        };
+        for (id, fields) in &st.entries {
+            stream_entry(key, *id, fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice())), &mut emit);
+        }
+        stream_tail(key, &st.meta, !st.entries.is_empty(), &mut emit);
+        res
+    }
+
     pub fn pexpireat(&mut self, key: &[u8], when_ms: i64) -> io::Result<()> {
         self.count(3);
         self.bulk(b"PEXPIREAT");
@@ -146,7 +172,7 @@ impl<W: Write> RespBaseWriter<W> {
                 let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
                 self.hash(key, fields.into_iter())?
             }
-            Value::Stream(st) => return self.logical(key, &Logical::Stream(st.clone()), expire_ms),
+            Value::Stream(st) => self.stream(key, st)?,
         }
         match expire_ms {
             Some(t) => self.pexpireat(key, t),
@@ -154,8 +180,8 @@ impl<W: Write> RespBaseWriter<W> {
         }
     }
 
-    /// One key from its canonical view. Streams, modules and hash field TTLs have no
-    /// Redis 7.0 rewrite form here and are refused.
+    /// One key from its canonical view. Modules and hash field TTLs have no Redis 7.0
+    /// rewrite form and are refused.
     pub fn logical(&mut self, key: &[u8], v: &Logical, expire_ms: Option<i64>) -> io::Result<()> {
         let unsupported = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidData, what.to_string()));
         match v {
@@ -169,7 +195,7 @@ impl<W: Write> RespBaseWriter<W> {
                 }
                 self.hash(key, fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice())))?
             }
-            Logical::Stream(_) => return unsupported("streams are not supported by the RESP base writer"),
+            Logical::Stream(st) => self.stream(key, st)?,
             Logical::Module(_) => return unsupported("module values have no AOF form"),
         }
         match expire_ms {
@@ -184,6 +210,81 @@ impl<W: Write> RespBaseWriter<W> {
         self.buf.clear();
         self.w.flush()?;
         Ok(self.w)
+    }
+}
+
+fn stream_id(id: StreamId) -> Vec<u8> {
+    id.to_string().into_bytes()
+}
+
+/// `XADD key id field value ...`: one stream entry.
+pub fn stream_entry<'f>(
+    key: &[u8],
+    id: StreamId,
+    fields: impl Iterator<Item = (&'f [u8], &'f [u8])>,
+    emit: &mut dyn FnMut(&[&[u8]]),
+) {
+    let id = stream_id(id);
+    let mut args: Vec<&[u8]> = vec![b"XADD", key, &id];
+    for (f, v) in fields {
+        args.push(f);
+        args.push(v);
+    }
+    emit(&args);
+}
+
+/// What follows a stream's entries ([`stream_entry`]): for a stream without entries an
+/// XADD trimmed to nothing (so the key exists), XSETID with the last ID (and, when known,
+/// ENTRIESADDED / MAXDELETEDID), then per group XGROUP CREATE (ENTRIESREAD when known) and
+/// per consumer XGROUP CREATECONSUMER, or XCLAIM ... FORCE of each pending entry with its
+/// delivery time and count.
+pub fn stream_tail(key: &[u8], meta: &StreamMeta<'_>, had_entries: bool, emit: &mut dyn FnMut(&[&[u8]])) {
+    if !had_entries {
+        emit(&[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
+    }
+    let last = stream_id(meta.last_id);
+    match (meta.entries_added, meta.max_deleted_id) {
+        (Some(added), Some(maxdel)) => {
+            let (added, maxdel) = (added.to_string(), stream_id(maxdel));
+            emit(&[b"XSETID", key, &last, b"ENTRIESADDED", added.as_bytes(), b"MAXDELETEDID", &maxdel]);
+        }
+        _ => emit(&[b"XSETID", key, &last]),
+    }
+    for g in &meta.groups {
+        let gname = g.name.to_bytes();
+        let delivered = stream_id(g.last_delivered);
+        match g.entries_read.filter(|n| *n >= 0) {
+            Some(n) => {
+                let n = n.to_string();
+                emit(&[b"XGROUP", b"CREATE", key, &gname, &delivered, b"ENTRIESREAD", n.as_bytes()]);
+            }
+            None => emit(&[b"XGROUP", b"CREATE", key, &gname, &delivered]),
+        }
+        for c in &g.consumers {
+            let cname = c.name.to_bytes();
+            if c.pending.is_empty() {
+                emit(&[b"XGROUP", b"CREATECONSUMER", key, &gname, &cname]);
+            }
+            for p in &c.pending {
+                let pe = g.pending.iter().find(|x| x.id == *p);
+                let (time, count) = pe.map_or((0, 1), |x| (x.delivery_time, x.delivery_count));
+                let (id, time, count) = (stream_id(*p), time.to_string(), count.to_string());
+                emit(&[
+                    b"XCLAIM",
+                    key,
+                    &gname,
+                    &cname,
+                    b"0",
+                    &id,
+                    b"TIME",
+                    time.as_bytes(),
+                    b"RETRYCOUNT",
+                    count.as_bytes(),
+                    b"JUSTID",
+                    b"FORCE",
+                ]);
+            }
+        }
     }
 }
 

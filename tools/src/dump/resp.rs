@@ -1,8 +1,11 @@
 //! resp: commands that rebuild the dataset, as Redis's AOF rewrite writes them
 //! (at most 64 elements per variadic command, TTLs as PEXPIREAT).
 
-use ferrokv::format::rdb::{KeyRecord, LogicalType, StreamId};
+use std::borrow::Cow;
+
+use ferrokv::format::rdb::{KeyRecord, LogicalType};
 use ferrokv::format::Elem;
+use ferrokv::persist::rewrite::{stream_entry, stream_tail};
 
 use super::{ctx, Filter, Writer};
 use crate::jsonw::score_text;
@@ -65,10 +68,6 @@ impl Batch<'_> {
         command(out, &args);
         self.items.clear();
     }
-}
-
-fn sid(id: StreamId) -> Vec<u8> {
-    id.to_string().into_bytes()
 }
 
 impl Writer for Resp {
@@ -135,76 +134,15 @@ impl Writer for Resp {
                 for entry in s.entries() {
                     let entry = entry.map_err(&e)?;
                     any = true;
-                    let idb = sid(entry.id);
-                    let fields: Vec<Vec<u8>> = entry
-                        .fields
-                        .iter()
-                        .flat_map(|(a, b)| [a.to_bytes().into_owned(), b.to_bytes().into_owned()])
-                        .collect();
-                    let mut args: Vec<&[u8]> = vec![b"XADD", key, &idb];
-                    args.extend(fields.iter().map(|v| v.as_slice()));
-                    command(&mut out.buf, &args);
+                    let fields: Vec<[Cow<'_, [u8]>; 2]> =
+                        entry.fields.iter().map(|(f, v)| [f.to_bytes(), v.to_bytes()]).collect();
+                    stream_entry(key, entry.id, fields.iter().map(|[f, v]| (f.as_ref(), v.as_ref())), &mut |args| {
+                        command(&mut out.buf, args)
+                    });
                     out.check()?;
                 }
-                let m = &s.meta;
-                if !any {
-                    // An empty stream: create it, then trim it to nothing.
-                    command(&mut out.buf, &[b"XADD", key, b"MAXLEN", b"0", b"0-1", b"x", b"y"]);
-                }
-                let last = sid(m.last_id);
-                let mut args: Vec<Vec<u8>> = vec![b"XSETID".to_vec(), key.to_vec(), last.clone()];
-                if let (Some(added), Some(maxdel)) = (m.entries_added, m.max_deleted_id) {
-                    args.push(b"ENTRIESADDED".to_vec());
-                    args.push(added.to_string().into_bytes());
-                    args.push(b"MAXDELETEDID".to_vec());
-                    args.push(sid(maxdel));
-                }
-                let refs: Vec<&[u8]> = args.iter().map(|v| v.as_slice()).collect();
-                command(&mut out.buf, &refs);
-                for g in &m.groups {
-                    let gname = g.name.to_bytes();
-                    let mut args: Vec<Vec<u8>> = vec![
-                        b"XGROUP".to_vec(),
-                        b"CREATE".to_vec(),
-                        key.to_vec(),
-                        gname.to_vec(),
-                        sid(g.last_delivered),
-                    ];
-                    if let Some(n) = g.entries_read.filter(|n| *n >= 0) {
-                        args.push(b"ENTRIESREAD".to_vec());
-                        args.push(n.to_string().into_bytes());
-                    }
-                    let refs: Vec<&[u8]> = args.iter().map(|v| v.as_slice()).collect();
-                    command(&mut out.buf, &refs);
-                    for c in &g.consumers {
-                        let cname = c.name.to_bytes();
-                        if c.pending.is_empty() {
-                            command(&mut out.buf, &[b"XGROUP", b"CREATECONSUMER", key, &gname, &cname]);
-                        }
-                        for p in &c.pending {
-                            let pe = g.pending.iter().find(|x| x.id == *p);
-                            let (time, count) = pe.map(|x| (x.delivery_time, x.delivery_count)).unwrap_or((0, 1));
-                            command(
-                                &mut out.buf,
-                                &[
-                                    b"XCLAIM",
-                                    key,
-                                    &gname,
-                                    &cname,
-                                    b"0",
-                                    &sid(*p),
-                                    b"TIME",
-                                    time.to_string().as_bytes(),
-                                    b"RETRYCOUNT",
-                                    count.to_string().as_bytes(),
-                                    b"JUSTID",
-                                    b"FORCE",
-                                ],
-                            );
-                        }
-                        out.check()?;
-                    }
-                }
+                stream_tail(key, &s.meta, any, &mut |args: &[&[u8]]| command(&mut out.buf, args));
+                out.check()?;
             }
             LogicalType::Module => {
                 return Err(ToolError::Usage(format!(

@@ -1,0 +1,61 @@
+//! aof-rewrite: BGREWRITEAOF offline (docs/cli.md).
+
+use std::io;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use ferrokv_tools::out::ToolError;
+use ferrokv_tools::replay::Input;
+use ferrokv_tools::rewrite::{self, layout_for, BaseKind, Layout};
+use ferrokv_tools::{exit, now_ms};
+
+#[derive(Parser)]
+#[command(name = "aof-rewrite", version, about = "Compact an AOF offline, as BGREWRITEAOF would")]
+struct Cli {
+    /// AOF file, manifest or multi-part directory (or an RDB file).
+    input: PathBuf,
+    /// Output: a multi-part AOF directory, or one file when the name ends in .aof or .rdb.
+    output: PathBuf,
+    /// An RDB loaded before the AOF.
+    #[arg(long, value_name = "RDB")]
+    rdb: Option<PathBuf>,
+    /// The base's form.
+    #[arg(long, value_enum, default_value = "rdb")]
+    base: BaseKind,
+    /// Keys expired at this time (unix ms) are left out (default: now).
+    #[arg(long, value_name = "MS")]
+    now: Option<i64>,
+    /// Write one file whatever OUT's name.
+    #[arg(long, conflicts_with = "dir")]
+    single_file: bool,
+    /// Write a multi-part directory whatever OUT's name.
+    #[arg(long)]
+    dir: bool,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let layout = if cli.single_file {
+        Layout::File
+    } else if cli.dir {
+        Layout::Dir
+    } else {
+        layout_for(&cli.output)
+    };
+    let input = Input { aof: cli.input, rdb: cli.rdb };
+    let result = rewrite::run(&input, &cli.output, cli.base, layout, cli.now.unwrap_or_else(now_ms))
+        .and_then(|w| rewrite::summary(&w, io::stdout().lock()).map_err(ToolError::Io));
+    match result {
+        Ok(()) => ExitCode::from(exit::OK),
+        Err(e) => {
+            let msg = match e {
+                ToolError::Io(e) => e.to_string(),
+                ToolError::Usage(m) => m,
+                ToolError::Data(d) => d.to_string(),
+            };
+            eprintln!("aof-rewrite: {msg}");
+            ExitCode::from(exit::ERROR)
+        }
+    }
+}

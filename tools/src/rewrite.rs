@@ -1,0 +1,181 @@
+//! `aof-rewrite IN OUT`: BGREWRITEAOF offline. IN is replayed ([`crate::replay`]), keys
+//! already expired at `--now` are left out, and OUT is written as Redis 7.0's rewrite leaves
+//! an AOF directory (a manifest naming one base and one empty incr file) or as one file
+//! holding just the base. The base is RESP (RPUSH/SADD/ZADD/HMSET in batches of 64,
+//! PEXPIREAT; streams as XADD/XSETID/XGROUP/XCLAIM) or an RDB with `aof-base` set.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use ferrokv::format::aof::{AofInfo, FileKind, Manifest};
+use ferrokv::persist::aof::persist_manifest;
+use ferrokv::persist::rewrite::write_keyspace;
+use ferrokv::persist::snapshot::{write_atomically, write_rdb};
+
+use crate::out::ToolError;
+use crate::replay::{Input, Options, Replay};
+
+/// The form of the base.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum BaseKind {
+    /// An RDB (as with aof-use-rdb-preamble yes, Redis 7.0's default).
+    Rdb,
+    /// RESP commands (aof-use-rdb-preamble no).
+    Resp,
+}
+
+/// How OUT is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// A multi-part AOF directory.
+    Dir,
+    /// One file: the base alone (an RDB-preamble AOF or a RESP AOF).
+    File,
+}
+
+/// What a rewrite wrote.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// Files written (the manifest last), or OUT itself for one file.
+    pub files: Vec<PathBuf>,
+    pub keys: u64,
+    /// Keys left out because they were expired at `now`.
+    pub expired_left_out: u64,
+}
+
+/// The layout for OUT: a name ending in `.aof` or `.rdb` is one file, anything else a
+/// directory.
+pub fn layout_for(out: &Path) -> Layout {
+    match out.extension().and_then(|e| e.to_str()) {
+        Some("aof" | "rdb") if !out.is_dir() => Layout::File,
+        _ => Layout::Dir,
+    }
+}
+
+/// Replay `input`, then write OUT.
+pub fn run(input: &Input, out: &Path, base: BaseKind, layout: Layout, now_ms: i64) -> Result<Written, ToolError> {
+    let mut replay = Replay::run(input, &Options::default())?;
+    let expired_left_out = drop_expired(&mut replay, now_ms);
+    let keys = replay.engine.ks.dbs.iter().map(|d| d.len() as u64).sum();
+    let files = match layout {
+        Layout::File => {
+            write_base(&replay, out, base, now_ms)?;
+            vec![out.to_path_buf()]
+        }
+        Layout::Dir => write_dir(&replay, out, base, now_ms, previous_manifest(&input.aof))?,
+    };
+    Ok(Written { files, keys, expired_left_out })
+}
+
+/// Remove keys whose TTL is before `now` (Redis's rewrite skips them the same way).
+fn drop_expired(replay: &mut Replay, now_ms: i64) -> u64 {
+    let mut n = 0;
+    for db in &mut replay.engine.ks.dbs {
+        let gone: Vec<Vec<u8>> =
+            db.slots().iter().filter(|s| s.expire_ms().is_some_and(|t| t < now_ms)).map(|s| s.key.to_vec()).collect();
+        for k in gone {
+            db.remove(&k);
+            n += 1;
+        }
+    }
+    n
+}
+
+/// The input's manifest and appendfilename, when it is a multi-part AOF.
+fn previous_manifest(aof: &Path) -> Option<(String, Manifest)> {
+    let set = ferrokv::format::aof::AofSet::open(aof).ok()?;
+    let m = set.manifest?;
+    Some((m.appendfilename, m.manifest))
+}
+
+fn out_err(path: &Path, err: impl std::fmt::Display) -> ToolError {
+    ToolError::Usage(format!("{}: {err}", path.display()))
+}
+
+/// The base at `path` (temp file, fsync, rename).
+fn write_base(replay: &Replay, path: &Path, base: BaseKind, now_ms: i64) -> Result<(), ToolError> {
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = path.with_file_name(format!("temp-rewriteaof-{}-{name}", std::process::id()));
+    let ks = &replay.engine.ks;
+    let r = write_atomically(&tmp, path, |w| match base {
+        BaseKind::Rdb => write_rdb(w, ks, &replay.engine.cfg, now_ms, true),
+        BaseKind::Resp => write_keyspace(w, ks, None),
+    });
+    r.map_err(|err| {
+        let _ = fs::remove_file(&tmp);
+        ToolError::Usage(err.to_string())
+    })
+}
+
+/// OUT as an AOF directory. Sequence numbers follow the input's manifest (as a rewrite of
+/// that directory would number them), else start at 1. The directory is built beside OUT
+/// and renamed into place, so OUT is either absent or whole.
+fn write_dir(
+    replay: &Replay,
+    out: &Path,
+    base: BaseKind,
+    now_ms: i64,
+    previous: Option<(String, Manifest)>,
+) -> Result<Vec<PathBuf>, ToolError> {
+    if out.exists() {
+        let empty = fs::read_dir(out).map_err(|e| out_err(out, e))?.next().is_none();
+        if !empty {
+            return Err(ToolError::Usage(format!("{}: exists and is not empty", out.display())));
+        }
+        fs::remove_dir(out).map_err(|e| out_err(out, e))?;
+    }
+    let (appendfilename, old) = previous.unwrap_or_else(|| ("appendonly.aof".to_string(), Manifest::default()));
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let building = out.with_file_name(format!("temp-rewriteaof-{}-{name}", std::process::id()));
+    let _ = fs::remove_dir_all(&building);
+    fs::create_dir_all(&building).map_err(|e| out_err(&building, e))?;
+    let result = fill_dir(replay, &building, base, now_ms, &appendfilename, &old);
+    let names = match result {
+        Ok(names) => names,
+        Err(e) => {
+            let _ = fs::remove_dir_all(&building);
+            return Err(e);
+        }
+    };
+    fs::rename(&building, out).map_err(|e| {
+        let _ = fs::remove_dir_all(&building);
+        out_err(out, e)
+    })?;
+    Ok(names.iter().map(|n| out.join(n)).collect())
+}
+
+fn fill_dir(
+    replay: &Replay,
+    dir: &Path,
+    base: BaseKind,
+    now_ms: i64,
+    appendfilename: &str,
+    old: &Manifest,
+) -> Result<Vec<String>, ToolError> {
+    let base_seq = old.base_seq + 1;
+    let incr_seq = old.incr_seq + 1;
+    let ext = if base == BaseKind::Rdb { "rdb" } else { "aof" };
+    let base_name = format!("{appendfilename}.{base_seq}.base.{ext}");
+    let incr_name = format!("{appendfilename}.{incr_seq}.incr.aof");
+    write_base(replay, &dir.join(&base_name), base, now_ms)?;
+    let incr = dir.join(&incr_name);
+    let f = File::create(&incr).map_err(|e| out_err(&incr, e))?;
+    f.sync_all().map_err(|e| out_err(&incr, e))?;
+    let m = Manifest {
+        base: Some(AofInfo { name: base_name.clone(), seq: base_seq, kind: FileKind::Base }),
+        history: Vec::new(),
+        incr: vec![AofInfo { name: incr_name.clone(), seq: incr_seq, kind: FileKind::Incr }],
+        base_seq,
+        incr_seq,
+    };
+    persist_manifest(dir, appendfilename, &m).map_err(|e| ToolError::Usage(e.to_string()))?;
+    Ok(vec![base_name, incr_name, format!("{appendfilename}.manifest")])
+}
+
+/// The one-line summary `aof-rewrite` prints.
+pub fn summary(w: &Written, mut out: impl Write) -> std::io::Result<()> {
+    let files: Vec<String> = w.files.iter().map(|p| p.display().to_string()).collect();
+    writeln!(out, "wrote {} keys ({} expired left out): {}", w.keys, w.expired_left_out, files.join(", "))?;
+    Ok(())
+}

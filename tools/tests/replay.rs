@@ -1,0 +1,336 @@
+//! replay and aof-rewrite on AOFs written by a real redis-server 7.0: the expiry check on a
+//! log of keys expiring lazily and actively (DEL, then UNLINK), the same log without its
+//! deletions, the replayed state against the server's SAVE, and rewritten AOFs loading in
+//! Redis with the source's DEBUG DIGEST. The 7.4.1 expiry corpus runs under `make compat`.
+
+mod aof_common;
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use aof_common::{aof_server, args, copy_tree, send, stop, Argv};
+use ferrokv::format::aof::CommandReader;
+use ferrokv_testkit::{Server, TempDir};
+use ferrokv_tools::replay::{Input, Options, Replay};
+
+fn now_ms() -> i64 {
+    ferrokv_tools::now_ms()
+}
+
+fn run(bin: &str, argv: &[&std::ffi::OsStr]) -> (i32, String) {
+    let out = Command::new(bin).args(argv).output().expect("run the tool");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), format!("{stdout}{stderr}"))
+}
+
+fn replay_bin(argv: &[&std::ffi::OsStr]) -> (i32, String) {
+    run(env!("CARGO_BIN_EXE_replay"), argv)
+}
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn info_field(s: &Server, section: &str, field: &str) -> i64 {
+    let info = s.cli(&["INFO", section]);
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
+}
+
+/// The keys one phase writes again after they expired, and the command each gets.
+struct Phase {
+    rewritten: Vec<String>,
+}
+
+/// One phase: keys with 50-1500 ms TTLs; `lazy:*` expire when touched (GET), `re:*` when
+/// written again (SET, INCR, RPUSH, HSET), `act:*` through the active cycle.
+fn phase(s: &Server, tag: &str, lazyfree: &str) -> Phase {
+    send(s, &[args(&["CONFIG", "SET", "lazyfree-lazy-expire", lazyfree]), args(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"])]);
+    let mut cmds: Vec<Argv> = Vec::new();
+    let ttl = |i: usize| (50 + i * 97 % 1451).to_string();
+    for i in 0..10 {
+        let k = format!("lazy:{tag}:{i}");
+        cmds.push(args(&["SET", &k, "v", "PX", &ttl(i)]));
+    }
+    let types = ["string", "list", "hash", "set"];
+    let mut rewritten = Vec::new();
+    for (i, t) in types.iter().enumerate() {
+        let k = format!("re:{tag}:{t}");
+        match *t {
+            "string" => cmds.push(args(&["SET", &k, "old"])),
+            "list" => cmds.push(args(&["RPUSH", &k, "a", "b"])),
+            "hash" => cmds.push(args(&["HSET", &k, "f", "old"])),
+            _ => cmds.push(args(&["SADD", &k, "m"])),
+        }
+        cmds.push(args(&["PEXPIRE", &k, &ttl(i + 3)]));
+        rewritten.push(k);
+    }
+    for i in 0..12 {
+        let k = format!("act:{tag}:{i}");
+        cmds.push(args(&["RPUSH", &k, "x", "y"]));
+        cmds.push(args(&["PEXPIRE", &k, &ttl(i + 5)]));
+    }
+    cmds.push(args(&["SET", &format!("long:{tag}"), "v", "PX", "100000000"]));
+    send(s, &cmds);
+    // Past every TTL and into a later #TS: second, so the log proves the expiry.
+    std::thread::sleep(Duration::from_millis(1500 + 1300));
+    let mut c = s.client();
+    for i in 0..10 {
+        assert_eq!(c.call_str(&["GET", &format!("lazy:{tag}:{i}")]), b"$-1\r\n");
+    }
+    send(
+        s,
+        &[
+            args(&["SET", &rewritten[0], "new"]),
+            args(&["INCR", &rewritten[1]]),
+            args(&["RPUSH", &rewritten[2], "n"]),
+            args(&["HSET", &rewritten[3], "f", "new"]),
+        ],
+    );
+    let before = info_field(s, "stats", "expired_keys");
+    send(s, &[args(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"])]);
+    wait_for("the active cycle", || info_field(s, "stats", "expired_keys") >= before + 12);
+    Phase { rewritten }
+}
+
+/// The AOF with every DEL and UNLINK record cut out (annotations and the rest kept).
+fn without_deletions(aof: &Path, out: &Path) {
+    std::fs::create_dir_all(out).unwrap();
+    for e in std::fs::read_dir(aof).unwrap() {
+        let p = e.unwrap().path();
+        let data = std::fs::read(&p).unwrap();
+        let name = p.file_name().unwrap();
+        if !name.to_string_lossy().ends_with(".incr.aof") {
+            std::fs::copy(&p, out.join(name)).unwrap();
+            continue;
+        }
+        let mut kept = Vec::new();
+        let mut from = 0;
+        for cmd in CommandReader::at(&data, 0) {
+            let cmd = cmd.unwrap();
+            if cmd.is("del") || cmd.is("unlink") {
+                kept.extend_from_slice(&data[from..cmd.offset]);
+                from = cmd.end;
+            }
+        }
+        kept.extend_from_slice(&data[from..]);
+        std::fs::write(out.join(name), kept).unwrap();
+    }
+}
+
+struct Recorded {
+    _dir: TempDir,
+    aof: PathBuf,
+    rdb: PathBuf,
+    digest: String,
+    rewritten: Vec<String>,
+}
+
+/// Both phases on one server: lazyfree-lazy-expire no (DEL), then yes (UNLINK).
+fn record() -> Recorded {
+    let s = aof_server(&["--aof-timestamp-enabled", "yes", "--appendfsync", "always"]);
+    send(&s, &[args(&["SET", "plain", "1"]), args(&["HSET", "h", "a", "1", "b", "2"])]);
+    let a = phase(&s, "a", "no");
+    let b = phase(&s, "b", "yes");
+    send(&s, &[args(&["SELECT", "3"]), args(&["SET", "in3", "x", "PX", "100000000"])]);
+    let _ = s.cli(&["KEYS", "*"]);
+    assert_eq!(s.cli(&["SAVE"]), "OK");
+    let digest = s.cli(&["DEBUG", "DIGEST"]);
+    let (dir, aof) = stop(s);
+    let rdb = dir.path().join("dump.rdb");
+    let mut rewritten = a.rewritten;
+    rewritten.extend(b.rewritten);
+    Recorded { _dir: dir, aof, rdb, digest, rewritten }
+}
+
+#[test]
+fn expiry_check_state_and_rewrite_on_a_real_log() {
+    let rec = record();
+    let input = Input { aof: rec.aof.clone(), rdb: None };
+
+    // The real log: every expiry reached it, as DEL then UNLINK.
+    let opts = Options { check_expiry: true, until: Some(now_ms()) };
+    let r = Replay::run(&input, &opts).unwrap();
+    assert!(r.violations.is_empty(), "{}", r.report_text());
+    assert!(r.pending.is_empty(), "{}", r.report_text());
+    let m = &r.summary;
+    assert_eq!((m.expired_by_del, m.expired_by_unlink), (26, 26), "{}", r.report_text());
+    assert_eq!(m.expired_then_overwritten, 8, "{}", r.report_text());
+    assert!(m.skipped.is_empty(), "{:?}", m.skipped);
+    let (code, out) = replay_bin(&["--check-expiry".as_ref(), rec.aof.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("violations: 0"), "{out}");
+
+    // The state equals the server's own SAVE.
+    let (code, out) = replay_bin(&[rec.aof.as_os_str(), "--against".as_ref(), rec.rdb.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("same:"), "{out}");
+
+    // Without its DEL/UNLINK records the log fails, naming each key written again.
+    let tmp = TempDir::new("replay-stripped");
+    let stripped = tmp.path().join("appendonlydir");
+    without_deletions(&rec.aof, &stripped);
+    let r = Replay::run(&Input { aof: stripped.clone(), rdb: None }, &opts).unwrap();
+    let named: BTreeSet<String> = r.violations.iter().map(|v| String::from_utf8_lossy(&v.key).into_owned()).collect();
+    let expected: BTreeSet<String> = rec.rewritten.iter().cloned().collect();
+    assert_eq!(named, expected, "{}", r.report_text());
+    for v in &r.violations {
+        let data = std::fs::read(&v.file).unwrap();
+        let cmd = CommandReader::at(&data, v.offset).next().unwrap().unwrap();
+        assert_eq!(cmd.offset, v.offset);
+        assert_eq!(cmd.argv[1], v.key.as_slice(), "{v:?}");
+        assert!(v.clock_ms > v.expire_ms && v.clock_source.starts_with("#TS:"), "{v:?}");
+    }
+    // Keys that only expired (touched by reads, or by the active cycle) are pending, and
+    // so are the keys whose stale value the write kept with its TTL (all but SET's).
+    let pending: BTreeSet<String> = r.pending.iter().map(|p| String::from_utf8_lossy(&p.key).into_owned()).collect();
+    let expired_only = pending.iter().filter(|k| k.starts_with("lazy:") || k.starts_with("act:")).count();
+    assert_eq!(expired_only, 44, "{pending:?}");
+    assert_eq!(pending.len(), 44 + 6, "{pending:?}");
+    let (code, out) = replay_bin(&["--check-expiry".as_ref(), stripped.as_os_str()]);
+    assert_eq!(code, 1, "{out}");
+    for k in &rec.rewritten {
+        assert!(out.contains(&format!("key '{k}' expired at")), "{k}: {out}");
+    }
+    let until = now_ms().to_string();
+    let (code, out) = replay_bin(&["--until".as_ref(), until.as_ref(), "--strict".as_ref(), stripped.as_os_str()]);
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("pending: 50"), "{out}");
+    let (code, out) = replay_bin(&["--until".as_ref(), until.as_ref(), stripped.as_os_str()]);
+    assert_eq!(code, 0, "{out}");
+
+    // aof-rewrite: both bases, as a directory and as one file, load in Redis 7.0 with the
+    // source's digest.
+    let bin = env!("CARGO_BIN_EXE_aof-rewrite");
+    for base in ["rdb", "resp"] {
+        let out_dir = tmp.path().join(format!("rewritten-{base}"));
+        let (code, out) = run(bin, &[rec.aof.as_os_str(), out_dir.as_os_str(), "--base".as_ref(), base.as_ref()]);
+        assert_eq!(code, 0, "{out}");
+        let manifest = std::fs::read_to_string(out_dir.join("appendonly.aof.manifest")).unwrap();
+        let ext = if base == "rdb" { "rdb" } else { "aof" };
+        assert_eq!(
+            manifest,
+            format!("file appendonly.aof.2.base.{ext} seq 2 type b\nfile appendonly.aof.2.incr.aof seq 2 type i\n")
+        );
+        assert_eq!(std::fs::metadata(out_dir.join("appendonly.aof.2.incr.aof")).unwrap().len(), 0);
+        let dir = TempDir::new("rewritten");
+        let target = dir.path().join("appendonlydir");
+        std::fs::create_dir_all(&target).unwrap();
+        for e in std::fs::read_dir(&out_dir).unwrap() {
+            let p = e.unwrap().path();
+            std::fs::copy(&p, target.join(p.file_name().unwrap())).unwrap();
+        }
+        let s = Server::start_in(dir, &["--appendonly", "yes"]);
+        assert_eq!(s.cli(&["DEBUG", "DIGEST"]), rec.digest, "base {base}");
+
+        let one = tmp.path().join(format!("one-{base}.aof"));
+        let (code, out) = run(bin, &[rec.aof.as_os_str(), one.as_os_str(), "--base".as_ref(), base.as_ref()]);
+        assert_eq!(code, 0, "{out}");
+        let dir = TempDir::new("rewritten-one");
+        std::fs::copy(&one, dir.path().join("appendonly.aof")).unwrap();
+        let s = Server::start_in(dir, &["--appendonly", "yes"]);
+        assert_eq!(s.cli(&["DEBUG", "DIGEST"]), rec.digest, "one file, base {base}");
+    }
+    // Keys expired at --now are left out.
+    let later = tmp.path().join("later");
+    let far = (now_ms() + 200_000_000).to_string();
+    let (code, out) = run(bin, &[rec.aof.as_os_str(), later.as_os_str(), "--now".as_ref(), far.as_ref()]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("(3 expired left out)"), "{out}");
+}
+
+/// Streams (with a group, a pending entry and an idle consumer) from an RDB, rewritten
+/// with a RESP base through the shared stream emitter, load in Redis with the same digest.
+#[test]
+fn rewrite_keeps_streams() {
+    let s = Server::start();
+    send(
+        &s,
+        &[
+            args(&["XADD", "st", "1-1", "a", "1"]),
+            args(&["XADD", "st", "2-1", "b", "2", "c", "3"]),
+            args(&["XADD", "st", "3-1", "d", "4"]),
+            args(&["XDEL", "st", "2-1"]),
+            args(&["XGROUP", "CREATE", "st", "g", "0"]),
+            args(&["XREADGROUP", "GROUP", "g", "alice", "COUNT", "1", "STREAMS", "st", ">"]),
+            args(&["XGROUP", "CREATECONSUMER", "st", "g", "bob"]),
+            args(&["XADD", "empty", "5-5", "x", "y"]),
+            args(&["XDEL", "empty", "5-5"]),
+            args(&["RPUSH", "l", "1", "2"]),
+        ],
+    );
+    assert_eq!(s.cli(&["SAVE"]), "OK");
+    let digest = s.cli(&["DEBUG", "DIGEST"]);
+    let tmp = copy_tree(s.dir.path(), "rewrite-streams");
+    drop(s);
+    let out_dir = tmp.path().join("out");
+    let (code, out) = run(
+        env!("CARGO_BIN_EXE_aof-rewrite"),
+        &[tmp.path().join("dump.rdb").as_os_str(), out_dir.as_os_str(), "--base".as_ref(), "resp".as_ref()],
+    );
+    assert_eq!(code, 0, "{out}");
+    let dir = TempDir::new("rewritten-streams");
+    std::fs::rename(&out_dir, dir.path().join("appendonlydir")).unwrap();
+    let s = Server::start_in(dir, &["--appendonly", "yes"]);
+    assert_eq!(s.cli(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(s.cli(&["XPENDING", "st", "g"]).lines().next(), Some("1"));
+}
+
+/// The 7.4.1 expiry corpus: 400 DEL, 400 UNLINK and 164 HDEL of expired fields, no
+/// violation; without those records every key and field is pending at the end.
+#[test]
+#[ignore = "needs ../shared; run with make compat"]
+fn corpus_expire_7_4_1_check_expiry() {
+    let dir = common::shared_dir().join("corpus/expire-7.4.1");
+    assert!(dir.is_dir(), "{} is missing: make compat needs ../shared", dir.display());
+    let aof = dir.join("aof/appendonlydir");
+    let until = Some(now_ms().max(1_900_000_000_000));
+    let opts = Options { check_expiry: true, until };
+    let r = Replay::run(&Input { aof: aof.clone(), rdb: None }, &opts).unwrap();
+    assert!(r.violations.is_empty(), "{}", r.report_text());
+    assert!(r.pending.is_empty(), "{}", r.report_text());
+    let m = &r.summary;
+    assert_eq!((m.expired_by_del, m.expired_by_unlink, m.expired_fields_by_hdel), (400, 400, 164));
+    let (code, out) = replay_bin(&[
+        "--check-expiry".as_ref(),
+        aof.as_os_str(),
+        "--against".as_ref(),
+        dir.join("dump.rdb").as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+
+    let tmp = TempDir::new("replay-corpus");
+    let stripped = tmp.path().join("appendonlydir");
+    without_deletions(&aof, &stripped);
+    for e in std::fs::read_dir(&stripped).unwrap() {
+        // HDEL records go too.
+        let p = e.unwrap().path();
+        if p.to_string_lossy().ends_with(".incr.aof") {
+            let data = std::fs::read(&p).unwrap();
+            let mut kept = Vec::new();
+            let mut from = 0;
+            for cmd in CommandReader::at(&data, 0) {
+                let cmd = cmd.unwrap();
+                if cmd.is("hdel") {
+                    kept.extend_from_slice(&data[from..cmd.offset]);
+                    from = cmd.end;
+                }
+            }
+            kept.extend_from_slice(&data[from..]);
+            std::fs::write(&p, kept).unwrap();
+        }
+    }
+    let r = Replay::run(&Input { aof: stripped, rdb: None }, &opts).unwrap();
+    assert_eq!(r.pending.iter().filter(|p| p.field.is_none()).count(), 800, "{}", r.report_text());
+    assert_eq!(r.pending.iter().filter(|p| p.field.is_some()).count(), 164, "{}", r.report_text());
+}
