@@ -50,12 +50,14 @@ pub struct RewriteJob {
     cfg: Config,
     now_ms: i64,
     tmp: PathBuf,
+    rdb_base: bool,
 }
 
 /// A base built by [`RewriteJob::run`], waiting for [`Aof::finish_rewrite`].
 #[derive(Debug)]
 pub struct RewrittenBase {
     tmp: PathBuf,
+    rdb_base: bool,
 }
 
 impl Aof {
@@ -72,9 +74,10 @@ impl Aof {
         fs::create_dir_all(&dir).map_err(|e| PersistError::io(&dir, "create AOF directory", e))?;
         let mut dirty = false;
         if manifest.base.is_none() && manifest.incr.is_empty() {
-            let name = manifest.new_base(&cfg.appendfilename, cfg.aof_use_rdb_preamble);
+            let rdb = rdb_base(cfg, ks);
+            let name = manifest.new_base(&cfg.appendfilename, rdb);
             let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
-            write_base(&tmp, ks, cfg, now_ms)?;
+            write_base(&tmp, ks, cfg, now_ms, rdb)?;
             let path = dir.join(&name);
             fs::rename(&tmp, &path).map_err(|e| PersistError::io(&path, "rename", e))?;
             dirty = true;
@@ -214,7 +217,8 @@ impl Aof {
         }
         self.rewriting = true;
         let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-        Ok(RewriteJob { snapshot: ks.clone(), cfg: self.cfg.clone(), now_ms, tmp })
+        let rdb_base = rdb_base(&self.cfg, ks);
+        Ok(RewriteJob { snapshot: ks.clone(), cfg: self.cfg.clone(), now_ms, tmp, rdb_base })
     }
 
     /// Step 3: install the base `done` built (or clean up after the job failed).
@@ -222,7 +226,7 @@ impl Aof {
         self.rewriting = false;
         let done = done?;
         let mut next = self.manifest.clone();
-        let name = next.new_base(&self.cfg.appendfilename, self.cfg.aof_use_rdb_preamble);
+        let name = next.new_base(&self.cfg.appendfilename, done.rdb_base);
         let base = self.dir.join(&name);
         if let Err(e) = fs::rename(&done.tmp, &base) {
             let _ = fs::remove_file(&done.tmp);
@@ -245,16 +249,23 @@ impl Aof {
 impl RewriteJob {
     /// Step 2: write the new base to its temp file (fsynced). Runs on any thread.
     pub fn run(self) -> Result<RewrittenBase, PersistError> {
-        write_base(&self.tmp, &self.snapshot, &self.cfg, self.now_ms)?;
-        Ok(RewrittenBase { tmp: self.tmp })
+        write_base(&self.tmp, &self.snapshot, &self.cfg, self.now_ms, self.rdb_base)?;
+        Ok(RewrittenBase { tmp: self.tmp, rdb_base: self.rdb_base })
     }
 }
 
+/// Whether a base of `ks` is an RDB: with aof-use-rdb-preamble, and whenever it holds a
+/// stream (a RESP base would hold XADD & co., which the engine cannot replay yet).
+fn rdb_base(cfg: &Config, ks: &Keyspace) -> bool {
+    cfg.aof_use_rdb_preamble
+        || ks.dbs.iter().any(|db| db.slots().iter().any(|s| matches!(s.value, crate::value::Value::Stream(_))))
+}
+
 /// A base file at `path`: an RDB with `aof-base` 1, or RESP commands.
-fn write_base(path: &Path, ks: &Keyspace, cfg: &Config, now_ms: i64) -> Result<(), PersistError> {
+fn write_base(path: &Path, ks: &Keyspace, cfg: &Config, now_ms: i64, rdb: bool) -> Result<(), PersistError> {
     let file = File::create(path).map_err(|e| PersistError::io(path, "create", e))?;
     let w = io::BufWriter::with_capacity(1 << 20, file);
-    let written = if cfg.aof_use_rdb_preamble {
+    let written = if rdb {
         snapshot::write_rdb(w, ks, cfg, now_ms, true)
     } else {
         rewrite::write_keyspace(w, ks, cfg.aof_timestamp_enabled.then_some(now_ms))
