@@ -256,7 +256,7 @@ impl Server {
 
     fn serve_client(&mut self, c: &mut Client) -> bool {
         for _ in 0..ROUNDS_PER_TURN {
-            self.process_input(c);
+            let stopped_early = self.process_input(c);
             let mut written = 0;
             let ok = c.flush(&mut written).is_ok();
             self.stats.net_output_bytes += written as u64;
@@ -270,7 +270,7 @@ impl Server {
             if c.close_after_reply {
                 return false;
             }
-            if c.pending_out() == 0 && self.has_parsed_input(c) {
+            if stopped_early {
                 continue;
             }
             let mut n = 0;
@@ -284,21 +284,22 @@ impl Server {
         true
     }
 
-    /// Whether the query buffer may hold a whole command not yet run (parsing stopped
-    /// for backpressure).
-    fn has_parsed_input(&self, c: &Client) -> bool {
-        c.qpos < c.query.len() && c.parser.pending_bulk().is_none()
-    }
-
-    /// Run every complete command in the query buffer, stopping while too much output waits.
-    fn process_input(&mut self, c: &mut Client) {
-        while !c.close_after_reply && c.pending_out() < OUT_SOFT_LIMIT {
+    /// Run every complete command in the query buffer, stopping while too much output
+    /// waits. True when it stopped with input left to parse (write backpressure).
+    fn process_input(&mut self, c: &mut Client) -> bool {
+        loop {
+            if c.close_after_reply {
+                return false;
+            }
+            if c.pending_out() >= OUT_SOFT_LIMIT {
+                return true;
+            }
             let lim = Limits { proto_max_bulk_len: self.cfg.proto_max_bulk_len, unauthenticated: !c.authenticated };
             let mut pos = c.qpos;
             let parsed = c.parser.parse(&c.query, &mut pos, lim);
             c.qpos = pos;
             match parsed {
-                Parsed::Incomplete => break,
+                Parsed::Incomplete => return false,
                 Parsed::Error(e) => {
                     c.reply(&Reply::error(e));
                     c.close_after_reply = true;
@@ -313,7 +314,7 @@ impl Server {
                         if self.exit {
                             // SHUTDOWN closes the connection without a reply.
                             c.out.truncate(before);
-                            return;
+                            return false;
                         }
                     }
                 }

@@ -26,7 +26,7 @@ pub fn command(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
                 if a.len() == 2 { all().collect() } else { a[2..].iter().filter_map(|n| lookup(n)).collect() };
             Reply::Map(found.into_iter().map(|f| (Reply::bulk(f.name().as_bytes()), docs_entry(f))).collect())
         }
-        b"getkeys" if a.len() >= 3 => getkeys(&a[2..]),
+        b"getkeys" if a.len() >= 4 => getkeys(&a[2..]),
         b"help" if a.len() == 2 => Reply::bulks(HELP),
         b"count" | b"list" | b"getkeys" | b"help" => sub_arity("command", &a[1]),
         _ => unknown_subcommand(&a[1], "command"),
