@@ -359,6 +359,10 @@ impl Server {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
             return;
         }
+        if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
+            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
+            return;
+        }
         if c.multi.is_some() && !matches!(found.name(), "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             if let Some(q) = c.multi.as_mut() {
                 q.push(argv);

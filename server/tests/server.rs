@@ -116,6 +116,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
             resp(&[&["MULTI"], &["SET", "a", "1"], &["INCR", "a"], &["PING"], &["MULTI"], &["WATCH", "x"], &["EXEC"]]),
         ),
         ("execabort", resp(&[&["MULTI"], &["NOSUCH"], &["SET", "a"], &["EXEC"], &["GET", "a"]])),
+        ("no-multi commands", resp(&[&["MULTI"], &["SAVE"], &["SHUTDOWN"], &["PING"], &["EXEC"]])),
         ("exec errors", resp(&[&["EXEC"], &["DISCARD"], &["UNWATCH"], &["WATCH"], &["MULTI"], &["DISCARD"]])),
         ("exec runtime error", resp(&[&["SET", "s", "x"], &["MULTI"], &["INCR", "s"], &["SET", "t", "1"], &["EXEC"]])),
         (
