@@ -349,7 +349,13 @@ impl Server {
             self.reject(c, ferrokv::command::unknown_command(&argv), None);
             return;
         };
-        c.last_cmd = found.name().to_string();
+        c.last_cmd = match (found, argv.get(1)) {
+            // Container commands show their subcommand, as Redis 7.0 (`client|list`).
+            (Found::Server(cmd), Some(sub)) if matches!(cmd.name, "client" | "config" | "command" | "debug") => {
+                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase())
+            }
+            _ => found.name().to_string(),
+        };
         if !found.arity_ok(argv.len()) {
             let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name()));
             self.reject(c, e, Some(found.name()));

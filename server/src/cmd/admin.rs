@@ -128,6 +128,10 @@ pub fn wait(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
 }
 
 pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if eq_ic(&a[1], "reload") {
+        // Every key is replaced: WATCHes fail.
+        s.touch_all_watched(c);
+    }
     if !crate::cmd::config::protected_allowed(s.cfg.enable_debug_command, c) {
         return Reply::err(
             "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it \
