@@ -18,7 +18,7 @@ struct Ours {
 impl Ours {
     fn start(dir: &Path, extra: &[&str]) -> Ours {
         let port = free_port();
-        let child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
             .args(["--port", &port.to_string(), "--save", ""])
             .arg("--dir")
             .arg(dir)
@@ -29,7 +29,10 @@ impl Ours {
         let start = Instant::now();
         // PONG, or NOAUTH when a password is required.
         while cli(port, &["PING"]).is_empty() {
-            assert!(start.elapsed() < Duration::from_secs(30), "ferrokv-server did not start");
+            if start.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("ferrokv-server did not start");
+            }
             std::thread::sleep(Duration::from_millis(30));
         }
         Ours { child: Some(child), port }
