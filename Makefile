@@ -3,7 +3,9 @@ CARGO ?= cargo
 RDBTOOL := target/release/rdbtool
 DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
-.PHONY: run build test lint unit compat bench fixtures fuzz deps clean
+SERVER_DATA := target/ferrokv-data
+
+.PHONY: run server build test lint unit compat bench fixtures fuzz deps clean
 
 build:
 	$(CARGO) build --release --bins
@@ -11,6 +13,11 @@ build:
 # Dump the bundled fixture (written by a real Redis 7.0) as jsonl.
 run: build
 	$(RDBTOOL) dump $(DEMO)
+
+# Start ferrokv-server with the bundled default config; data under target/.
+server: build
+	mkdir -p $(SERVER_DATA)
+	target/release/ferrokv-server server/ferrokv.conf --dir $(SERVER_DATA)
 
 deps:
 	./scripts/install-deps.sh

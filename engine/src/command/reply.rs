@@ -27,6 +27,8 @@ pub enum Reply {
     Double(f64),
     /// A RESP3 boolean; 1/0 in RESP2.
     Bool(bool),
+    /// A RESP3 verbatim string of plain text (INFO, CLIENT LIST); a bulk string in RESP2.
+    Verbatim(Vec<u8>),
 }
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -131,6 +133,16 @@ impl Reply {
                     line(out, b',', t.as_bytes());
                 } else {
                     bulk(out, t.as_bytes());
+                }
+            }
+            Reply::Verbatim(b) => {
+                if resp3 {
+                    line(out, b'=', (b.len() + 4).to_string().as_bytes());
+                    out.extend_from_slice(b"txt:");
+                    out.extend_from_slice(b);
+                    out.extend_from_slice(b"\r\n");
+                } else {
+                    bulk(out, b);
                 }
             }
             Reply::Bool(b) => {

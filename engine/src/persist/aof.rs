@@ -131,6 +131,14 @@ impl Aof {
         })
     }
 
+    /// Take settings changed at run time (CONFIG SET appendfsync, aof-timestamp-enabled,
+    /// aof-use-rdb-preamble): they apply from the next write or rewrite.
+    pub fn reconfigure(&mut self, cfg: &Config) {
+        self.cfg.appendfsync = cfg.appendfsync;
+        self.cfg.aof_use_rdb_preamble = cfg.aof_use_rdb_preamble;
+        self.cfg.rdbcompression = cfg.rdbcompression;
+    }
+
     /// Whether commands are being appended (false for a detached or closed AOF).
     pub fn is_open(&self) -> bool {
         self.file.is_some()

@@ -1,0 +1,216 @@
+//! One connection: its socket, query buffer and parser, output buffer, and the state
+//! the connection commands keep (name, protocol, auth, MULTI queue, watched keys).
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use ferrokv::command::Argv;
+use ferrokv::{Reply, Session};
+use mio::net::TcpStream;
+
+use crate::resp::Parser;
+
+/// Bytes read from the socket at a time.
+const READ_CHUNK: usize = 16 * 1024;
+
+pub struct Client {
+    pub id: u64,
+    pub sock: TcpStream,
+    pub addr: Option<SocketAddr>,
+    pub laddr: Option<SocketAddr>,
+    pub name: Option<Vec<u8>>,
+    pub session: Session,
+    /// RESP3 (after HELLO 3).
+    pub resp3: bool,
+    pub authenticated: bool,
+    pub query: Vec<u8>,
+    /// Where parsing resumes in `query`.
+    pub qpos: usize,
+    pub parser: Parser,
+    pub out: Vec<u8>,
+    /// How much of `out` has been written.
+    pub out_pos: usize,
+    /// The queued commands while in MULTI.
+    pub multi: Option<Vec<Argv>>,
+    /// A command was refused while queueing: EXEC aborts.
+    pub multi_error: bool,
+    /// EXEC is running this client's queue (engine commands join one propagation unit).
+    pub in_exec: bool,
+    /// Watched keys: database, key, and whether it was already expired when watched.
+    pub watched: Vec<(usize, Vec<u8>, bool)>,
+    /// A watched key changed: EXEC fails.
+    pub watch_dirty: bool,
+    /// Close once the output is written (QUIT, protocol errors, CLIENT KILL).
+    pub close_after_reply: bool,
+    pub created: Instant,
+    pub last_interaction: Instant,
+    /// The last command run, as CLIENT LIST shows it (`cmd=`).
+    pub last_cmd: String,
+}
+
+/// What a read from the socket gave.
+pub enum ReadOutcome {
+    Data,
+    WouldBlock,
+    Closed,
+}
+
+impl Client {
+    pub fn new(id: u64, sock: TcpStream, addr: Option<SocketAddr>, authenticated: bool) -> Client {
+        let laddr = sock.local_addr().ok();
+        let now = Instant::now();
+        Client {
+            id,
+            sock,
+            addr,
+            laddr,
+            name: None,
+            session: Session::default(),
+            resp3: false,
+            authenticated,
+            query: Vec::new(),
+            qpos: 0,
+            parser: Parser::default(),
+            out: Vec::new(),
+            out_pos: 0,
+            multi: None,
+            multi_error: false,
+            in_exec: false,
+            watched: Vec::new(),
+            watch_dirty: false,
+            close_after_reply: false,
+            created: now,
+            last_interaction: now,
+            last_cmd: "NULL".into(),
+        }
+    }
+
+    pub fn reply(&mut self, r: &Reply) {
+        r.write_resp(&mut self.out, self.resp3);
+    }
+
+    /// Bytes waiting to be written.
+    pub fn pending_out(&self) -> usize {
+        self.out.len() - self.out_pos
+    }
+
+    /// Read one chunk into the query buffer (after dropping what was parsed). Returns the
+    /// bytes read through `n`.
+    pub fn read_some(&mut self, n: &mut usize) -> ReadOutcome {
+        if self.qpos > 0 {
+            self.query.drain(..self.qpos);
+            self.qpos = 0;
+        }
+        let want = match self.parser.pending_bulk() {
+            // A big argument: make room for all of it at once.
+            Some(len) if len + 2 > READ_CHUNK => (len + 2).saturating_sub(self.query.len()).max(READ_CHUNK),
+            _ => READ_CHUNK,
+        };
+        let start = self.query.len();
+        self.query.resize(start + want, 0);
+        let r = self.sock.read(&mut self.query[start..]);
+        match r {
+            Ok(0) => {
+                self.query.truncate(start);
+                ReadOutcome::Closed
+            }
+            Ok(k) => {
+                self.query.truncate(start + k);
+                *n = k;
+                ReadOutcome::Data
+            }
+            Err(e) => {
+                self.query.truncate(start);
+                match e.kind() {
+                    ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
+                    ErrorKind::Interrupted => ReadOutcome::Data,
+                    _ => ReadOutcome::Closed,
+                }
+            }
+        }
+    }
+
+    /// Write as much output as the socket takes. Err when the connection is gone.
+    pub fn flush(&mut self, written: &mut usize) -> std::io::Result<()> {
+        while self.out_pos < self.out.len() {
+            match self.sock.write(&self.out[self.out_pos..]) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
+                Ok(k) => {
+                    self.out_pos += k;
+                    *written += k;
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if self.out_pos == self.out.len() {
+            self.out.clear();
+            self.out_pos = 0;
+            // Do not keep a huge buffer around after a big reply.
+            if self.out.capacity() > 1 << 20 {
+                self.out.shrink_to(16 * 1024);
+            }
+        }
+        Ok(())
+    }
+
+    /// Drop the MULTI state and the watched keys' flags (the server unregisters the keys).
+    pub fn reset_multi(&mut self) {
+        self.multi = None;
+        self.multi_error = false;
+    }
+
+    /// Flag letters as CLIENT LIST prints them.
+    pub fn flags(&self) -> String {
+        let mut f = String::new();
+        if self.multi.is_some() {
+            f.push('x');
+        }
+        if self.close_after_reply {
+            f.push('c');
+        }
+        if f.is_empty() {
+            f.push('N');
+        }
+        f
+    }
+
+    /// One CLIENT LIST / CLIENT INFO line (without the newline).
+    pub fn info_line(&self, now: Instant) -> String {
+        let addr = self.addr.map(|a| a.to_string()).unwrap_or_default();
+        let laddr = self.laddr.map(|a| a.to_string()).unwrap_or_default();
+        let name = self.name.as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
+        let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
+        let qbuf = self.query.len() - self.qpos;
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
+             qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
+             cmd={} user=default redir=-1 resp={}",
+            self.id,
+            addr,
+            laddr,
+            self.fd(),
+            name,
+            now.duration_since(self.created).as_secs(),
+            now.duration_since(self.last_interaction).as_secs(),
+            self.flags(),
+            self.session.db,
+            multi,
+            qbuf,
+            self.query.capacity() - self.query.len(),
+            self.query.capacity(),
+            self.pending_out(),
+            self.out.capacity(),
+            self.query.capacity() + self.out.capacity(),
+            self.last_cmd,
+            if self.resp3 { 3 } else { 2 },
+        )
+    }
+
+    fn fd(&self) -> i32 {
+        use std::os::fd::AsRawFd;
+        self.sock.as_raw_fd()
+    }
+}

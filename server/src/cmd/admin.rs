@@ -1,0 +1,269 @@
+//! Persistence and server control: SAVE BGSAVE BGREWRITEAOF LASTSAVE SHUTDOWN DEBUG TIME WAIT.
+
+use std::time::Duration;
+
+use ferrokv::command::{eq_ic, parse_f64, parse_i64};
+use ferrokv::keyspace::{idle_secs, Clock};
+use ferrokv::persist::PersistError;
+use ferrokv::{Engine, Reply, Session};
+
+use super::{text, unknown_subcommand};
+use crate::client::Client;
+use crate::server::{log, Server, ShutdownMode};
+
+pub fn save(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
+    if s.bgsave.is_some() {
+        return Reply::err("ERR Background save already in progress");
+    }
+    match s.save_now() {
+        Ok(()) => Reply::ok(),
+        Err(e) => {
+            log(&format!("Failed saving the DB: {e}"));
+            Reply::err("ERR")
+        }
+    }
+}
+
+pub fn bgsave(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let schedule = match a.len() {
+        1 => false,
+        2 if eq_ic(&a[1], "schedule") => true,
+        _ => return Reply::syntax(),
+    };
+    if s.bgsave.is_some() {
+        return Reply::err("ERR Background save already in progress");
+    }
+    if s.bgrewrite.is_some() {
+        if schedule {
+            s.bgsave_scheduled = true;
+            return Reply::simple("Background saving scheduled");
+        }
+        return Reply::err(
+            "ERR Another child process is active (AOF?): can't BGSAVE right now. \
+             Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+        );
+    }
+    s.start_bgsave();
+    Reply::simple("Background saving started")
+}
+
+pub fn bgrewriteaof(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
+    if s.bgrewrite.is_some() {
+        return Reply::err("ERR Background append only file rewriting already in progress");
+    }
+    if s.bgsave.is_some() {
+        s.rewrite_scheduled = true;
+        return Reply::simple("Background append only file rewriting scheduled");
+    }
+    match s.start_bgrewrite() {
+        Ok(()) => Reply::simple("Background append only file rewriting started"),
+        Err(e) => {
+            log(&format!("Can't rewrite append only file in background: {e}"));
+            Reply::err(
+                "ERR Can't execute an AOF background rewriting. Please check the server logs for more information.",
+            )
+        }
+    }
+}
+
+/// CONFIG SET appendonly yes: open the AOF directory and rewrite it from the dataset.
+pub fn enable_aof(s: &mut Server) -> Result<(), PersistError> {
+    let cfg = s.engine.cfg.clone();
+    let manifest = ferrokv::persist::load::read_manifest(&cfg)?;
+    let now = s.engine.clock.now_ms();
+    let aof = ferrokv::persist::Aof::open_on_start(&cfg, manifest, &s.engine.ks, now)?;
+    s.engine.persist.aof = Some(aof);
+    if s.bgrewrite.is_none() {
+        s.start_bgrewrite()?;
+    }
+    Ok(())
+}
+
+pub fn lastsave(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
+    Reply::Int(s.last_save)
+}
+
+pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let mut mode = ShutdownMode::Default;
+    for arg in &a[1..] {
+        if eq_ic(arg, "nosave") {
+            mode = ShutdownMode::NoSave;
+        } else if eq_ic(arg, "save") {
+            mode = ShutdownMode::Save;
+        } else if eq_ic(arg, "now") || eq_ic(arg, "force") || eq_ic(arg, "abort") {
+            // No replicas to wait for: these change nothing here.
+        } else {
+            return Reply::syntax();
+        }
+    }
+    match s.prepare_shutdown(mode) {
+        Ok(()) => {
+            s.exit = true;
+            c.close_after_reply = true;
+            Reply::ok()
+        }
+        Err(e) => {
+            log(&e);
+            Reply::err("ERR Errors trying to SHUTDOWN. Check logs.")
+        }
+    }
+}
+
+pub fn time(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
+    let us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
+    let _ = s;
+    Reply::bulks([(us / 1_000_000).to_string(), (us % 1_000_000).to_string()])
+}
+
+pub fn wait(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if parse_i64(&a[1]).is_none() {
+        return Reply::not_integer();
+    }
+    match parse_i64(&a[2]) {
+        None => Reply::err("ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => Reply::err("ERR timeout is negative"),
+        // No replicas: none to wait for.
+        Some(_) => Reply::Int(0),
+    }
+}
+
+pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if eq_ic(&a[1], "reload") {
+        // Every key is replaced: WATCHes fail.
+        s.touch_all_watched(c);
+    }
+    if !crate::cmd::config::protected_allowed(s.cfg.enable_debug_command, c) {
+        return Reply::err(
+            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it \
+             from a local connection, otherwise you need to set this option in the configuration file, and then \
+             restart the server.",
+        );
+    }
+    let sub = a[1].to_ascii_lowercase();
+    match sub.as_slice() {
+        b"digest" if a.len() == 2 => Reply::Simple(s.engine.digest().into()),
+        b"digest-value" => {
+            let db = &s.engine.ks.dbs[c.session.db];
+            let digests = a[2..]
+                .iter()
+                .map(|k| {
+                    let d = match db.get(k) {
+                        Some(slot) => {
+                            ferrokv::digest::value_digest(&slot.value.to_logical(), slot.expire_ms().is_some())
+                        }
+                        None => [0u8; 20],
+                    };
+                    Reply::Simple(ferrokv::digest::hex(&d).into())
+                })
+                .collect();
+            Reply::Array(digests)
+        }
+        b"reload" => debug_reload(s, &a[2..]),
+        b"set-active-expire" if a.len() == 3 => match parse_i64(&a[2]) {
+            Some(n) => {
+                s.active_expire = n != 0;
+                Reply::ok()
+            }
+            None => Reply::not_integer(),
+        },
+        b"sleep" if a.len() == 3 => {
+            let secs = parse_f64(&a[2]).unwrap_or(0.0).max(0.0);
+            std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
+            Reply::ok()
+        }
+        b"object" if a.len() == 3 => debug_object(s, c, &a[2]),
+        b"help" => Reply::bulks(HELP),
+        _ => unknown_subcommand(&a[1], "debug"),
+    }
+}
+
+const HELP: &[&str] = &[
+    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
+    "OBJECT <key>",
+    "    Show low level info about the `key` and associated value.",
+    "RELOAD [option ...]",
+    "    Save the RDB on disk and reload it back to memory. Options: MERGE, NOFLUSH, NOSAVE.",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Setting it to 0 disables expiring keys in background when they are not accessed.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
+    let mut save = true;
+    let mut flush = true;
+    for o in opts {
+        if eq_ic(o, "nosave") {
+            save = false;
+        } else if eq_ic(o, "noflush") || eq_ic(o, "merge") {
+            flush = false;
+        } else {
+            return Reply::error(format!("ERR unknown DEBUG RELOAD option '{}'", text(o)));
+        }
+    }
+    if save {
+        if let Err(e) = s.save_now() {
+            return Reply::error(format!("ERR Error trying to save the DB: {e}"));
+        }
+    }
+    let mut cfg = s.engine.cfg.clone();
+    cfg.appendonly = false;
+    let loaded = match Engine::open(cfg, Clock::System) {
+        Ok(e) => e,
+        Err(e) => return Reply::error(format!("ERR Error trying to load the RDB dump: {e}")),
+    };
+    if flush {
+        s.engine.ks = loaded.ks;
+    } else {
+        // Keys already there win (MERGE / NOFLUSH).
+        for (i, db) in loaded.ks.dbs.iter().enumerate() {
+            let Some(mine) = s.engine.ks.dbs.get_mut(i) else { continue };
+            for slot in db.slots() {
+                if let Some(pos) = mine.add_new(&slot.key, slot.value.clone(), slot.lru) {
+                    if let Some(t) = slot.expire_ms() {
+                        mine.set_expire_at(pos, t);
+                    }
+                }
+            }
+        }
+    }
+    log("DB reloaded by DEBUG RELOAD");
+    Reply::ok()
+}
+
+fn debug_object(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
+    let db = c.session.db;
+    let Some(slot) = s.engine.ks.dbs[db].get(key) else {
+        return Reply::err("ERR no such key");
+    };
+    let encoding = slot.value.encoding();
+    let lru = slot.lru;
+    let idle = idle_secs(s.engine.clock.lru(), lru);
+    let mut extra = String::new();
+    if let ferrokv::value::Value::List(l) = &slot.value {
+        extra = format!(
+            " ql_nodes:1 ql_avg_node:{}.00 ql_listpack_max:{} ql_compressed:0",
+            l.len(),
+            s.cfg.engine.limits.list_max_listpack_size
+        );
+    }
+    // The serialized length is DUMP's payload less its type byte, version and checksum.
+    let dumped = s.engine.call(&mut Session { db }, &[b"DUMP".to_vec(), key.to_vec()]);
+    let serialized = match dumped {
+        Reply::Bulk(b) => b.len().saturating_sub(11),
+        _ => 0,
+    };
+    let addr = key.as_ptr() as usize;
+    Reply::Simple(
+        format!(
+            "Value at:0x{addr:x} refcount:1 encoding:{encoding} serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle}{extra}"
+        )
+        .into(),
+    )
+}

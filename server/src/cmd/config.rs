@@ -1,0 +1,133 @@
+//! CONFIG GET / SET / RESETSTAT / HELP over the parameter table in crate::config.
+
+use ferrokv::command::Stats;
+use ferrokv::Reply;
+
+use super::{sub_arity, text, unknown_subcommand};
+use crate::client::Client;
+use crate::config::{Protected, ServerConfig};
+use crate::server::{log, Server, ServerStats};
+
+pub fn config(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = a[1].to_ascii_lowercase();
+    match sub.as_slice() {
+        b"get" if a.len() >= 3 => get(s, &a[2..]),
+        b"set" if a.len() >= 4 && a.len().is_multiple_of(2) => set(s, c, &a[2..]),
+        b"resetstat" if a.len() == 2 => {
+            s.stats = ServerStats::default();
+            let dirty = s.engine.stats.dirty;
+            s.engine.stats = Stats { dirty, ..Stats::default() };
+            Reply::ok()
+        }
+        b"rewrite" if a.len() == 2 => Reply::err("ERR The server is running without a config file"),
+        b"help" if a.len() == 2 => Reply::bulks(HELP),
+        b"get" | b"set" | b"resetstat" | b"rewrite" | b"help" => sub_arity("config", &a[1]),
+        _ => unknown_subcommand(&a[1], "config"),
+    }
+}
+
+const HELP: &[&str] = &[
+    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn get(s: &Server, patterns: &[Vec<u8>]) -> Reply {
+    let mut out: Vec<(Reply, Reply)> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for pat in patterns {
+        let lower = pat.to_ascii_lowercase();
+        for name in ServerConfig::names() {
+            if ferrokv::glob::matches(&lower, name.as_bytes()) && seen.insert(name) {
+                if let Some(v) = s.cfg.get(name) {
+                    out.push((Reply::bulk(name.as_bytes()), Reply::Bulk(v.into_bytes())));
+                }
+            }
+        }
+    }
+    Reply::Map(out)
+}
+
+fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
+    let fail = |name: &str, why: &str| {
+        Reply::error(format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"))
+    };
+    // Check every pair first: CONFIG SET applies all or nothing.
+    let mut names = Vec::new();
+    for pair in pairs.chunks(2) {
+        let raw = text(&pair[0]);
+        let Some(name) = ServerConfig::canonical(&raw) else {
+            return Reply::error(format!("ERR Unknown option or number of arguments for CONFIG SET - '{raw}'"));
+        };
+        if names.contains(&name) {
+            return fail(&raw, "duplicate parameter");
+        }
+        if ServerConfig::is_immutable(name) {
+            return fail(&raw, "can't set immutable config");
+        }
+        if ServerConfig::is_protected(name) && !protected_allowed(s.cfg.enable_protected_configs, c) {
+            return fail(&raw, "can't set protected config");
+        }
+        names.push(name);
+    }
+    let mut next = s.cfg.clone();
+    for pair in pairs.chunks(2) {
+        let raw = text(&pair[0]);
+        if let Err(why) = next.set(&raw, &[text(&pair[1])]) {
+            return fail(&raw, &why);
+        }
+    }
+    if next.maxclients != s.cfg.maxclients && next.maxclients > 100_000 {
+        return fail("maxclients", "The operating system is not able to handle the specified number of clients");
+    }
+    apply(s, next)
+}
+
+/// Whether a protected parameter (or DEBUG) may be used by `c` under `policy`.
+pub fn protected_allowed(policy: Protected, c: &Client) -> bool {
+    match policy {
+        Protected::Yes => true,
+        Protected::No => false,
+        Protected::Local => c.addr.is_some_and(|a| a.ip().is_loopback()),
+    }
+}
+
+/// Install a new configuration, with the side effects some parameters have.
+fn apply(s: &mut Server, next: ServerConfig) -> Reply {
+    let was_aof = s.cfg.engine.appendonly;
+    let hz_before = s.cfg.engine.hz;
+    let now_aof = next.engine.appendonly;
+    s.cfg = next;
+    let keep_dir = s.engine.cfg.dir.clone();
+    s.engine.cfg = s.cfg.engine.clone();
+    if s.engine.cfg.dir != keep_dir {
+        log(&format!("Data directory is now {}", s.engine.cfg.dir.display()));
+    }
+    if s.engine.cfg.hz != hz_before {
+        s.engine.cycle = ferrokv::keyspace::ExpireCycle::new(s.engine.cfg.hz);
+    }
+    if let Some(aof) = &mut s.engine.persist.aof {
+        aof.reconfigure(&s.cfg.engine);
+    }
+    if was_aof && !now_aof {
+        if let Err(e) = s.engine.close() {
+            return Reply::error(format!("ERR {e}"));
+        }
+        log("Background append only file rewriting has been disabled");
+    } else if !was_aof && now_aof {
+        if let Err(e) = crate::cmd::admin::enable_aof(s) {
+            s.cfg.engine.appendonly = false;
+            s.engine.cfg.appendonly = false;
+            return Reply::error(format!("ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"));
+        }
+    }
+    Reply::ok()
+}

@@ -1,0 +1,311 @@
+//! Connection commands: PING ECHO QUIT AUTH HELLO RESET and CLIENT.
+
+use std::time::Instant;
+
+use ferrokv::command::{eq_ic, parse_i64};
+use ferrokv::{Reply, Session};
+
+use super::{sub_arity, text, unknown_subcommand};
+use crate::client::Client;
+use crate::server::Server;
+
+pub const REDIS_VERSION: &str = "7.0.15";
+
+pub fn ping(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    match a.len() {
+        1 => Reply::simple("PONG"),
+        2 => Reply::Bulk(a[1].clone()),
+        _ => Reply::err("ERR wrong number of arguments for 'ping' command"),
+    }
+}
+
+pub fn echo(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    Reply::Bulk(a[1].clone())
+}
+
+pub fn quit(_: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
+    c.close_after_reply = true;
+    Reply::ok()
+}
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// Check a username/password pair against the default user.
+fn check_password(s: &Server, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    match &s.cfg.requirepass {
+        None => true,
+        Some(p) => p.as_slice() == pass,
+    }
+}
+
+pub fn auth(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let (user, pass): (&[u8], &[u8]) = match a.len() {
+        2 => {
+            if s.cfg.requirepass.is_none() {
+                return Reply::err(
+                    "ERR AUTH <password> called without any password configured for the default user. \
+                     Are you sure your configuration is correct?",
+                );
+            }
+            (b"default", &a[1])
+        }
+        3 => (&a[1], &a[2]),
+        _ => return Reply::syntax(),
+    };
+    if check_password(s, user, pass) {
+        c.authenticated = true;
+        Reply::ok()
+    } else {
+        Reply::err(WRONGPASS)
+    }
+}
+
+/// Whether `name` is a valid client name: no spaces, newlines or other specials.
+fn valid_name(name: &[u8]) -> bool {
+    name.iter().all(|&b| (b'!'..=b'~').contains(&b))
+}
+
+const BAD_NAME: &str = "ERR Client names cannot contain spaces, newlines or special characters.";
+
+pub fn hello(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let mut proto = None;
+    if a.len() >= 2 {
+        let Some(v) = parse_i64(&a[1]) else {
+            return Reply::err("ERR Protocol version is not an integer or out of range");
+        };
+        if !(2..=3).contains(&v) {
+            return Reply::err("NOPROTO unsupported protocol version");
+        }
+        proto = Some(v);
+    }
+    let mut creds = None;
+    let mut name = None;
+    let mut i = 2;
+    while i < a.len() {
+        let more = a.len() - i - 1;
+        if eq_ic(&a[i], "auth") && more >= 2 {
+            creds = Some((&a[i + 1], &a[i + 2]));
+            i += 3;
+        } else if eq_ic(&a[i], "setname") && more >= 1 {
+            name = Some(&a[i + 1]);
+            i += 2;
+        } else {
+            return Reply::error(format!("ERR Syntax error in HELLO option '{}'", text(&a[i])));
+        }
+    }
+    if let Some((user, pass)) = creds {
+        if !check_password(s, user, pass) {
+            return Reply::err(WRONGPASS);
+        }
+        c.authenticated = true;
+    }
+    if !c.authenticated {
+        return Reply::err(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> \
+             AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+             version at the same time",
+        );
+    }
+    if let Some(n) = name {
+        if !valid_name(n) {
+            return Reply::err(BAD_NAME);
+        }
+        c.name = (!n.is_empty()).then(|| n.clone());
+    }
+    if let Some(p) = proto {
+        c.resp3 = p == 3;
+    }
+    let b = |x: &str| Reply::bulk(x.as_bytes());
+    Reply::Map(vec![
+        (b("server"), b("redis")),
+        (b("version"), b(REDIS_VERSION)),
+        (b("proto"), Reply::Int(if c.resp3 { 3 } else { 2 })),
+        (b("id"), Reply::Int(c.id as i64)),
+        (b("mode"), b("standalone")),
+        (b("role"), b("master")),
+        (b("modules"), Reply::Array(Vec::new())),
+    ])
+}
+
+pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
+    c.reset_multi();
+    s.unwatch_all(c);
+    c.session = Session::default();
+    c.resp3 = false;
+    c.name = None;
+    c.authenticated = s.cfg.requirepass.is_none();
+    Reply::simple("RESET")
+}
+
+pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = a[1].to_ascii_lowercase();
+    let arity_ok = match sub.as_slice() {
+        b"id" | b"getname" | b"info" | b"help" => a.len() == 2,
+        b"setname" => a.len() == 3,
+        b"list" | b"kill" => a.len() >= 2,
+        _ => return unknown_subcommand(&a[1], "client"),
+    };
+    if !arity_ok {
+        return sub_arity("client", &a[1]);
+    }
+    match sub.as_slice() {
+        b"id" => Reply::Int(c.id as i64),
+        b"getname" => c.name.clone().map_or(Reply::Nil, Reply::Bulk),
+        b"setname" => {
+            if !valid_name(&a[2]) {
+                return Reply::err(BAD_NAME);
+            }
+            c.name = (!a[2].is_empty()).then(|| a[2].clone());
+            Reply::ok()
+        }
+        b"info" => Reply::Verbatim(format!("{}\n", c.info_line(Instant::now())).into_bytes()),
+        b"list" => client_list(s, c, a),
+        b"kill" => client_kill(s, c, a),
+        _ => Reply::bulks(CLIENT_HELP),
+    }
+}
+
+const CLIENT_HELP: &[&str] = &[
+    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are: ID, ADDR, LADDR, TYPE, USER, SKIPME.",
+    "LIST [options ...]",
+    "    Return information about client connections. Options: TYPE, ID.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "HELP",
+    "    Print this help.",
+];
+
+fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let mut ids: Option<Vec<u64>> = None;
+    let mut i = 2;
+    while i < a.len() {
+        if eq_ic(&a[i], "type") && i + 1 < a.len() {
+            let t = a[i + 1].to_ascii_lowercase();
+            match t.as_slice() {
+                b"normal" => {}
+                b"master" | b"replica" | b"slave" | b"pubsub" => ids = Some(Vec::new()),
+                _ => return Reply::error(format!("ERR Unknown client type '{}'", text(&a[i + 1]))),
+            }
+            i += 2;
+        } else if eq_ic(&a[i], "id") && i + 1 < a.len() {
+            let mut v = Vec::new();
+            for x in &a[i + 1..] {
+                match parse_i64(x) {
+                    Some(n) if n > 0 => v.push(n as u64),
+                    _ => return Reply::err("ERR Invalid client ID"),
+                }
+            }
+            ids = Some(v);
+            i = a.len();
+        } else {
+            return Reply::syntax();
+        }
+    }
+    let now = Instant::now();
+    let mut all: Vec<&Client> = s.clients.values().collect();
+    all.push(c);
+    all.sort_by_key(|x| x.id);
+    let mut out = String::new();
+    for x in all {
+        if ids.as_ref().is_some_and(|v| !v.contains(&x.id)) {
+            continue;
+        }
+        out.push_str(&x.info_line(now));
+        out.push('\n');
+    }
+    Reply::Verbatim(out.into_bytes())
+}
+
+fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let addr_of = |x: &Client| x.addr.map(|a| a.to_string()).unwrap_or_default();
+    let laddr_of = |x: &Client| x.laddr.map(|a| a.to_string()).unwrap_or_default();
+    if a.len() == 3 {
+        // The old form: CLIENT KILL addr:port.
+        let want = text(&a[2]);
+        let target =
+            if addr_of(c) == want { Some(c.id) } else { s.clients.values().find(|x| addr_of(x) == want).map(|x| x.id) };
+        return match target {
+            Some(id) if id == c.id => {
+                c.close_after_reply = true;
+                Reply::ok()
+            }
+            Some(id) => {
+                s.kill_client(id);
+                Reply::ok()
+            }
+            None => Reply::err("ERR No such client"),
+        };
+    }
+    if !a.len().is_multiple_of(2) {
+        return Reply::syntax();
+    }
+    let mut id = None;
+    let mut addr = None;
+    let mut laddr = None;
+    let mut skipme = true;
+    let mut only_none = false;
+    for pair in a[2..].chunks(2) {
+        let (opt, v) = (&pair[0], &pair[1]);
+        if eq_ic(opt, "id") {
+            match parse_i64(v) {
+                Some(n) if n > 0 => id = Some(n as u64),
+                _ => return Reply::err("ERR client-id should be greater than 0"),
+            }
+        } else if eq_ic(opt, "addr") {
+            addr = Some(text(v));
+        } else if eq_ic(opt, "laddr") {
+            laddr = Some(text(v));
+        } else if eq_ic(opt, "type") {
+            match v.to_ascii_lowercase().as_slice() {
+                b"normal" => {}
+                b"master" | b"replica" | b"slave" | b"pubsub" => only_none = true,
+                _ => return Reply::error(format!("ERR Unknown client type '{}'", text(v))),
+            }
+        } else if eq_ic(opt, "user") {
+            if v.as_slice() != b"default" {
+                return Reply::error(format!("ERR No such user '{}'", text(v)));
+            }
+        } else if eq_ic(opt, "skipme") {
+            if eq_ic(v, "yes") {
+                skipme = true;
+            } else if eq_ic(v, "no") {
+                skipme = false;
+            } else {
+                return Reply::syntax();
+            }
+        } else {
+            return Reply::syntax();
+        }
+    }
+    let matches = |x: &Client| {
+        !only_none
+            && id.is_none_or(|i| x.id == i)
+            && addr.as_ref().is_none_or(|a| &addr_of(x) == a)
+            && laddr.as_ref().is_none_or(|a| &laddr_of(x) == a)
+    };
+    let victims: Vec<u64> = s.clients.values().filter(|x| matches(x)).map(|x| x.id).collect();
+    let mut killed = 0;
+    for v in victims {
+        if s.kill_client(v) {
+            killed += 1;
+        }
+    }
+    if !skipme && matches(c) {
+        c.close_after_reply = true;
+        killed += 1;
+    }
+    Reply::Int(killed)
+}

@@ -1,0 +1,239 @@
+//! INFO: the sections Redis 7.0 prints, with this server's numbers.
+
+use std::fmt::Write;
+
+use ferrokv::keyspace::Clock;
+use ferrokv::Reply;
+
+use super::connection::REDIS_VERSION;
+use crate::client::Client;
+use crate::server::Server;
+
+const DEFAULT: &[&str] = &[
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "cpu",
+    "modules",
+    "errorstats",
+    "cluster",
+    "keyspace",
+];
+const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
+
+pub fn info(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let mut wanted: Vec<String> = Vec::new();
+    for arg in &a[1..] {
+        let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
+        match name.as_str() {
+            "default" => wanted.extend(DEFAULT.iter().map(|s| s.to_string())),
+            "all" | "everything" => {
+                wanted.extend(DEFAULT.iter().chain(ALL_EXTRA).map(|s| s.to_string()));
+            }
+            _ => wanted.push(name),
+        }
+    }
+    if wanted.is_empty() {
+        wanted.extend(DEFAULT.iter().map(|s| s.to_string()));
+    }
+    let order: Vec<&str> = DEFAULT.iter().chain(ALL_EXTRA).copied().collect();
+    let mut out = String::new();
+    for section in order {
+        if !wanted.iter().any(|w| w == section) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str("\r\n");
+        }
+        write_section(s, c, section, &mut out);
+    }
+    Reply::Verbatim(out.into_bytes())
+}
+
+fn title(section: &str) -> String {
+    let mut t = section.to_string();
+    if let Some(f) = t.get_mut(0..1) {
+        f.make_ascii_uppercase();
+    }
+    t
+}
+
+fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
+    let _ = writeln_crlf(out, &format!("# {}", title(section)));
+    let now_ms = Clock::System.now_ms();
+    let mut kv = |k: &str, v: String| {
+        out.push_str(k);
+        out.push(':');
+        out.push_str(&v);
+        out.push_str("\r\n");
+    };
+    match section {
+        "server" => {
+            let uptime = s.started.elapsed().as_secs();
+            kv("redis_version", REDIS_VERSION.into());
+            kv("redis_git_sha1", "00000000".into());
+            kv("redis_git_dirty", "0".into());
+            kv("redis_build_id", "0".into());
+            kv("redis_mode", "standalone".into());
+            kv("ferrokv_version", env!("CARGO_PKG_VERSION").into());
+            kv("os", format!("{} {}", std::env::consts::OS, std::env::consts::ARCH));
+            kv("arch_bits", (usize::BITS).to_string());
+            kv("monotonic_clock", "POSIX clock_gettime".into());
+            kv("multiplexing_api", "epoll".into());
+            kv("process_id", std::process::id().to_string());
+            kv("process_supervised", "no".into());
+            kv("run_id", s.run_id.clone());
+            kv("tcp_port", s.local_port().unwrap_or(s.cfg.port).to_string());
+            kv("server_time_usec", (now_ms * 1000).to_string());
+            kv("uptime_in_seconds", uptime.to_string());
+            kv("uptime_in_days", (uptime / 86400).to_string());
+            kv("hz", s.cfg.engine.hz.to_string());
+            kv("configured_hz", s.cfg.engine.hz.to_string());
+            kv("lru_clock", Clock::System.lru().to_string());
+            kv("executable", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
+            kv("config_file", String::new());
+            kv("io_threads_active", "0".into());
+        }
+        "clients" => {
+            kv("connected_clients", (s.clients.len() + 1).to_string());
+            kv("cluster_connections", "0".into());
+            kv("maxclients", s.cfg.maxclients.to_string());
+            kv("client_recent_max_input_buffer", c.query.capacity().to_string());
+            kv("client_recent_max_output_buffer", "0".into());
+            kv("blocked_clients", "0".into());
+            kv("tracking_clients", "0".into());
+            kv("clients_in_timeout_table", "0".into());
+        }
+        "memory" => {
+            let rss = rss_bytes();
+            kv("used_memory", rss.to_string());
+            kv("used_memory_human", human(rss));
+            kv("used_memory_rss", rss.to_string());
+            kv("used_memory_rss_human", human(rss));
+            kv("used_memory_peak", rss.to_string());
+            kv("used_memory_peak_human", human(rss));
+            kv("maxmemory", "0".into());
+            kv("maxmemory_human", "0B".into());
+            kv("maxmemory_policy", "noeviction".into());
+            kv("mem_allocator", "libc".into());
+        }
+        "persistence" => {
+            let aof_on = s.engine.persist.aof.as_ref().is_some_and(|a| a.is_open());
+            kv("loading", "0".into());
+            kv("async_loading", "0".into());
+            kv("current_cow_peak", "0".into());
+            kv("current_fork_perc", "0.00".into());
+            kv("current_save_keys_processed", "0".into());
+            kv("current_save_keys_total", "0".into());
+            kv("rdb_changes_since_last_save", s.engine.stats.dirty.to_string());
+            kv("rdb_bgsave_in_progress", u8::from(s.bgsave.is_some()).to_string());
+            kv("rdb_last_save_time", s.last_save.to_string());
+            kv("rdb_last_bgsave_status", if s.last_bgsave_ok { "ok" } else { "err" }.into());
+            kv("rdb_last_bgsave_time_sec", "-1".into());
+            kv("rdb_current_bgsave_time_sec", "-1".into());
+            kv("rdb_saves", s.rdb_saves.to_string());
+            kv("aof_enabled", u8::from(aof_on).to_string());
+            kv("aof_rewrite_in_progress", u8::from(s.bgrewrite.is_some()).to_string());
+            kv("aof_rewrite_scheduled", u8::from(s.rewrite_scheduled).to_string());
+            kv("aof_last_rewrite_time_sec", "-1".into());
+            kv("aof_current_rewrite_time_sec", "-1".into());
+            kv("aof_last_bgrewrite_status", if s.last_rewrite_ok { "ok" } else { "err" }.into());
+            kv("aof_rewrites", s.aof_rewrites.to_string());
+            kv("aof_last_write_status", "ok".into());
+            kv("module_fork_in_progress", "0".into());
+        }
+        "stats" => {
+            let st = &s.stats;
+            let es = &s.engine.stats;
+            kv("total_connections_received", st.connections_received.to_string());
+            kv("total_commands_processed", st.commands_processed.to_string());
+            kv("instantaneous_ops_per_sec", "0".into());
+            kv("total_net_input_bytes", st.net_input_bytes.to_string());
+            kv("total_net_output_bytes", st.net_output_bytes.to_string());
+            kv("rejected_connections", st.rejected_connections.to_string());
+            kv("expired_keys", es.expired_keys.to_string());
+            kv("evicted_keys", "0".into());
+            kv("keyspace_hits", es.keyspace_hits.to_string());
+            kv("keyspace_misses", es.keyspace_misses.to_string());
+            kv("pubsub_channels", "0".into());
+            kv("pubsub_patterns", "0".into());
+            kv("total_error_replies", st.error_replies.to_string());
+            kv("total_reads_processed", "0".into());
+            kv("total_writes_processed", "0".into());
+        }
+        "replication" => {
+            kv("role", "master".into());
+            kv("connected_slaves", "0".into());
+            kv("master_failover_state", "no-failover".into());
+            kv("master_replid", s.run_id.clone());
+            kv("master_replid2", "0000000000000000000000000000000000000000".into());
+            kv("master_repl_offset", "0".into());
+            kv("second_repl_offset", "-1".into());
+            kv("repl_backlog_active", "0".into());
+        }
+        "cpu" => {
+            let (user, sys) = cpu_seconds();
+            kv("used_cpu_sys", format!("{sys:.6}"));
+            kv("used_cpu_user", format!("{user:.6}"));
+        }
+        "cluster" => kv("cluster_enabled", "0".into()),
+        "keyspace" => {
+            for (i, db) in s.engine.ks.dbs.iter().enumerate() {
+                if !db.is_empty() {
+                    kv(&format!("db{i}"), format!("keys={},expires={},avg_ttl=0", db.len(), db.volatile_len()));
+                }
+            }
+        }
+        "commandstats" => {
+            let mut names: Vec<_> = s.stats.commands.iter().collect();
+            names.sort_by_key(|(n, _)| **n);
+            for (name, st) in names {
+                let per = if st.calls > 0 { st.usec as f64 / st.calls as f64 } else { 0.0 };
+                kv(
+                    &format!("cmdstat_{name}"),
+                    format!(
+                        "calls={},usec={},usec_per_call={per:.2},rejected_calls={},failed_calls={}",
+                        st.calls, st.usec, st.rejected, st.failed
+                    ),
+                );
+            }
+        }
+        _ => {}
+    }
+}
+
+fn writeln_crlf(out: &mut String, line: &str) -> std::fmt::Result {
+    write!(out, "{line}\r\n")
+}
+
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    pages * 4096
+}
+
+fn human(b: u64) -> String {
+    let b = b as f64;
+    if b < 1024.0 {
+        format!("{b}B")
+    } else if b < 1024.0 * 1024.0 {
+        format!("{:.2}K", b / 1024.0)
+    } else if b < 1024.0 * 1024.0 * 1024.0 {
+        format!("{:.2}M", b / 1024.0 / 1024.0)
+    } else {
+        format!("{:.2}G", b / 1024.0 / 1024.0 / 1024.0)
+    }
+}
+
+/// User and system CPU seconds of this process (from /proc, in clock ticks of 1/100 s).
+fn cpu_seconds() -> (f64, f64) {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name, which ends at the last ')'.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0) / 100.0;
+    (tick(11), tick(12))
+}

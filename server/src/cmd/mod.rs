@@ -1,0 +1,159 @@
+//! Server-level commands (connection, transactions, configuration, introspection,
+//! persistence), one file per group, and the lookup that joins them with the engine's
+//! command table.
+
+use ferrokv::command::{flags, Spec};
+use ferrokv::Reply;
+
+use crate::client::Client;
+use crate::server::Server;
+
+pub mod admin;
+pub mod command;
+pub mod config;
+pub mod connection;
+pub mod info;
+pub mod multi;
+
+pub type Run = fn(&mut Server, &mut Client, &[Vec<u8>]) -> Reply;
+
+/// A server-level command: what COMMAND reports, and the function that runs it.
+pub struct Cmd {
+    pub name: &'static str,
+    pub arity: i32,
+    pub flags: u32,
+    /// First key, last key, step (as the engine's table).
+    pub keys: (i32, i32, i32),
+    pub run: Run,
+}
+
+const fn cmd(name: &'static str, arity: i32, flags: u32, run: Run) -> Cmd {
+    Cmd { name, arity, flags, keys: (0, 0, 0), run }
+}
+
+use flags::*;
+
+pub const COMMANDS: &[Cmd] = &[
+    cmd("ping", -1, FAST, connection::ping),
+    cmd("echo", 2, FAST, connection::echo),
+    cmd("quit", -1, NO_AUTH | FAST | LOADING | STALE, connection::quit),
+    cmd("auth", -2, NO_AUTH | FAST | LOADING | STALE | NOSCRIPT, connection::auth),
+    cmd("hello", -1, NO_AUTH | FAST | LOADING | STALE | NOSCRIPT, connection::hello),
+    cmd("reset", 1, NO_AUTH | FAST | LOADING | STALE | NOSCRIPT, connection::reset),
+    cmd("client", -2, ADMIN | NOSCRIPT | LOADING | STALE, connection::client),
+    cmd("multi", 1, FAST | LOADING | STALE | NOSCRIPT, multi::multi),
+    cmd("exec", 1, LOADING | STALE | NOSCRIPT | SKIP_MONITOR, multi::exec),
+    cmd("discard", 1, FAST | LOADING | STALE | NOSCRIPT, multi::discard),
+    Cmd { name: "watch", arity: -2, flags: FAST | LOADING | STALE | NOSCRIPT, keys: (1, -1, 1), run: multi::watch },
+    cmd("unwatch", 1, FAST | LOADING | STALE | NOSCRIPT, multi::unwatch),
+    cmd("config", -2, ADMIN | NOSCRIPT | LOADING | STALE, config::config),
+    cmd("info", -1, LOADING | STALE, info::info),
+    cmd("command", -1, LOADING | STALE, command::command),
+    cmd("save", 1, ADMIN | NOSCRIPT | NO_MULTI, admin::save),
+    cmd("bgsave", -1, ADMIN | NOSCRIPT, admin::bgsave),
+    cmd("bgrewriteaof", 1, ADMIN | NOSCRIPT, admin::bgrewriteaof),
+    cmd("lastsave", 1, LOADING | STALE | FAST, admin::lastsave),
+    cmd("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, admin::shutdown),
+    cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
+    cmd("time", 1, LOADING | STALE | FAST, admin::time),
+    cmd("wait", 3, NOSCRIPT, admin::wait),
+];
+
+/// A command found by name: the server's or the engine's.
+#[derive(Clone, Copy)]
+pub enum Found {
+    Server(&'static Cmd),
+    Engine(&'static Spec),
+}
+
+impl Found {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Found::Server(c) => c.name,
+            Found::Engine(s) => s.name,
+        }
+    }
+
+    pub fn arity(&self) -> i32 {
+        match self {
+            Found::Server(c) => c.arity,
+            Found::Engine(s) => s.arity,
+        }
+    }
+
+    pub fn flags(&self) -> u32 {
+        match self {
+            Found::Server(c) => c.flags,
+            Found::Engine(s) => s.flags,
+        }
+    }
+
+    /// First key, last key, step.
+    pub fn key_range(&self) -> (i32, i32, i32) {
+        match self {
+            Found::Server(c) => c.keys,
+            Found::Engine(s) => (s.first_key, s.last_key, s.step),
+        }
+    }
+
+    pub fn arity_ok(&self, argc: usize) -> bool {
+        let a = i64::from(self.arity());
+        let n = argc as i64;
+        if a >= 0 {
+            n == a
+        } else {
+            n >= -a
+        }
+    }
+
+    /// Positions of the keys in `argv` (COMMAND GETKEYS).
+    pub fn key_positions(&self, argv: &[Vec<u8>]) -> Vec<usize> {
+        match self {
+            Found::Engine(s) => s.key_positions(argv),
+            Found::Server(c) => {
+                let (first, last, step) = c.keys;
+                if first <= 0 {
+                    return Vec::new();
+                }
+                let n = argv.len() as i32;
+                let last = if last < 0 { n + last } else { last };
+                (first..=last.min(n - 1)).step_by(step.max(1) as usize).map(|i| i as usize).collect()
+            }
+        }
+    }
+}
+
+/// The command named `name` (any case).
+pub fn lookup(name: &[u8]) -> Option<Found> {
+    if let Some(c) = COMMANDS.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name)) {
+        return Some(Found::Server(c));
+    }
+    ferrokv::command::lookup(name).map(Found::Engine)
+}
+
+/// Every command, the server's then the engine's.
+pub fn all() -> impl Iterator<Item = Found> {
+    COMMANDS.iter().map(Found::Server).chain(ferrokv::command::specs().map(Found::Engine))
+}
+
+/// Redis's reply to an unknown subcommand.
+pub fn unknown_subcommand(sub: &[u8], cmd: &str) -> Reply {
+    Reply::error(format!(
+        "ERR unknown subcommand '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)]),
+        cmd.to_ascii_uppercase()
+    ))
+}
+
+/// The wrong-arity error for a subcommand (`config|get`).
+pub fn sub_arity(cmd: &str, sub: &[u8]) -> Reply {
+    Reply::error(format!(
+        "ERR wrong number of arguments for '{}|{}' command",
+        cmd,
+        String::from_utf8_lossy(sub).to_ascii_lowercase()
+    ))
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}

@@ -1,0 +1,75 @@
+//! Transactions: MULTI EXEC DISCARD WATCH UNWATCH.
+
+use ferrokv::Reply;
+
+use super::lookup;
+use crate::client::Client;
+use crate::server::Server;
+
+pub fn multi(_: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
+    if c.multi.is_some() {
+        return Reply::err("ERR MULTI calls can not be nested");
+    }
+    c.multi = Some(Vec::new());
+    c.multi_error = false;
+    Reply::ok()
+}
+
+pub fn discard(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
+    if c.multi.is_none() {
+        return Reply::err("ERR DISCARD without MULTI");
+    }
+    c.reset_multi();
+    s.unwatch_all(c);
+    Reply::ok()
+}
+
+pub fn exec(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
+    let Some(queue) = c.multi.take() else {
+        return Reply::err("ERR EXEC without MULTI");
+    };
+    if c.multi_error {
+        c.reset_multi();
+        s.unwatch_all(c);
+        return Reply::err("EXECABORT Transaction discarded because of previous errors.");
+    }
+    // A watched key that changed, or that expired since WATCH, fails the transaction.
+    let expired = c.watched.iter().any(|(db, key, was_expired)| !was_expired && s.key_is_expired(*db, key));
+    if c.watch_dirty || expired {
+        c.reset_multi();
+        s.unwatch_all(c);
+        return Reply::NilArray;
+    }
+    // Keys the transaction itself writes no longer concern its own watch.
+    s.unwatch_all(c);
+    c.in_exec = true;
+    let mut replies = Vec::with_capacity(queue.len());
+    for argv in &queue {
+        let r = match lookup(&argv[0]) {
+            Some(found) => s.call(c, found, argv),
+            None => ferrokv::command::unknown_command(argv),
+        };
+        replies.push(r);
+    }
+    c.in_exec = false;
+    // The transaction's writes go to the AOF as one unit.
+    s.engine.flush();
+    s.touch_modified(c);
+    c.reset_multi();
+    Reply::Array(replies)
+}
+
+pub fn watch(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if c.multi.is_some() {
+        return Reply::err("ERR WATCH inside MULTI is not allowed");
+    }
+    for key in &a[1..] {
+        s.watch_key(c, key);
+    }
+    Reply::ok()
+}
+
+pub fn unwatch(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
+    s.unwatch_all(c);
+    Reply::ok()
+}

@@ -1,0 +1,535 @@
+//! Server configuration: a redis.conf-style file plus `--name value` flags, and the
+//! parameter table CONFIG GET/SET work from (names, aliases, types, ranges and Redis
+//! 7.0's error texts).
+
+use std::path::PathBuf;
+
+use ferrokv::config::Fsync;
+use ferrokv::Config;
+
+/// Who may change protected parameters (dir, dbfilename), as `enable-protected-configs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protected {
+    No,
+    Yes,
+    Local,
+}
+
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// What the engine reads (persistence, expiry, encodings).
+    pub engine: Config,
+    pub port: u16,
+    pub bind: Vec<String>,
+    pub protected_mode: bool,
+    pub requirepass: Option<Vec<u8>>,
+    pub maxclients: u64,
+    /// Idle seconds before a client is closed (0: never).
+    pub timeout: u64,
+    pub proto_max_bulk_len: i64,
+    pub enable_protected_configs: Protected,
+    pub enable_debug_command: Protected,
+    pub loglevel: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        let mut engine = Config::default();
+        // Redis 7.0 keeps small sets of strings in a hashtable (no listpack sets before 7.2).
+        engine.limits.set_max_listpack_entries = 0;
+        ServerConfig {
+            engine,
+            port: 6379,
+            bind: vec!["127.0.0.1".into()],
+            protected_mode: true,
+            requirepass: None,
+            maxclients: 10000,
+            timeout: 0,
+            proto_max_bulk_len: 512 * 1024 * 1024,
+            enable_protected_configs: Protected::No,
+            enable_debug_command: Protected::Yes,
+            loglevel: "notice".into(),
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Bool,
+    Int {
+        min: i64,
+        max: i64,
+    },
+    /// An integer that also takes units (1k, 2mb, 1gb).
+    Memory {
+        min: i64,
+        max: i64,
+    },
+    Enum(&'static [&'static str]),
+    Str,
+    /// Parsed by its own code (save, bind, dir).
+    Special,
+}
+
+struct Param {
+    name: &'static str,
+    alias: Option<&'static str>,
+    kind: Kind,
+    immutable: bool,
+    protected: bool,
+}
+
+const fn p(name: &'static str, kind: Kind) -> Param {
+    Param { name, alias: None, kind, immutable: false, protected: false }
+}
+
+const fn alias(name: &'static str, alias: &'static str, kind: Kind) -> Param {
+    Param { name, alias: Some(alias), kind, immutable: false, protected: false }
+}
+
+const fn fixed(name: &'static str, kind: Kind) -> Param {
+    Param { name, alias: None, kind, immutable: true, protected: false }
+}
+
+const fn protected(name: &'static str, kind: Kind) -> Param {
+    Param { name, alias: None, kind, immutable: false, protected: true }
+}
+
+const INT_MAX: i64 = i32::MAX as i64;
+const SIZE_MAX: i64 = i64::MAX;
+const YES_NO_LOCAL: &[&str] = &["no", "yes", "local"];
+
+const PARAMS: &[Param] = &[
+    p("port", Kind::Int { min: 0, max: 65535 }),
+    p("bind", Kind::Special),
+    p("protected-mode", Kind::Bool),
+    protected("dir", Kind::Special),
+    protected("dbfilename", Kind::Str),
+    p("save", Kind::Special),
+    p("appendonly", Kind::Bool),
+    p("appendfsync", Kind::Enum(&["everysec", "always", "no"])),
+    fixed("appendfilename", Kind::Str),
+    fixed("appenddirname", Kind::Str),
+    p("aof-use-rdb-preamble", Kind::Bool),
+    p("aof-timestamp-enabled", Kind::Bool),
+    p("aof-load-truncated", Kind::Bool),
+    p("rdbcompression", Kind::Bool),
+    fixed("rdbchecksum", Kind::Bool),
+    fixed("databases", Kind::Int { min: 1, max: INT_MAX }),
+    p("hz", Kind::Int { min: 0, max: INT_MAX }),
+    p("requirepass", Kind::Str),
+    p("maxclients", Kind::Int { min: 1, max: u32::MAX as i64 }),
+    p("timeout", Kind::Int { min: 0, max: INT_MAX }),
+    p("proto-max-bulk-len", Kind::Memory { min: 1024 * 1024, max: i64::MAX }),
+    p("lazyfree-lazy-expire", Kind::Bool),
+    alias("hash-max-listpack-entries", "hash-max-ziplist-entries", Kind::Int { min: 0, max: SIZE_MAX }),
+    alias("hash-max-listpack-value", "hash-max-ziplist-value", Kind::Memory { min: 0, max: SIZE_MAX }),
+    p("set-max-intset-entries", Kind::Int { min: 0, max: SIZE_MAX }),
+    alias("zset-max-listpack-entries", "zset-max-ziplist-entries", Kind::Int { min: 0, max: SIZE_MAX }),
+    alias("zset-max-listpack-value", "zset-max-ziplist-value", Kind::Memory { min: 0, max: SIZE_MAX }),
+    alias("list-max-listpack-size", "list-max-ziplist-size", Kind::Int { min: i32::MIN as i64, max: INT_MAX }),
+    fixed("enable-protected-configs", Kind::Enum(YES_NO_LOCAL)),
+    fixed("enable-debug-command", Kind::Enum(YES_NO_LOCAL)),
+    fixed("daemonize", Kind::Bool),
+    p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
+];
+
+fn find(name: &str) -> Option<&'static Param> {
+    let name = name.to_ascii_lowercase();
+    PARAMS.iter().find(|p| p.name == name || p.alias == Some(name.as_str()))
+}
+
+/// Why a value was refused (the text after "argument 'x' - ").
+pub type SetError = String;
+
+fn yes_no(b: bool) -> String {
+    if b { "yes" } else { "no" }.into()
+}
+
+fn protected_name(p: Protected) -> String {
+    match p {
+        Protected::No => "no",
+        Protected::Yes => "yes",
+        Protected::Local => "local",
+    }
+    .into()
+}
+
+/// Parse a memory value as Redis's memtoull: digits and an optional unit.
+pub fn parse_memory(s: &str) -> Option<i64> {
+    let lower = s.to_ascii_lowercase();
+    let split = lower.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(lower.len());
+    let (num, unit) = lower.split_at(split);
+    let mul: i64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    let n: i64 = num.parse().ok()?;
+    n.checked_mul(mul)
+}
+
+impl ServerConfig {
+    /// Every parameter name and alias CONFIG GET knows.
+    pub fn names() -> impl Iterator<Item = &'static str> {
+        PARAMS.iter().flat_map(|p| std::iter::once(p.name).chain(p.alias))
+    }
+
+    /// The value of `name` as CONFIG GET prints it.
+    pub fn get(&self, name: &str) -> Option<String> {
+        let p = find(name)?;
+        let e = &self.engine;
+        let l = &e.limits;
+        Some(match p.name {
+            "port" => self.port.to_string(),
+            "bind" => self.bind.join(" "),
+            "protected-mode" => yes_no(self.protected_mode),
+            "dir" => e.dir.display().to_string(),
+            "dbfilename" => e.dbfilename.clone(),
+            "save" => e.save.iter().map(|(s, c)| format!("{s} {c}")).collect::<Vec<_>>().join(" "),
+            "appendonly" => yes_no(e.appendonly),
+            "appendfsync" => e.appendfsync.name().into(),
+            "appendfilename" => e.appendfilename.clone(),
+            "appenddirname" => e.appenddirname.clone(),
+            "aof-use-rdb-preamble" => yes_no(e.aof_use_rdb_preamble),
+            "aof-timestamp-enabled" => yes_no(e.aof_timestamp_enabled),
+            "aof-load-truncated" => yes_no(e.aof_load_truncated),
+            "rdbcompression" => yes_no(e.rdbcompression),
+            "rdbchecksum" => yes_no(e.rdbchecksum),
+            "databases" => e.databases.to_string(),
+            "hz" => e.hz.to_string(),
+            "requirepass" => {
+                self.requirepass.as_deref().map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default()
+            }
+            "maxclients" => self.maxclients.to_string(),
+            "timeout" => self.timeout.to_string(),
+            "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
+            "lazyfree-lazy-expire" => yes_no(e.lazyfree_lazy_expire),
+            "hash-max-listpack-entries" => l.hash_max_listpack_entries.to_string(),
+            "hash-max-listpack-value" => l.hash_max_listpack_value.to_string(),
+            "set-max-intset-entries" => l.set_max_intset_entries.to_string(),
+            "zset-max-listpack-entries" => l.zset_max_listpack_entries.to_string(),
+            "zset-max-listpack-value" => l.zset_max_listpack_value.to_string(),
+            "list-max-listpack-size" => l.list_max_listpack_size.to_string(),
+            "enable-protected-configs" => protected_name(self.enable_protected_configs),
+            "enable-debug-command" => protected_name(self.enable_debug_command),
+            "daemonize" => "no".into(),
+            "loglevel" => self.loglevel.clone(),
+            _ => return None,
+        })
+    }
+
+    /// Whether `name` is a known parameter.
+    pub fn knows(name: &str) -> bool {
+        find(name).is_some()
+    }
+
+    /// The canonical name of `name` (aliases resolved).
+    pub fn canonical(name: &str) -> Option<&'static str> {
+        find(name).map(|p| p.name)
+    }
+
+    pub fn is_immutable(name: &str) -> bool {
+        find(name).is_some_and(|p| p.immutable)
+    }
+
+    pub fn is_protected(name: &str) -> bool {
+        find(name).is_some_and(|p| p.protected)
+    }
+
+    /// Set `name` from its arguments (one value, or several for a multi-value line in a
+    /// config file). The error is the reason Redis gives.
+    pub fn set(&mut self, name: &str, args: &[String]) -> Result<(), SetError> {
+        let p = find(name).ok_or_else(|| "Bad directive or wrong number of arguments".to_string())?;
+        if let Kind::Special = p.kind {
+            return self.set_special(p.name, args);
+        }
+        let [v] = args else {
+            return Err("wrong number of arguments".into());
+        };
+        match p.kind {
+            Kind::Bool => {
+                let b = match v.to_ascii_lowercase().as_str() {
+                    "yes" => true,
+                    "no" => false,
+                    _ => return Err("argument must be 'yes' or 'no'".into()),
+                };
+                self.set_bool(p.name, b)
+            }
+            Kind::Int { min, max } | Kind::Memory { min, max } => {
+                let n = if matches!(p.kind, Kind::Memory { .. }) { parse_memory(v) } else { v.parse::<i64>().ok() };
+                let n = n.ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
+                if n < min || n > max {
+                    return Err(format!("argument must be between {min} and {max} inclusive"));
+                }
+                self.set_int(p.name, n)
+            }
+            Kind::Enum(values) => {
+                let lower = v.to_ascii_lowercase();
+                if !values.contains(&lower.as_str()) {
+                    return Err(format!("argument(s) must be one of the following: {}", values.join(", ")));
+                }
+                self.set_enum(p.name, &lower)
+            }
+            Kind::Str => self.set_str(p.name, v),
+            Kind::Special => Ok(()),
+        }
+    }
+
+    fn set_bool(&mut self, name: &str, b: bool) -> Result<(), SetError> {
+        let e = &mut self.engine;
+        match name {
+            "protected-mode" => self.protected_mode = b,
+            "appendonly" => e.appendonly = b,
+            "aof-use-rdb-preamble" => e.aof_use_rdb_preamble = b,
+            "aof-timestamp-enabled" => e.aof_timestamp_enabled = b,
+            "aof-load-truncated" => e.aof_load_truncated = b,
+            "rdbcompression" => e.rdbcompression = b,
+            "rdbchecksum" => e.rdbchecksum = b,
+            "lazyfree-lazy-expire" => e.lazyfree_lazy_expire = b,
+            "daemonize" if b => return Err("daemonize is not supported".into()),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn set_int(&mut self, name: &str, n: i64) -> Result<(), SetError> {
+        let e = &mut self.engine;
+        let u = n.max(0) as usize;
+        match name {
+            "port" => self.port = n as u16,
+            "databases" => e.databases = u,
+            // Redis caps hz at 500.
+            "hz" => e.hz = n.min(500) as u32,
+            "maxclients" => self.maxclients = n as u64,
+            "timeout" => self.timeout = n as u64,
+            "proto-max-bulk-len" => self.proto_max_bulk_len = n,
+            "hash-max-listpack-entries" => e.limits.hash_max_listpack_entries = u,
+            "hash-max-listpack-value" => e.limits.hash_max_listpack_value = u,
+            "set-max-intset-entries" => e.limits.set_max_intset_entries = u,
+            "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,
+            "zset-max-listpack-value" => e.limits.zset_max_listpack_value = u,
+            "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn set_enum(&mut self, name: &str, v: &str) -> Result<(), SetError> {
+        let prot = || match v {
+            "yes" => Protected::Yes,
+            "local" => Protected::Local,
+            _ => Protected::No,
+        };
+        match name {
+            "appendfsync" => self.engine.appendfsync = Fsync::parse(v).unwrap_or_default(),
+            "enable-protected-configs" => self.enable_protected_configs = prot(),
+            "enable-debug-command" => self.enable_debug_command = prot(),
+            "loglevel" => self.loglevel = v.into(),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn set_str(&mut self, name: &str, v: &str) -> Result<(), SetError> {
+        let e = &mut self.engine;
+        let plain_name = |v: &str, what: &str| {
+            if v.contains('/') {
+                Err(format!("{what} can't be a path, just a filename"))
+            } else {
+                Ok(v.to_string())
+            }
+        };
+        match name {
+            "dbfilename" => e.dbfilename = plain_name(v, "dbfilename")?,
+            "appendfilename" => e.appendfilename = plain_name(v, "appendfilename")?,
+            "appenddirname" => e.appenddirname = plain_name(v, "appenddirname")?,
+            "requirepass" => self.requirepass = (!v.is_empty()).then(|| v.as_bytes().to_vec()),
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn set_special(&mut self, name: &str, args: &[String]) -> Result<(), SetError> {
+        match name {
+            "save" => {
+                // One string of "seconds changes" pairs (CONFIG SET), or the words of a line.
+                let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+                if !words.len().is_multiple_of(2) {
+                    return Err("Invalid save parameters".into());
+                }
+                let mut points = Vec::new();
+                for pair in words.chunks(2) {
+                    let (Ok(s), Ok(c)) = (pair[0].parse::<i64>(), pair[1].parse::<i64>()) else {
+                        return Err("Invalid save parameters".into());
+                    };
+                    if s < 1 || c < 0 {
+                        return Err("Invalid save parameters".into());
+                    }
+                    points.push((s as u64, c as u64));
+                }
+                self.engine.save = points;
+            }
+            "bind" => {
+                let addrs: Vec<String> = args.iter().flat_map(|a| a.split_whitespace()).map(str::to_string).collect();
+                if addrs.is_empty() {
+                    return Err("Too many bind addresses specified.".into());
+                }
+                self.bind = addrs;
+            }
+            "dir" => {
+                let [d] = args else {
+                    return Err("wrong number of arguments".into());
+                };
+                let path = PathBuf::from(d);
+                let abs = std::fs::canonicalize(&path).map_err(|e| io_reason(&e))?;
+                if !abs.is_dir() {
+                    return Err("Not a directory".into());
+                }
+                self.engine.dir = abs;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Read a redis.conf-style text: one directive a line, `#` comments, arguments split
+    /// as inline commands are. The first `save` line replaces the default save points.
+    pub fn load_text(&mut self, text: &str, saw_save: &mut bool) -> Result<(), String> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let fail =
+                |why: &str| format!("Reading the configuration file, at line {}\n>>> '{}'\n{}", i + 1, line, why);
+            let Some(words) = crate::resp::split_args(line.as_bytes()) else {
+                return Err(fail("Unbalanced quotes in configuration line"));
+            };
+            let words: Vec<String> = words.iter().map(|w| String::from_utf8_lossy(w).into_owned()).collect();
+            let Some((name, args)) = words.split_first() else {
+                continue;
+            };
+            self.apply(name, args, saw_save).map_err(|why| fail(&why))?;
+        }
+        Ok(())
+    }
+
+    /// Apply one directive (from a file line or a `--name value` flag).
+    pub fn apply(&mut self, name: &str, args: &[String], saw_save: &mut bool) -> Result<(), String> {
+        if !ServerConfig::knows(name) {
+            return Err("Bad directive or wrong number of arguments".into());
+        }
+        if name.eq_ignore_ascii_case("save") {
+            // Lines accumulate; the first replaces the defaults.
+            let before = if *saw_save { self.engine.save.clone() } else { Vec::new() };
+            self.set(name, args)?;
+            let mut all = before;
+            all.append(&mut self.engine.save);
+            self.engine.save = all;
+            *saw_save = true;
+            return Ok(());
+        }
+        self.set(name, args)
+    }
+
+    /// Build the configuration from the command line: an optional config file first, then
+    /// `--name value...` flags (values run to the next `--`).
+    pub fn from_args(args: &[String]) -> Result<ServerConfig, String> {
+        let mut cfg = ServerConfig::default();
+        let mut saw_save = false;
+        let mut rest = args;
+        if let Some(first) = args.first() {
+            if !first.starts_with("--") {
+                let text = std::fs::read_to_string(first)
+                    .map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
+                cfg.load_text(&text, &mut saw_save)?;
+                rest = &args[1..];
+            }
+        }
+        let mut i = 0;
+        while i < rest.len() {
+            let Some(name) = rest[i].strip_prefix("--") else {
+                return Err(format!("Unexpected argument '{}'", rest[i]));
+            };
+            let mut values = Vec::new();
+            i += 1;
+            while i < rest.len() && !(rest[i].starts_with("--") && rest[i].len() > 2) {
+                values.push(rest[i].clone());
+                i += 1;
+            }
+            // `--save ""` clears the save points.
+            if name.eq_ignore_ascii_case("save") && values.iter().all(|v| v.is_empty()) {
+                cfg.engine.save.clear();
+                saw_save = true;
+                continue;
+            }
+            cfg.apply(name, &values, &mut saw_save)
+                .map_err(|why| format!("Reading the command line\n>>> '{} {}'\n{}", name, values.join(" "), why))?;
+        }
+        if cfg.engine.dir.is_relative() {
+            if let Ok(abs) = std::fs::canonicalize(&cfg.engine.dir) {
+                cfg.engine.dir = abs;
+            }
+        }
+        Ok(cfg)
+    }
+}
+
+/// The strerror-like text Redis gives for a failed chdir.
+fn io_reason(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => "No such file or directory".into(),
+        std::io::ErrorKind::PermissionDenied => "Permission denied".into(),
+        _ => e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn file_then_flags() {
+        let dir = std::env::temp_dir().join(format!("ferrokv-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("test.conf");
+        std::fs::write(&file, "# comment\nport 7000\nsave 900 1\nsave 300 10\nhash-max-ziplist-entries 64\n").unwrap();
+        let args = strings(&[file.to_str().unwrap(), "--port", "7001", "--appendonly", "yes"]);
+        let cfg = ServerConfig::from_args(&args).unwrap();
+        assert_eq!(cfg.port, 7001);
+        assert!(cfg.engine.appendonly);
+        assert_eq!(cfg.engine.save, vec![(900, 1), (300, 10)]);
+        assert_eq!(cfg.get("hash-max-listpack-entries").as_deref(), Some("64"));
+        let cfg = ServerConfig::from_args(&strings(&["--save", ""])).unwrap();
+        assert!(cfg.engine.save.is_empty());
+        assert!(ServerConfig::from_args(&strings(&["--nosuch", "1"])).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn set_errors_are_redis_texts() {
+        let mut cfg = ServerConfig::default();
+        let one = |v: &str| vec![v.to_string()];
+        assert_eq!(cfg.set("hz", &one("abc")).unwrap_err(), "argument couldn't be parsed into an integer");
+        assert_eq!(cfg.set("timeout", &one("-1")).unwrap_err(), "argument must be between 0 and 2147483647 inclusive");
+        assert_eq!(
+            cfg.set("appendfsync", &one("x")).unwrap_err(),
+            "argument(s) must be one of the following: everysec, always, no"
+        );
+        assert_eq!(cfg.set("save", &one("1 2 3")).unwrap_err(), "Invalid save parameters");
+        cfg.set("proto-max-bulk-len", &one("2mb")).unwrap();
+        assert_eq!(cfg.proto_max_bulk_len, 2 * 1024 * 1024);
+        cfg.set("hz", &one("1000")).unwrap();
+        assert_eq!(cfg.get("hz").as_deref(), Some("500"));
+    }
+}

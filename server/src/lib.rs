@@ -1,0 +1,13 @@
+//! ferrokv-server: a Redis-compatible RESP2/RESP3 server over the ferrokv engine.
+//!
+//! One thread owns the engine and every connection (Redis's model) and runs a mio event
+//! loop; see docs/server.md.
+
+pub mod client;
+pub mod cmd;
+pub mod config;
+pub mod resp;
+pub mod server;
+
+pub use config::ServerConfig;
+pub use server::Server;

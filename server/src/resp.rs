@@ -1,0 +1,291 @@
+//! The request parser: RESP multibulk and inline commands, with Redis 7.0's limits and
+//! protocol error texts. It keeps its place between reads so a large bulk arriving in
+//! many pieces is not parsed again from its start.
+
+use ferrokv::command::Argv;
+
+/// Longest inline request, or count line, without its newline (Redis's PROTO_INLINE_MAX_SIZE).
+pub const INLINE_MAX: usize = 64 * 1024;
+
+/// What the parser found at the front of the buffer.
+#[derive(Debug, PartialEq)]
+pub enum Parsed {
+    /// A whole command (possibly empty: a blank inline line or `*0`).
+    Command(Argv),
+    /// More bytes are needed.
+    Incomplete,
+    /// A protocol error: reply with this text, then close the connection.
+    Error(String),
+}
+
+/// Limits that depend on the server and the client.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub proto_max_bulk_len: i64,
+    /// The client has not authenticated while a password is required.
+    pub unauthenticated: bool,
+}
+
+/// Where the parser is inside a multibulk request.
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// Arguments still expected (0: at the start of a request).
+    remaining: usize,
+    /// Length of the bulk being read (None: its `$` line is next).
+    bulk_len: Option<usize>,
+    argv: Argv,
+}
+
+impl Parser {
+    /// Parse one request from `buf[*pos..]`, advancing `*pos` past what was consumed.
+    pub fn parse(&mut self, buf: &[u8], pos: &mut usize, lim: Limits) -> Parsed {
+        if self.remaining == 0 {
+            let Some(&first) = buf.get(*pos) else {
+                return Parsed::Incomplete;
+            };
+            if first != b'*' {
+                return parse_inline(buf, pos);
+            }
+            let Some(line) = line_at(buf, *pos) else {
+                if buf.len() - *pos > INLINE_MAX {
+                    return Parsed::Error("ERR Protocol error: too big mbulk count string".into());
+                }
+                return Parsed::Incomplete;
+            };
+            let count = match ferrokv::command::parse_i64(&buf[*pos + 1..line]) {
+                Some(n) if n <= i64::from(i32::MAX) => n,
+                _ => return Parsed::Error("ERR Protocol error: invalid multibulk length".into()),
+            };
+            if count > 10 && lim.unauthenticated {
+                return Parsed::Error("ERR Protocol error: unauthenticated multibulk length".into());
+            }
+            *pos = line + 2;
+            if count <= 0 {
+                return Parsed::Command(Vec::new());
+            }
+            self.remaining = count as usize;
+            self.argv = Vec::with_capacity(self.remaining.min(1024));
+            self.bulk_len = None;
+        }
+        while self.remaining > 0 {
+            let len = match self.bulk_len {
+                Some(n) => n,
+                None => {
+                    let Some(line) = line_at(buf, *pos) else {
+                        if buf.len() - *pos > INLINE_MAX {
+                            return Parsed::Error("ERR Protocol error: too big bulk count string".into());
+                        }
+                        return Parsed::Incomplete;
+                    };
+                    if buf[*pos] != b'$' {
+                        return Parsed::Error(format!(
+                            "ERR Protocol error: expected '$', got '{}'",
+                            char::from(buf[*pos])
+                        ));
+                    }
+                    let n = match ferrokv::command::parse_i64(&buf[*pos + 1..line]) {
+                        Some(n) if n >= 0 && n <= lim.proto_max_bulk_len => n,
+                        _ => return Parsed::Error("ERR Protocol error: invalid bulk length".into()),
+                    };
+                    if n > 16384 && lim.unauthenticated {
+                        return Parsed::Error("ERR Protocol error: unauthenticated bulk length".into());
+                    }
+                    *pos = line + 2;
+                    let n = n as usize;
+                    self.bulk_len = Some(n);
+                    n
+                }
+            };
+            if buf.len() - *pos < len + 2 {
+                return Parsed::Incomplete;
+            }
+            self.argv.push(buf[*pos..*pos + len].to_vec());
+            *pos += len + 2;
+            self.bulk_len = None;
+            self.remaining -= 1;
+        }
+        Parsed::Command(std::mem::take(&mut self.argv))
+    }
+
+    /// Bytes the request being read still needs, when it is inside a large bulk (so the
+    /// buffer can be grown once).
+    pub fn pending_bulk(&self) -> Option<usize> {
+        self.bulk_len
+    }
+}
+
+/// The position of the `\r` ending the line that starts at `pos`, when the `\n` is there too.
+fn line_at(buf: &[u8], pos: usize) -> Option<usize> {
+    let cr = pos + memchr(b'\r', &buf[pos..])?;
+    (cr + 1 < buf.len()).then_some(cr)
+}
+
+fn memchr(b: u8, hay: &[u8]) -> Option<usize> {
+    hay.iter().position(|&c| c == b)
+}
+
+fn parse_inline(buf: &[u8], pos: &mut usize) -> Parsed {
+    let rest = &buf[*pos..];
+    let Some(nl) = memchr(b'\n', rest) else {
+        if rest.len() > INLINE_MAX {
+            return Parsed::Error("ERR Protocol error: too big inline request".into());
+        }
+        return Parsed::Incomplete;
+    };
+    let line = if nl > 0 && rest[nl - 1] == b'\r' { &rest[..nl - 1] } else { &rest[..nl] };
+    match split_args(line) {
+        Some(argv) => {
+            *pos += nl + 1;
+            Parsed::Command(argv)
+        }
+        None => Parsed::Error("ERR Protocol error: unbalanced quotes in request".into()),
+    }
+}
+
+/// Split an inline request as Redis's sdssplitargs does: spaces separate arguments;
+/// "double quotes" take \n \r \t \b \a \\ \" and \xHH escapes; 'single quotes' take \';
+/// a closing quote must be followed by a space or the end. None for unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Argv> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Some(out);
+        }
+        let mut arg = Vec::new();
+        let mut in_double = false;
+        let mut in_single = false;
+        loop {
+            if in_double {
+                let c = *line.get(i)?;
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && hex(line[i + 2]).is_some()
+                    && hex(line[i + 3]).is_some()
+                {
+                    arg.push(hex(line[i + 2])? * 16 + hex(line[i + 3])?);
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    arg.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    arg.push(c);
+                }
+            } else if in_single {
+                let c = *line.get(i)?;
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    arg.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    arg.push(c);
+                }
+            } else {
+                match line.get(i) {
+                    None => break,
+                    Some(c) if c.is_ascii_whitespace() => break,
+                    Some(b'"') => in_double = true,
+                    Some(b'\'') => in_single = true,
+                    Some(&c) => arg.push(c),
+                }
+            }
+            i += 1;
+        }
+        out.push(arg);
+    }
+}
+
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIM: Limits = Limits { proto_max_bulk_len: 512 * 1024 * 1024, unauthenticated: false };
+
+    fn all(input: &[u8]) -> Vec<Parsed> {
+        let mut p = Parser::default();
+        let mut pos = 0;
+        let mut out = Vec::new();
+        loop {
+            let r = p.parse(input, &mut pos, LIM);
+            let stop = !matches!(r, Parsed::Command(_));
+            out.push(r);
+            if stop {
+                return out;
+            }
+        }
+    }
+
+    fn cmd(args: &[&str]) -> Parsed {
+        Parsed::Command(args.iter().map(|a| a.as_bytes().to_vec()).collect())
+    }
+
+    #[test]
+    fn multibulk_pipelined_and_split() {
+        let input = b"*2\r\n$3\r\nGET\r\n$1\r\nk\r\n*1\r\n$4\r\nPING\r\n";
+        assert_eq!(all(input), vec![cmd(&["GET", "k"]), cmd(&["PING"]), Parsed::Incomplete]);
+        // Byte by byte: the parser resumes where it stopped.
+        let mut p = Parser::default();
+        let mut pos = 0;
+        let mut got = Vec::new();
+        for end in 1..=input.len() {
+            while let Parsed::Command(a) = p.parse(&input[..end], &mut pos, LIM) {
+                got.push(a);
+            }
+        }
+        assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn inline_commands() {
+        assert_eq!(
+            all(b"set 'a b' \"c\\x41\\n\"\r\nping\n"),
+            vec![cmd(&["set", "a b", "cA\n"]), cmd(&["ping"]), Parsed::Incomplete]
+        );
+        assert_eq!(all(b"\r\n")[0], cmd(&[]));
+        assert_eq!(all(b"set \"a\"b\r\n")[0], Parsed::Error("ERR Protocol error: unbalanced quotes in request".into()));
+        assert_eq!(all(b"set \"ab\r\n")[0], Parsed::Error("ERR Protocol error: unbalanced quotes in request".into()));
+    }
+
+    #[test]
+    fn protocol_errors() {
+        let e = |s: &str| Parsed::Error(s.into());
+        assert_eq!(all(b"*abc\r\n")[0], e("ERR Protocol error: invalid multibulk length"));
+        assert_eq!(all(b"*3000000000\r\n")[0], e("ERR Protocol error: invalid multibulk length"));
+        assert_eq!(all(b"*1\r\n:3\r\n")[0], e("ERR Protocol error: expected '$', got ':'"));
+        assert_eq!(all(b"*1\r\n$-3\r\n")[0], e("ERR Protocol error: invalid bulk length"));
+        assert_eq!(all(b"*1\r\n$600000000\r\n")[0], e("ERR Protocol error: invalid bulk length"));
+        assert_eq!(all(b"*-5\r\n*0\r\n")[..2], [cmd(&[]), cmd(&[])]);
+        let mut p = Parser::default();
+        let unauth = Limits { unauthenticated: true, ..LIM };
+        assert_eq!(p.parse(b"*11\r\n", &mut 0, unauth), e("ERR Protocol error: unauthenticated multibulk length"));
+        let big = vec![b'a'; INLINE_MAX + 1];
+        assert_eq!(all(&big)[0], e("ERR Protocol error: too big inline request"));
+    }
+}

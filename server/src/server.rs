@@ -1,0 +1,656 @@
+//! The server: one thread owns the engine and every connection, and runs a mio event
+//! loop (Redis's model). Background saves and AOF rewrites run on their own threads
+//! from a copy of the keyspace; the loop collects them on its timer.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use ferrokv::command::Argv;
+use ferrokv::keyspace::Clock;
+use ferrokv::persist::{PersistError, RewrittenBase};
+use ferrokv::{Engine, Reply};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+use crate::client::{Client, ReadOutcome};
+use crate::cmd::{self, Found};
+use crate::config::ServerConfig;
+use crate::resp::{Limits, Parsed};
+
+/// Stop parsing a client's input while this much output waits (write backpressure).
+const OUT_SOFT_LIMIT: usize = 1 << 20;
+/// Read/parse/write rounds for one client before the others get a turn.
+const ROUNDS_PER_TURN: usize = 16;
+
+/// Counters INFO reports, beyond the engine's.
+#[derive(Debug, Default, Clone)]
+pub struct ServerStats {
+    pub connections_received: u64,
+    pub rejected_connections: u64,
+    pub commands_processed: u64,
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub error_replies: u64,
+    /// Per command: calls, microseconds, rejected calls, failed calls.
+    pub commands: HashMap<&'static str, CommandStat>,
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommandStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
+
+/// What SHUTDOWN (or a signal) asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ShutdownMode {
+    /// Save if save points are configured.
+    Default,
+    Save,
+    NoSave,
+}
+
+pub struct Server {
+    pub engine: Engine,
+    pub cfg: ServerConfig,
+    poll: Poll,
+    listeners: Vec<TcpListener>,
+    pub clients: HashMap<u64, Client>,
+    next_id: u64,
+    /// Clients with work left after their turn.
+    pending: VecDeque<u64>,
+    pub stats: ServerStats,
+    /// Watched keys: (database, key) → ids of the watching clients.
+    pub watched: HashMap<(usize, Vec<u8>), Vec<u64>>,
+    pub bgsave: Option<JoinHandle<Result<(), PersistError>>>,
+    pub bgrewrite: Option<JoinHandle<Result<RewrittenBase, PersistError>>>,
+    /// Unix seconds of the last successful save.
+    pub last_save: i64,
+    pub last_bgsave_ok: bool,
+    pub last_rewrite_ok: bool,
+    /// The dirty count when the running BGSAVE started (subtracted when it succeeds).
+    bgsave_dirty: u64,
+    pub active_expire: bool,
+    /// SHUTDOWN succeeded: leave the loop.
+    pub exit: bool,
+    pub bgsave_scheduled: bool,
+    pub rewrite_scheduled: bool,
+    pub rdb_saves: u64,
+    pub aof_rewrites: u64,
+    pub started: Instant,
+    pub started_unix: i64,
+    signal: Arc<AtomicBool>,
+    last_cron: Instant,
+    pub run_id: String,
+}
+
+fn listener_token(i: usize) -> Token {
+    Token(usize::MAX - i)
+}
+
+impl Server {
+    /// Load the data directory and bind the listeners.
+    pub fn new(cfg: ServerConfig) -> Result<Server, String> {
+        let engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
+        let poll = Poll::new().map_err(|e| e.to_string())?;
+        let mut listeners = Vec::new();
+        for (i, addr) in cfg.bind.iter().enumerate() {
+            let host = addr.trim_start_matches('-');
+            let host = if host == "*" { "0.0.0.0" } else { host };
+            let sock: SocketAddr = format!("{host}:{}", cfg.port)
+                .parse()
+                .or_else(|_| format!("[{host}]:{}", cfg.port).parse())
+                .map_err(|e| format!("bad bind address {addr}: {e}"))?;
+            let mut l = TcpListener::bind(sock)
+                .map_err(|e| format!("Could not create server TCP listening socket {sock}: {e}"))?;
+            poll.registry().register(&mut l, listener_token(i), Interest::READABLE).map_err(|e| e.to_string())?;
+            listeners.push(l);
+        }
+        let signal = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::flag::register(sig, Arc::clone(&signal)).map_err(|e| e.to_string())?;
+        }
+        let now_unix = Clock::System.now_ms() / 1000;
+        let mut rng = fastrand::Rng::new();
+        let run_id: String = (0..40).map(|_| char::from_digit(rng.u32(0..16), 16).unwrap_or('0')).collect();
+        Ok(Server {
+            engine,
+            cfg,
+            poll,
+            listeners,
+            clients: HashMap::new(),
+            next_id: 1,
+            pending: VecDeque::new(),
+            stats: ServerStats::default(),
+            watched: HashMap::new(),
+            bgsave: None,
+            bgrewrite: None,
+            last_save: now_unix,
+            last_bgsave_ok: true,
+            last_rewrite_ok: true,
+            bgsave_dirty: 0,
+            active_expire: true,
+            exit: false,
+            bgsave_scheduled: false,
+            rewrite_scheduled: false,
+            rdb_saves: 0,
+            aof_rewrites: 0,
+            started: Instant::now(),
+            started_unix: now_unix,
+            signal,
+            last_cron: Instant::now(),
+            run_id,
+        })
+    }
+
+    /// The port actually bound (the configured one, or the system's pick for port 0).
+    pub fn local_port(&self) -> Option<u16> {
+        self.listeners.first().and_then(|l| l.local_addr().ok()).map(|a| a.port())
+    }
+
+    /// Run until SHUTDOWN or a signal; Ok when the final save (if any) succeeded.
+    pub fn run(&mut self) -> Result<(), String> {
+        let mut events = Events::with_capacity(1024);
+        loop {
+            let tick = Duration::from_millis(1000 / u64::from(self.cfg.engine.hz.max(1)));
+            let timeout =
+                if self.pending.is_empty() { tick.saturating_sub(self.last_cron.elapsed()) } else { Duration::ZERO };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    return Err(e.to_string());
+                }
+            }
+            for ev in events.iter() {
+                let t = ev.token();
+                if t.0 > usize::MAX - self.listeners.len() {
+                    self.accept(usize::MAX - t.0);
+                } else {
+                    self.serve(t.0 as u64);
+                }
+            }
+            for _ in 0..self.pending.len() {
+                if let Some(id) = self.pending.pop_front() {
+                    self.serve(id);
+                }
+            }
+            if self.last_cron.elapsed() >= tick {
+                self.last_cron = Instant::now();
+                self.cron();
+            }
+            if self.exit {
+                return Ok(());
+            }
+            if self.signal.swap(false, Ordering::Relaxed) {
+                log("Received SIGTERM scheduling shutdown...");
+                match self.prepare_shutdown(ShutdownMode::Default) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => log(&format!("Errors trying to shut down the server: {e}")),
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, i: usize) {
+        loop {
+            let Some(l) = self.listeners.get(i) else { return };
+            let (sock, addr) = match l.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log(&format!("Accepting client connection: {e}"));
+                    return;
+                }
+            };
+            self.stats.connections_received += 1;
+            self.add_client(sock, addr);
+        }
+    }
+
+    fn add_client(&mut self, mut sock: TcpStream, addr: SocketAddr) {
+        let _ = sock.set_nodelay(true);
+        if self.clients.len() as u64 >= self.cfg.maxclients {
+            self.stats.rejected_connections += 1;
+            // Best effort, as Redis: the socket is new, the write almost always fits.
+            let _ = std::io::Write::write(&mut sock, b"-ERR max number of clients reached\r\n");
+            return;
+        }
+        if self.cfg.protected_mode && self.cfg.requirepass.is_none() && !addr.ip().is_loopback() {
+            self.stats.rejected_connections += 1;
+            let _ = std::io::Write::write(&mut sock, PROTECTED_MODE_ERROR.as_bytes());
+            return;
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        if self
+            .poll
+            .registry()
+            .register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE)
+            .is_err()
+        {
+            return;
+        }
+        let c = Client::new(id, sock, Some(addr), self.cfg.requirepass.is_none());
+        self.clients.insert(id, c);
+        // Data may already be waiting.
+        self.pending.push_back(id);
+    }
+
+    /// Give client `id` a turn: parse and run what it sent, write replies, read more.
+    fn serve(&mut self, id: u64) {
+        let Some(mut c) = self.clients.remove(&id) else { return };
+        let alive = self.serve_client(&mut c);
+        if alive {
+            self.clients.insert(id, c);
+        } else {
+            self.drop_client(c);
+        }
+    }
+
+    fn serve_client(&mut self, c: &mut Client) -> bool {
+        for _ in 0..ROUNDS_PER_TURN {
+            let stopped_early = self.process_input(c);
+            let mut written = 0;
+            let ok = c.flush(&mut written).is_ok();
+            self.stats.net_output_bytes += written as u64;
+            if !ok {
+                return false;
+            }
+            if c.pending_out() > 0 {
+                // The socket is full: the writable event brings us back.
+                return true;
+            }
+            if c.close_after_reply {
+                return false;
+            }
+            if stopped_early {
+                continue;
+            }
+            let mut n = 0;
+            match c.read_some(&mut n) {
+                ReadOutcome::Data => self.stats.net_input_bytes += n as u64,
+                ReadOutcome::WouldBlock => return true,
+                ReadOutcome::Closed => return false,
+            }
+        }
+        self.pending.push_back(c.id);
+        true
+    }
+
+    /// Run every complete command in the query buffer, stopping while too much output
+    /// waits. True when it stopped with input left to parse (write backpressure).
+    fn process_input(&mut self, c: &mut Client) -> bool {
+        loop {
+            if c.close_after_reply {
+                return false;
+            }
+            if c.pending_out() >= OUT_SOFT_LIMIT {
+                return true;
+            }
+            let lim = Limits { proto_max_bulk_len: self.cfg.proto_max_bulk_len, unauthenticated: !c.authenticated };
+            let mut pos = c.qpos;
+            let parsed = c.parser.parse(&c.query, &mut pos, lim);
+            c.qpos = pos;
+            match parsed {
+                Parsed::Incomplete => return false,
+                Parsed::Error(e) => {
+                    c.reply(&Reply::error(e));
+                    c.close_after_reply = true;
+                    // Nothing after a protocol error is read.
+                    c.query.clear();
+                    c.qpos = 0;
+                }
+                Parsed::Command(argv) => {
+                    if !argv.is_empty() {
+                        let before = c.out.len();
+                        self.dispatch(c, argv);
+                        if self.exit {
+                            // SHUTDOWN closes the connection without a reply.
+                            c.out.truncate(before);
+                            return false;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn drop_client(&mut self, mut c: Client) {
+        self.unwatch_all(&mut c);
+        let _ = self.poll.registry().deregister(&mut c.sock);
+    }
+
+    /// Close another client (CLIENT KILL): after its pending output if `graceful`.
+    pub fn kill_client(&mut self, id: u64) -> bool {
+        match self.clients.remove(&id) {
+            Some(c) => {
+                self.drop_client(c);
+                true
+            }
+            None => false,
+        }
+    }
+
+    // ------------------------------------------------------------ commands
+
+    /// Run one command from `c` as Redis's processCommand does: lookup, arity, auth,
+    /// MULTI queueing, then the command itself.
+    pub fn dispatch(&mut self, c: &mut Client, argv: Argv) {
+        c.last_interaction = Instant::now();
+        self.stats.commands_processed += 1;
+        let Some(found) = cmd::lookup(&argv[0]) else {
+            self.reject(c, ferrokv::command::unknown_command(&argv), None);
+            return;
+        };
+        c.last_cmd = match (found, argv.get(1)) {
+            // Container commands show their subcommand, as Redis 7.0 (`client|list`).
+            (Found::Server(cmd), Some(sub)) if matches!(cmd.name, "client" | "config" | "command" | "debug") => {
+                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase())
+            }
+            _ => found.name().to_string(),
+        };
+        if !found.arity_ok(argv.len()) {
+            let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name()));
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if !c.authenticated && found.flags() & ferrokv::command::flags::NO_AUTH == 0 {
+            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
+            return;
+        }
+        if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
+            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
+            return;
+        }
+        if c.multi.is_some() && !matches!(found.name(), "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+            if let Some(q) = c.multi.as_mut() {
+                q.push(argv);
+            }
+            c.reply(&Reply::simple("QUEUED"));
+            return;
+        }
+        let reply = self.call(c, found, &argv);
+        self.count_reply(&reply);
+        c.reply(&reply);
+    }
+
+    /// Run a command (directly or from EXEC) and account for it.
+    pub fn call(&mut self, c: &mut Client, found: Found, argv: &[Vec<u8>]) -> Reply {
+        let start = Instant::now();
+        let reply = match found {
+            Found::Server(cmd) => (cmd.run)(self, c, argv),
+            Found::Engine(_) => {
+                let r = if c.in_exec {
+                    // Inside EXEC: one propagation unit, flushed by EXEC.
+                    self.engine.call(&mut c.session, argv)
+                } else {
+                    self.engine.execute(&mut c.session, argv)
+                };
+                self.touch_modified(c);
+                r
+            }
+        };
+        let st = self.stats.commands.entry(found.name()).or_default();
+        st.calls += 1;
+        st.usec += start.elapsed().as_micros() as u64;
+        if reply.is_error() {
+            st.failed += 1;
+        }
+        reply
+    }
+
+    fn count_reply(&mut self, r: &Reply) {
+        if r.is_error() {
+            self.stats.error_replies += 1;
+        }
+    }
+
+    /// Refuse a command before it runs; inside MULTI this aborts the transaction.
+    fn reject(&mut self, c: &mut Client, e: Reply, name: Option<&'static str>) {
+        if c.multi.is_some() {
+            c.multi_error = true;
+        }
+        if let Some(n) = name {
+            self.stats.commands.entry(n).or_default().rejected += 1;
+        }
+        self.stats.error_replies += 1;
+        c.reply(&e);
+    }
+
+    // ------------------------------------------------------------ WATCH
+
+    /// Flag the clients watching keys the last commands changed.
+    pub fn touch_modified(&mut self, current: &mut Client) {
+        if self.engine.fx.modified.is_empty() {
+            return;
+        }
+        let modified = std::mem::take(&mut self.engine.fx.modified);
+        for (db, key) in modified {
+            if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
+                for id in ids {
+                    if *id == current.id {
+                        current.watch_dirty = true;
+                    } else if let Some(other) = self.clients.get_mut(id) {
+                        other.watch_dirty = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Flag every client watching a key of `db` (or of every database) that exists.
+    pub fn touch_all_watched(&mut self, current: &mut Client) {
+        let ids: Vec<u64> = self.watched.values().flatten().copied().collect();
+        for id in ids {
+            if id == current.id {
+                current.watch_dirty = true;
+            } else if let Some(other) = self.clients.get_mut(&id) {
+                other.watch_dirty = true;
+            }
+        }
+    }
+
+    pub fn watch_key(&mut self, c: &mut Client, key: &[u8]) {
+        let db = c.session.db;
+        if c.watched.iter().any(|(d, k, _)| *d == db && k == key) {
+            return;
+        }
+        let expired = self.key_is_expired(db, key);
+        c.watched.push((db, key.to_vec(), expired));
+        self.watched.entry((db, key.to_vec())).or_default().push(c.id);
+        self.engine.fx.track_modified = true;
+    }
+
+    pub fn unwatch_all(&mut self, c: &mut Client) {
+        for (db, key, _) in c.watched.drain(..) {
+            let k = (db, key);
+            if let Some(ids) = self.watched.get_mut(&k) {
+                ids.retain(|&i| i != c.id);
+                if ids.is_empty() {
+                    self.watched.remove(&k);
+                }
+            }
+        }
+        c.watch_dirty = false;
+        self.engine.fx.track_modified = !self.watched.is_empty();
+    }
+
+    /// Whether `key` is logically expired now (still stored, TTL passed).
+    pub fn key_is_expired(&self, db: usize, key: &[u8]) -> bool {
+        let now = self.engine.clock.now_ms();
+        self.engine.ks.dbs.get(db).and_then(|d| d.get(key)).and_then(|s| s.expire_ms()).is_some_and(|t| now > t)
+    }
+
+    // ------------------------------------------------------------ timer
+
+    fn cron(&mut self) {
+        if self.active_expire {
+            self.engine.active_expire_cycle();
+            // Keys the cycle deleted touch the clients watching them.
+            if !self.engine.fx.modified.is_empty() {
+                let modified = std::mem::take(&mut self.engine.fx.modified);
+                for (db, key) in modified {
+                    if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
+                        for id in ids.clone() {
+                            if let Some(c) = self.clients.get_mut(&id) {
+                                c.watch_dirty = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        self.engine.cron();
+        if let Some(e) = self.engine.take_persist_error() {
+            log(&format!("Error writing to the AOF file: {e}"));
+        }
+        self.close_idle_clients();
+        self.collect_background_jobs();
+        self.start_scheduled_jobs();
+        self.check_save_points();
+    }
+
+    fn close_idle_clients(&mut self) {
+        if self.cfg.timeout == 0 {
+            return;
+        }
+        let limit = Duration::from_secs(self.cfg.timeout);
+        let idle: Vec<u64> =
+            self.clients.values().filter(|c| c.last_interaction.elapsed() > limit).map(|c| c.id).collect();
+        for id in idle {
+            self.kill_client(id);
+        }
+    }
+
+    fn check_save_points(&mut self) {
+        if self.bgsave.is_some() || self.bgrewrite.is_some() {
+            return;
+        }
+        let now = Clock::System.now_ms() / 1000;
+        let dirty = self.engine.stats.dirty;
+        let due = self.cfg.engine.save.iter().any(|&(secs, changes)| {
+            dirty >= changes && now - self.last_save >= secs as i64 && (changes > 0 || dirty > 0)
+        });
+        if due {
+            log(&format!("{dirty} changes since the last save. Saving..."));
+            self.start_bgsave();
+        }
+    }
+
+    /// Start a BGSAVE: the keyspace is copied here and written on a thread.
+    pub fn start_bgsave(&mut self) {
+        let ks = self.engine.ks.clone();
+        let cfg = self.engine.cfg.clone();
+        let now = self.engine.clock.now_ms();
+        self.bgsave_dirty = self.engine.stats.dirty;
+        self.bgsave = Some(std::thread::spawn(move || ferrokv::persist::snapshot::save(&ks, &cfg, now)));
+    }
+
+    /// Start a BGREWRITEAOF on a thread.
+    pub fn start_bgrewrite(&mut self) -> Result<(), PersistError> {
+        let job = self.engine.start_rewrite()?;
+        self.bgrewrite = Some(std::thread::spawn(move || job.run()));
+        Ok(())
+    }
+
+    /// Collect finished background jobs. With `wait`, block until they finish.
+    pub fn collect_background_jobs_wait(&mut self, wait: bool) {
+        if self.bgsave.as_ref().is_some_and(|h| wait || h.is_finished()) {
+            if let Some(h) = self.bgsave.take() {
+                let r = h.join().unwrap_or_else(|_| Err(PersistError::State("BGSAVE thread panicked".into())));
+                match r {
+                    Ok(()) => {
+                        self.engine.stats.dirty = self.engine.stats.dirty.saturating_sub(self.bgsave_dirty);
+                        self.last_save = Clock::System.now_ms() / 1000;
+                        self.last_bgsave_ok = true;
+                        self.rdb_saves += 1;
+                        log("Background saving terminated with success");
+                    }
+                    Err(e) => {
+                        self.last_bgsave_ok = false;
+                        log(&format!("Background saving error: {e}"));
+                    }
+                }
+            }
+        }
+        if self.bgrewrite.as_ref().is_some_and(|h| wait || h.is_finished()) {
+            if let Some(h) = self.bgrewrite.take() {
+                let built =
+                    h.join().unwrap_or_else(|_| Err(PersistError::State("BGREWRITEAOF thread panicked".into())));
+                match self.engine.finish_rewrite(built) {
+                    Ok(()) => {
+                        self.last_rewrite_ok = true;
+                        self.aof_rewrites += 1;
+                        log("Background AOF rewrite finished successfully");
+                    }
+                    Err(e) => {
+                        self.last_rewrite_ok = false;
+                        log(&format!("Background AOF rewrite failed: {e}"));
+                    }
+                }
+            }
+        }
+    }
+
+    fn start_scheduled_jobs(&mut self) {
+        if self.bgsave.is_some() || self.bgrewrite.is_some() {
+            return;
+        }
+        if self.rewrite_scheduled {
+            self.rewrite_scheduled = false;
+            if let Err(e) = self.start_bgrewrite() {
+                log(&format!("Can't rewrite append only file in background: {e}"));
+            }
+        } else if self.bgsave_scheduled {
+            self.bgsave_scheduled = false;
+            self.start_bgsave();
+        }
+    }
+
+    fn collect_background_jobs(&mut self) {
+        self.collect_background_jobs_wait(false);
+    }
+
+    /// SAVE, on this thread.
+    pub fn save_now(&mut self) -> Result<(), PersistError> {
+        self.engine.save()?;
+        self.last_save = Clock::System.now_ms() / 1000;
+        self.last_bgsave_ok = true;
+        self.rdb_saves += 1;
+        Ok(())
+    }
+
+    /// Finish background work, save as asked, close the AOF.
+    pub fn prepare_shutdown(&mut self, mode: ShutdownMode) -> Result<(), String> {
+        log("User requested shutdown...");
+        self.collect_background_jobs_wait(true);
+        let save = match mode {
+            ShutdownMode::Save => true,
+            ShutdownMode::NoSave => false,
+            ShutdownMode::Default => !self.cfg.engine.save.is_empty(),
+        };
+        if save {
+            log("Saving the final RDB snapshot before exiting.");
+            self.save_now().map_err(|e| format!("Error trying to save the DB: {e}"))?;
+            log("DB saved on disk");
+        }
+        self.engine.close().map_err(|e| e.to_string())?;
+        // Replies (SHUTDOWN's error, if any) are not written once we exit.
+        log("Redis is now ready to exit, bye bye...");
+        Ok(())
+    }
+}
+
+const PROTECTED_MODE_ERROR: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// A log line on stdout, Redis-style: `pid:M date * message`.
+pub fn log(msg: &str) {
+    println!("{}:M {} * {}", std::process::id(), Clock::System.now_ms(), msg);
+}
