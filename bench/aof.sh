@@ -88,7 +88,7 @@ best_of() {
 }
 mbps() { awk -v s="$SIZE" -v t="$1" 'BEGIN{printf "%.0f", s/1e6/t}'; }
 mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k/1024}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.1fx", a/b}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2fx", a/b}'; }
 
 echo "timing the verifiers (best of $RUNS) on $AOF ($SIZE bytes) ..." >&2
 CHECK_OUT=$(redis-check-aof "$MANIFEST" 2>&1 | tail -1)
