@@ -6,6 +6,7 @@
 #   BENCH_DIR   where the big RDB lives (default /tmp/ferrokv-bench)
 #   BENCH_MB    its minimum size in MB (default 1100)
 #   BENCH_RUNS  timed runs per command; the best is reported (default 3)
+#   BENCH_AOF_MB  RESP per phase of the >= 2 GB AOF of bench/aof.sh (default 1100)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/ferrokv-bench}
@@ -120,6 +121,8 @@ cargo bench -q -p ferrokv --bench codecs -- --noplot 2>/dev/null | grep -E "^(cr
 } >> docs/benchmarks.md.new
 echo "engine benchmarks ..." >&2
 ./bench/engine.sh "$RDB" >> docs/benchmarks.md.new
+echo "AOF benchmarks ..." >&2
+BENCH_DIR="$BENCH_DIR" BENCH_RUNS="$RUNS" ./bench/aof.sh >> docs/benchmarks.md.new
 cat bench/analysis.md >> docs/benchmarks.md.new
 mv docs/benchmarks.md.new docs/benchmarks.md
 cat docs/benchmarks.md

@@ -61,9 +61,9 @@ pub enum DiffFormat {
 /// Arguments of `rdbtool diff`.
 #[derive(clap::Args, Debug)]
 pub struct DiffArgs {
-    /// First RDB file (A).
+    /// First dataset (A): an RDB file, an AOF (file, manifest or directory, replayed), or a jsonl dump.
     pub a: PathBuf,
-    /// Second RDB file (B).
+    /// Second dataset (B), as A.
     pub b: PathBuf,
     /// Only database N.
     #[arg(long, value_name = "N")]
@@ -329,7 +329,25 @@ pub fn run_cli(args: DiffArgs) -> Result<u8, ToolError> {
         partition_bytes: args.partition_bytes.unwrap_or(DEFAULT_PARTITION_BYTES).max(1),
         ..Options::default()
     };
-    let report = diff_files(&args.a, &args.b, &opts)?;
+    // AOF and jsonl inputs are staged as RDB files first (RDB inputs are read in place).
+    let parent = opts.temp_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let mut staging: Option<TempDir> = None;
+    let mut stage = |p: &Path, name: &str| -> Result<PathBuf, ToolError> {
+        if crate::replay::dataset_kind(p) == crate::replay::DatasetKind::Rdb {
+            return Ok(p.to_path_buf());
+        }
+        let dir = match &staging {
+            Some(t) => t.0.clone(),
+            None => staging.insert(TempDir::new(&parent)?).0.clone(),
+        };
+        crate::replay::stage_as_rdb(p, &dir, name)
+    };
+    let a = stage(&args.a, "a.rdb")?;
+    let b = stage(&args.b, "b.rdb")?;
+    let mut report = diff_files(&a, &b, &opts)?;
+    report.a_name = args.a.display().to_string();
+    report.b_name = args.b.display().to_string();
+    drop(staging);
     if !args.quiet {
         let text = match args.format {
             DiffFormat::Human => human(&report),

@@ -1,6 +1,8 @@
 //! `aoftool verify`: every file of the AOF in load order, stopping at the first problem.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use ferrokv::command;
 use ferrokv::format::aof::{has_rdb_preamble, AofError, AofPart, AofSet, Command, CommandReader, FileKind};
@@ -9,7 +11,8 @@ use serde_json::{json, Value};
 
 use super::{file_name, open, show_argv, Kind, Problem};
 use crate::out::ToolError;
-use crate::verify::{walk, Depth};
+use crate::pipeline::Pipeline;
+use crate::verify::{walk_with, Depth};
 
 /// The RDB part of a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,6 +98,18 @@ impl Txn {
 
 /// Check one file's bytes; `last` says whether it is the last file of the AOF.
 pub fn check_file(name: &str, kind: Option<FileKind>, data: &[u8], last: bool) -> (FileSummary, Option<Problem>) {
+    check_file_with(name, kind, data, last, &|_| {})
+}
+
+/// [`check_file`], calling `done(offset)` as the bytes before `offset` are checked (to
+/// release mapped pages behind the reader).
+pub fn check_file_with(
+    name: &str,
+    kind: Option<FileKind>,
+    data: &[u8],
+    last: bool,
+    done: &dyn Fn(usize),
+) -> (FileSummary, Option<Problem>) {
     let mut sum = FileSummary { name: name.to_string(), kind, size: data.len() as u64, ..Default::default() };
     let problem = |kind, offset, command, what: String| Problem {
         kind,
@@ -107,7 +122,7 @@ pub fn check_file(name: &str, kind: Option<FileKind>, data: &[u8], last: bool) -
     };
     let mut start = 0;
     if has_rdb_preamble(data) {
-        match walk(data, Depth::Deep, 0) {
+        match walk_with(data, Depth::Deep, 0, &Pipeline::default(), done) {
             Ok(r) => {
                 let end = data.len() - r.trailing_bytes as usize;
                 sum.rdb = Some(RdbPart { keys: r.keys(), end });
@@ -150,6 +165,7 @@ pub fn check_file(name: &str, kind: Option<FileKind>, data: &[u8], last: bool) -
         if let Err(what) = txn.step(&cmd, k) {
             return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
         }
+        done(cmd.end);
         sum.commands += 1;
         sum.transactions += u64::from(cmd.is("exec"));
         if !cmd.is("select") {
@@ -230,11 +246,40 @@ pub fn verify(path: &std::path::Path) -> Result<VerifyReport, ToolError> {
         rep.problem = Some(p);
         return Ok(rep);
     }
+    // Files are independent (each starts in db 0 with no MULTI open), so they are checked
+    // in parallel, one per core; the report stops at the first problem in load order.
     let n = set.parts.len();
-    for (i, part) in set.parts.iter().enumerate() {
+    let workers = Pipeline::default().workers.clamp(1, n.max(1));
+    let next = AtomicUsize::new(0);
+    let results: Vec<Mutex<Option<FileResult>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let check = |i: usize| -> FileResult {
+        let part = &set.parts[i];
         let src = open_part(part)?;
         let kind = set.manifest.as_ref().map(|_| part.kind);
-        let (sum, problem) = check_file(&part.name, kind, &src, i + 1 == n);
+        Ok(check_file_with(&part.name, kind, &src, i + 1 == n, &|o| src.release_before(o)))
+    };
+    let work = || loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        if i >= n {
+            break;
+        }
+        let r = check(i);
+        if let Ok(mut slot) = results[i].lock() {
+            *slot = Some(r);
+        }
+    };
+    if workers == 1 {
+        work();
+    } else {
+        std::thread::scope(|s| {
+            for _ in 0..workers {
+                s.spawn(work);
+            }
+        });
+    }
+    for slot in results {
+        let r = slot.into_inner().ok().flatten().ok_or_else(|| ToolError::Usage("a verify worker failed".into()))?;
+        let (sum, problem) = r?;
         rep.files.push(sum);
         if problem.is_some() {
             rep.problem = problem;
@@ -243,6 +288,8 @@ pub fn verify(path: &std::path::Path) -> Result<VerifyReport, ToolError> {
     }
     Ok(rep)
 }
+
+type FileResult = Result<(FileSummary, Option<Problem>), ToolError>;
 
 pub fn open_part(part: &AofPart) -> Result<Source, ToolError> {
     Source::open(&part.path).map_err(|e| ToolError::Usage(format!("cannot read {}: {e}", part.path.display())))

@@ -131,8 +131,42 @@ fn shown(l: Input<'_>) -> String {
     String::from_utf8_lossy(&b[..b.len().min(64)]).into_owned()
 }
 
+/// A `<prefix><count>\r\n` header in canonical form (no sign, no leading zero, at most 18
+/// digits) at the start of `b`: (count, header length). Anything else is left to the
+/// general parser, which also words the errors.
+#[inline]
+fn fast_header(b: &[u8], prefix: u8) -> Option<(usize, usize)> {
+    if b.first() != Some(&prefix) {
+        return None;
+    }
+    let mut n = 0u64;
+    let mut j = 1;
+    while let Some(&d) = b.get(j) {
+        if !d.is_ascii_digit() || j > 18 {
+            break;
+        }
+        n = n * 10 + u64::from(d - b'0');
+        j += 1;
+    }
+    let canonical = j > 1 && (b[1] != b'0' || j == 2);
+    let n = usize::try_from(n).ok()?;
+    (canonical && b.get(j..j + 2) == Some(b"\r\n")).then_some((n, j + 2))
+}
+
+/// The common case of [`argument`]: a whole canonical `$len\r\n<bytes>\r\n` at the start of
+/// `b`: (the bytes, the length of the whole).
+#[inline]
+fn fast_argument(b: &[u8]) -> Option<(&[u8], usize)> {
+    let (len, head) = fast_header(b, b'$')?;
+    let end = head.checked_add(len)?;
+    (b.get(end..end.checked_add(2)?) == Some(b"\r\n")).then(|| (&b[head..end], end + 2))
+}
+
 /// One argument: `$len`, the bytes, CRLF.
 fn argument(i: Input<'_>) -> PResult<'_, &[u8]> {
+    if let Some((arg, used)) = fast_argument(i.bytes()) {
+        return Ok((nom::Input::take_from(&i, used), arg));
+    }
     let (rest, head) = line(i)?;
     if head.bytes().first() != Some(&b'$') {
         let found = i.bytes().first().copied().unwrap_or(0);
@@ -153,6 +187,9 @@ fn argument(i: Input<'_>) -> PResult<'_, &[u8]> {
 
 /// A command or an annotation line.
 fn item(i: Input<'_>) -> PResult<'_, Item<'_>> {
+    if let Some((argc, used)) = fast_header(i.bytes(), b'*').filter(|&(n, _)| n >= 1) {
+        return arguments(nom::Input::take_from(&i, used), argc as u64);
+    }
     let (rest, head) = match line(i) {
         Ok(r) => r,
         // The last line without a newline: an annotation ends the file cleanly.
@@ -179,8 +216,12 @@ fn item(i: Input<'_>) -> PResult<'_, Item<'_>> {
         Some(n) if n >= 1 => n as u64,
         _ => return fail(i, format!("invalid argument count '{}'", shown(head))),
     };
+    arguments(rest, argc)
+}
+
+/// The `argc` arguments of a command whose header has been read.
+fn arguments(mut rest: Input<'_>, argc: u64) -> PResult<'_, Item<'_>> {
     let mut argv = Vec::with_capacity(argc.min(1024) as usize);
-    let mut rest = rest;
     for _ in 0..argc {
         let (r, arg) = argument(rest)?;
         argv.push(arg);
@@ -353,6 +394,24 @@ mod tests {
         assert!(matches!(err(b"*1\r\n$-1\r\n"), AofError::Malformed { offset: 4, .. }));
         assert!(err(b"*1\r\n$99999999999999\r\nab\r\n").is_truncated());
         assert!(err(b"*1\r\n$99999999999999999999999\r\nab\r\n").offset() == 4);
+    }
+
+    #[test]
+    fn headers_outside_the_fast_path_read_as_before() {
+        // LF-only headers are accepted (fgets), leading zeros and signs are not.
+        let (cmds, end) = read_all(b"*2\n$3\nGET\r\n$1\r\nk\r\n");
+        assert_eq!((cmds, end), (vec![vec![b"GET".to_vec(), b"k".to_vec()]], None));
+        assert!(matches!(err(b"*1\r\n$03\r\nGET\r\n"), AofError::Malformed { offset: 4, .. }));
+        assert!(matches!(err(b"*01\r\n$3\r\nGET\r\n"), AofError::Malformed { offset: 0, .. }));
+        assert!(matches!(err(b"*1\r\n$+3\r\nGET\r\n"), AofError::Malformed { offset: 4, .. }));
+        let (cmds, _) = read_all(b"*1\r\n$0\r\n\r\n");
+        assert_eq!(cmds, vec![vec![Vec::<u8>::new()]]);
+        // 19 digits and more go through the general parser.
+        assert!(err(b"*1\r\n$1000000000000000000\r\nab\r\n").is_truncated());
+        assert_eq!(fast_header(b"$123456789012345678\r\n", b'$'), Some((123_456_789_012_345_678, 21)));
+        assert_eq!(fast_header(b"$1234567890123456789\r\n", b'$'), None);
+        assert_eq!(fast_argument(b"$3\r\nGET\r\n*"), Some((&b"GET"[..], 9)));
+        assert_eq!(fast_argument(b"$3\r\nGETx\r\n"), None);
     }
 
     #[test]
