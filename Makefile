@@ -29,14 +29,14 @@ lint:
 	$(CARGO) check --manifest-path fuzz/Cargo.toml
 
 unit:
-	$(CARGO) test --release --workspace
+	$(CARGO) test --profile ci --workspace
 
 # Everything that needs no ../shared. Integration tests drive a real redis-server.
-test: deps lint build unit
+test: deps lint unit
 
 # Needs ../shared (corpus and external fixtures) beside the checkout.
-compat: build
-	$(CARGO) test --release -p ferrokv-tools --tests -- --ignored
+compat:
+	$(CARGO) test --profile ci -p ferrokv-tools --tests -- --ignored
 
 # Regenerate the committed fixtures from a real redis-server.
 fixtures:
