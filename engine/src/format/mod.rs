@@ -1,6 +1,7 @@
 //! Bytes <-> records. Knows nothing of the keyspace, the network or the command set.
 
 pub mod aof;
+pub mod args;
 pub mod blob;
 pub mod crc;
 pub mod input;

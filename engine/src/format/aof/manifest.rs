@@ -213,67 +213,10 @@ fn repr(s: &str) -> String {
     out
 }
 
-/// sdssplitargs: whitespace-separated words, "double quotes" with C escapes, 'single
-/// quotes' with \' only. None on unbalanced quotes.
+/// A manifest line's words, split as Redis's sdssplitargs splits them.
 fn split_args(line: &str) -> Option<Vec<String>> {
-    let b = line.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= b.len() {
-            return Some(out);
-        }
-        let mut word = Vec::new();
-        let quote = b[i];
-        if quote == b'"' || quote == b'\'' {
-            i += 1;
-            loop {
-                let c = *b.get(i)?;
-                if c == quote {
-                    i += 1;
-                    if b.get(i).is_some_and(|c| !c.is_ascii_whitespace()) {
-                        return None;
-                    }
-                    break;
-                }
-                if c == b'\\' && quote == b'"' {
-                    let e = *b.get(i + 1)?;
-                    let hex = b.get(i + 2..i + 4).and_then(|h| std::str::from_utf8(h).ok());
-                    match (e, hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
-                        (b'x', Some(v)) => {
-                            word.push(v);
-                            i += 4;
-                            continue;
-                        }
-                        _ => word.push(match e {
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            b'b' => 8,
-                            b'a' => 7,
-                            other => other,
-                        }),
-                    }
-                    i += 2;
-                } else if c == b'\\' && quote == b'\'' && b.get(i + 1) == Some(&b'\'') {
-                    word.push(b'\'');
-                    i += 2;
-                } else {
-                    word.push(c);
-                    i += 1;
-                }
-            }
-        } else {
-            while i < b.len() && !b[i].is_ascii_whitespace() {
-                word.push(b[i]);
-                i += 1;
-            }
-        }
-        out.push(String::from_utf8_lossy(&word).into_owned());
-    }
+    let words = crate::format::args::split_args(line.as_bytes())?;
+    Some(words.into_iter().map(|w| String::from_utf8_lossy(&w).into_owned()).collect())
 }
 
 #[cfg(test)]

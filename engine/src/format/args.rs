@@ -1,0 +1,97 @@
+//! Redis's sdssplitargs: how redis-cli, inline commands, redis.conf and the AOF manifest
+//! split a line into arguments. One implementation for all of them.
+
+/// Split a line as Redis's sdssplitargs does: spaces separate arguments;
+/// "double quotes" take \n \r \t \b \a \\ \" and \xHH escapes; 'single quotes' take \';
+/// a closing quote must be followed by a space or the end. None for unbalanced quotes.
+pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let n = line.len();
+    loop {
+        while i < n && line[i].is_ascii_whitespace() {
+            i += 1;
+        }
+        if i >= n {
+            return Some(out);
+        }
+        let mut arg = Vec::new();
+        let mut in_double = false;
+        let mut in_single = false;
+        loop {
+            if in_double {
+                let c = *line.get(i)?;
+                if c == b'\\'
+                    && i + 3 < n
+                    && line[i + 1] == b'x'
+                    && hex(line[i + 2]).is_some()
+                    && hex(line[i + 3]).is_some()
+                {
+                    arg.push(hex(line[i + 2])? * 16 + hex(line[i + 3])?);
+                    i += 3;
+                } else if c == b'\\' && i + 1 < n {
+                    i += 1;
+                    arg.push(match line[i] {
+                        b'n' => b'\n',
+                        b'r' => b'\r',
+                        b't' => b'\t',
+                        b'b' => 8,
+                        b'a' => 7,
+                        other => other,
+                    });
+                } else if c == b'"' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    arg.push(c);
+                }
+            } else if in_single {
+                let c = *line.get(i)?;
+                if c == b'\\' && i + 1 < n && line[i + 1] == b'\'' {
+                    i += 1;
+                    arg.push(b'\'');
+                } else if c == b'\'' {
+                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                        return None;
+                    }
+                    i += 1;
+                    break;
+                } else {
+                    arg.push(c);
+                }
+            } else {
+                match line.get(i) {
+                    None => break,
+                    Some(c) if c.is_ascii_whitespace() => break,
+                    Some(b'"') => in_double = true,
+                    Some(b'\'') => in_single = true,
+                    Some(&c) => arg.push(c),
+                }
+            }
+            i += 1;
+        }
+        out.push(arg);
+    }
+}
+
+fn hex(c: u8) -> Option<u8> {
+    (c as char).to_digit(16).map(|d| d as u8)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotes_escapes_and_errors() {
+        let v = |s: &str| split_args(s.as_bytes());
+        assert_eq!(v("a  b"), Some(vec![b"a".to_vec(), b"b".to_vec()]));
+        assert_eq!(v(r#""a b\x41\n" 'c\'d'"#), Some(vec![b"a bA\n".to_vec(), b"c'd".to_vec()]));
+        assert_eq!(v(r#""unbalanced"#), None);
+        assert_eq!(v(r#""closed"x"#), None);
+        assert_eq!(v(""), Some(vec![]));
+    }
+}
