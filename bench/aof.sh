@@ -73,21 +73,7 @@ SIZE=$(du -cb "$AOF"/*.aof | tail -1 | cut -f1)
 FILES=$(cd "$AOF" && ls -1 ./*.aof | sed 's|^\./||' | tr '\n' ' ')
 cat "$AOF"/* > /dev/null   # warm the page cache
 
-# best_of N CMD...: "seconds peak_rss_kb" of the fastest of N runs.
-best_of() {
-    local n=$1 best="" line tf
-    shift
-    tf=$(mktemp)
-    for _ in $(seq "$n"); do
-        /usr/bin/time -f "%e %M" -o "$tf" "$@" > /dev/null 2>/dev/null || true
-        line=$(tail -1 "$tf")
-        if [ -z "$best" ] || awk -v a="${line%% *}" -v b="${best%% *}" 'BEGIN{exit !(a<b)}'; then best=$line; fi
-    done
-    rm -f "$tf"
-    echo "$best"
-}
-mbps() { awk -v s="$SIZE" -v t="$1" 'BEGIN{printf "%.0f", s/1e6/t}'; }
-mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k/1024}'; }
+. bench/lib.sh
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2fx", a/b}'; }
 
 echo "timing the verifiers (best of $RUNS) on $AOF ($SIZE bytes) ..." >&2

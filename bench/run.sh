@@ -24,31 +24,18 @@ cargo build --release --bins -q
 SIZE=$(stat -c %s "$RDB")
 cat "$RDB" > /dev/null   # warm the page cache: every tool reads the same cached file
 
-# best_of CMD...: prints "seconds peak_rss_kb" of the fastest of $RUNS runs.
-best_of() {
-    local best="" line tf
-    tf=$(mktemp)
-    for _ in $(seq "$RUNS"); do
-        /usr/bin/time -f "%e %M" -o "$tf" "$@" > /dev/null 2>/dev/null || true
-        line=$(tail -1 "$tf")
-        if [ -z "$best" ] || awk -v a="${line%% *}" -v b="${best%% *}" 'BEGIN{exit !(a<b)}'; then best=$line; fi
-    done
-    rm -f "$tf"
-    echo "$best"
-}
-mbps() { awk -v s="$SIZE" -v t="$1" 'BEGIN{printf "%.0f", s/1e6/t}'; }
-mib() { awk -v k="$1" 'BEGIN{printf "%.0f", k/1024}'; }
+. bench/lib.sh
 
 echo "timing (best of $RUNS) on $RDB ($SIZE bytes)" >&2
-CHECK=$(best_of redis-check-rdb "$RDB")
-VERIFY=$(best_of "$TOOL" verify "$RDB")
-VERIFY1=$(best_of env FERROKV_THREADS=1 "$TOOL" verify "$RDB")
-DUMP=$(best_of "$TOOL" dump "$RDB")
-DUMP1=$(best_of env FERROKV_THREADS=1 "$TOOL" dump "$RDB")
-RESP=$(best_of "$TOOL" dump --format resp "$RDB")
-INFO=$(best_of "$TOOL" info "$RDB")
+CHECK=$(best_of "$RUNS" redis-check-rdb "$RDB")
+VERIFY=$(best_of "$RUNS" "$TOOL" verify "$RDB")
+VERIFY1=$(best_of "$RUNS" env FERROKV_THREADS=1 "$TOOL" verify "$RDB")
+DUMP=$(best_of "$RUNS" "$TOOL" dump "$RDB")
+DUMP1=$(best_of "$RUNS" env FERROKV_THREADS=1 "$TOOL" dump "$RDB")
+RESP=$(best_of "$RUNS" "$TOOL" dump --format resp "$RDB")
+INFO=$(best_of "$RUNS" "$TOOL" info "$RDB")
 ENC_OUT="$BENCH_DIR/reencoded-7.0.rdb"
-ENCODE=$(best_of "$TOOL" convert "$RDB" "$ENC_OUT" --to rdb:redis-7.0)
+ENCODE=$(best_of "$RUNS" "$TOOL" convert "$RDB" "$ENC_OUT" --to rdb:redis-7.0)
 ENCODE_CHECK=$(redis-check-rdb "$ENC_OUT" 2>&1 | grep -c "RDB looks OK" || true)
 DIFF_REPORT=$(./bench/diff.sh 2>&1 | tail -12)
 DIFF_LINE=$(echo "$DIFF_REPORT" | grep '^rdbtool diff' | sed -E 's/.*exit [0-9]+, //')

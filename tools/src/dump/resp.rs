@@ -24,18 +24,9 @@ impl Resp {
     }
 }
 
-/// Write one command.
+/// Write one command, as Redis writes it to an AOF.
 pub fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.push(b'*');
-    out.extend_from_slice(args.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for a in args {
-        out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    ferrokv::persist::feed::put_multibulk(out, args);
 }
 
 /// Collects arguments of a variadic command and writes it every `ITEMS_PER_CMD` items.
