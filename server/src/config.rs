@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub enable_protected_configs: Protected,
     pub enable_debug_command: Protected,
     pub loglevel: String,
+    /// Values of the parameters accepted for compatibility that change nothing here yet
+    /// (see `STORED`), by canonical name.
+    pub stored: std::collections::HashMap<&'static str, String>,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +52,7 @@ impl Default for ServerConfig {
             enable_protected_configs: Protected::No,
             enable_debug_command: Protected::Yes,
             loglevel: "notice".into(),
+            stored: std::collections::HashMap::new(),
         }
     }
 }
@@ -77,22 +81,30 @@ struct Param {
     kind: Kind,
     immutable: bool,
     protected: bool,
+    /// For a stored parameter: its default (Redis 7.0's), as CONFIG GET prints it.
+    stored: Option<&'static str>,
 }
 
 const fn p(name: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, kind, immutable: false, protected: false }
+    Param { name, alias: None, kind, immutable: false, protected: false, stored: None }
+}
+
+/// A parameter clients and test suites set that has no effect on this server (no
+/// eviction, replication or slow log): validated as Redis does, remembered, reported.
+const fn stored(name: &'static str, alias: Option<&'static str>, kind: Kind, default: &'static str) -> Param {
+    Param { name, alias, kind, immutable: false, protected: false, stored: Some(default) }
 }
 
 const fn alias(name: &'static str, alias: &'static str, kind: Kind) -> Param {
-    Param { name, alias: Some(alias), kind, immutable: false, protected: false }
+    Param { name, alias: Some(alias), kind, immutable: false, protected: false, stored: None }
 }
 
 const fn fixed(name: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, kind, immutable: true, protected: false }
+    Param { name, alias: None, kind, immutable: true, protected: false, stored: None }
 }
 
 const fn protected(name: &'static str, kind: Kind) -> Param {
-    Param { name, alias: None, kind, immutable: false, protected: true }
+    Param { name, alias: None, kind, immutable: false, protected: true, stored: None }
 }
 
 const INT_MAX: i64 = i32::MAX as i64;
@@ -132,6 +144,47 @@ const PARAMS: &[Param] = &[
     fixed("enable-debug-command", Kind::Enum(YES_NO_LOCAL)),
     fixed("daemonize", Kind::Bool),
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
+    stored("maxmemory", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
+    stored("maxmemory-policy", None, Kind::Enum(MAXMEMORY_POLICIES), "noeviction"),
+    stored("maxmemory-samples", None, Kind::Int { min: 1, max: 64 }, "5"),
+    stored("maxmemory-clients", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
+    stored("lfu-log-factor", None, Kind::Int { min: 0, max: INT_MAX }, "10"),
+    stored("lfu-decay-time", None, Kind::Int { min: 0, max: INT_MAX }, "1"),
+    stored("list-compress-depth", None, Kind::Int { min: 0, max: INT_MAX }, "0"),
+    stored("stream-node-max-entries", None, Kind::Int { min: 0, max: i64::MAX }, "100"),
+    stored("stream-node-max-bytes", None, Kind::Memory { min: 0, max: i64::MAX }, "4096"),
+    stored("busy-reply-threshold", Some("lua-time-limit"), Kind::Int { min: 0, max: i64::MAX }, "5000"),
+    stored("min-replicas-to-write", Some("min-slaves-to-write"), Kind::Int { min: 0, max: INT_MAX }, "0"),
+    stored("min-replicas-max-lag", Some("min-slaves-max-lag"), Kind::Int { min: 0, max: INT_MAX }, "10"),
+    stored("client-query-buffer-limit", None, Kind::Memory { min: 1024 * 1024, max: i64::MAX }, "1073741824"),
+    stored("sanitize-dump-payload", None, Kind::Enum(&["no", "yes", "clients"]), "no"),
+    stored("replica-serve-stale-data", Some("slave-serve-stale-data"), Kind::Bool, "yes"),
+    stored("replica-read-only", Some("slave-read-only"), Kind::Bool, "yes"),
+    stored("slowlog-log-slower-than", None, Kind::Int { min: -1, max: i64::MAX }, "10000"),
+    stored("slowlog-max-len", None, Kind::Int { min: 0, max: i64::MAX }, "128"),
+    stored("latency-tracking", None, Kind::Bool, "yes"),
+    stored("latency-monitor-threshold", None, Kind::Int { min: 0, max: i64::MAX }, "0"),
+    stored("active-expire-effort", None, Kind::Int { min: 1, max: 10 }, "1"),
+    stored("activerehashing", None, Kind::Bool, "yes"),
+    stored("lazyfree-lazy-eviction", None, Kind::Bool, "no"),
+    stored("lazyfree-lazy-server-del", None, Kind::Bool, "no"),
+    stored("lazyfree-lazy-user-del", None, Kind::Bool, "no"),
+    stored("lazyfree-lazy-user-flush", None, Kind::Bool, "no"),
+    stored("tracking-table-max-keys", None, Kind::Int { min: 0, max: i64::MAX }, "1000000"),
+    stored("stop-writes-on-bgsave-error", None, Kind::Bool, "yes"),
+    stored("rdb-key-save-delay", None, Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0"),
+    stored("key-load-delay", None, Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0"),
+];
+
+const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -183,6 +236,9 @@ impl ServerConfig {
     /// The value of `name` as CONFIG GET prints it.
     pub fn get(&self, name: &str) -> Option<String> {
         let p = find(name)?;
+        if let Some(default) = p.stored {
+            return Some(self.stored.get(p.name).cloned().unwrap_or_else(|| default.to_string()));
+        }
         let e = &self.engine;
         let l = &e.limits;
         Some(match p.name {
@@ -252,6 +308,11 @@ impl ServerConfig {
         let [v] = args else {
             return Err("wrong number of arguments".into());
         };
+        if p.stored.is_some() {
+            let canonical = validate(p.kind, v)?;
+            self.stored.insert(p.name, canonical);
+            return Ok(());
+        }
         match p.kind {
             Kind::Bool => {
                 let b = match v.to_ascii_lowercase().as_str() {
@@ -261,12 +322,8 @@ impl ServerConfig {
                 };
                 self.set_bool(p.name, b)
             }
-            Kind::Int { min, max } | Kind::Memory { min, max } => {
-                let n = if matches!(p.kind, Kind::Memory { .. }) { parse_memory(v) } else { v.parse::<i64>().ok() };
-                let n = n.ok_or_else(|| "argument couldn't be parsed into an integer".to_string())?;
-                if n < min || n > max {
-                    return Err(format!("argument must be between {min} and {max} inclusive"));
-                }
+            Kind::Int { .. } | Kind::Memory { .. } => {
+                let n = parse_number(p.kind, v)?;
                 self.set_int(p.name, n)
             }
             Kind::Enum(values) => {
@@ -478,6 +535,44 @@ impl ServerConfig {
             }
         }
         Ok(cfg)
+    }
+}
+
+/// An integer or memory parameter's value, checked against its range.
+fn parse_number(kind: Kind, v: &str) -> Result<i64, SetError> {
+    let (n, min, max) = match kind {
+        Kind::Memory { min, max } => {
+            (parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())?, min, max)
+        }
+        Kind::Int { min, max } => {
+            (v.parse::<i64>().map_err(|_| "argument couldn't be parsed into an integer".to_string())?, min, max)
+        }
+        _ => return Err("argument couldn't be parsed into an integer".into()),
+    };
+    if n < min || n > max {
+        return Err(format!("argument must be between {min} and {max} inclusive"));
+    }
+    Ok(n)
+}
+
+/// Check a stored parameter's value and give it as CONFIG GET prints it.
+fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
+    match kind {
+        Kind::Bool => match v.to_ascii_lowercase().as_str() {
+            "yes" => Ok("yes".into()),
+            "no" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int { .. } | Kind::Memory { .. } => parse_number(kind, v).map(|n| n.to_string()),
+        Kind::Enum(values) => {
+            let lower = v.to_ascii_lowercase();
+            if values.contains(&lower.as_str()) {
+                Ok(lower)
+            } else {
+                Err(format!("argument(s) must be one of the following: {}", values.join(", ")))
+            }
+        }
+        Kind::Str | Kind::Special => Ok(v.to_string()),
     }
 }
 

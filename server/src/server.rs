@@ -428,6 +428,7 @@ impl Server {
 
     /// Flag the clients watching keys the last commands changed.
     pub fn touch_modified(&mut self, current: &mut Client) {
+        self.touch_swapped(current);
         if self.engine.fx.modified.is_empty() {
             return;
         }
@@ -441,6 +442,31 @@ impl Server {
                         other.watch_dirty = true;
                     }
                 }
+            }
+        }
+    }
+
+    /// After SWAPDB, flag the clients watching a key of either database that exists in
+    /// one of them (it appeared, vanished or changed), as Redis does.
+    fn touch_swapped(&mut self, current: &mut Client) {
+        if self.engine.fx.swapped_dbs.is_empty() {
+            return;
+        }
+        let swapped = std::mem::take(&mut self.engine.fx.swapped_dbs);
+        let exists = |s: &Server, db: usize, key: &[u8]| s.engine.ks.dbs.get(db).is_some_and(|d| d.get(key).is_some());
+        let mut touched = Vec::new();
+        for (x, y) in swapped {
+            for ((db, key), ids) in &self.watched {
+                if (*db == x || *db == y) && (exists(self, x, key) || exists(self, y, key)) {
+                    touched.extend(ids.iter().copied());
+                }
+            }
+        }
+        for id in touched {
+            if id == current.id {
+                current.watch_dirty = true;
+            } else if let Some(other) = self.clients.get_mut(&id) {
+                other.watch_dirty = true;
             }
         }
     }

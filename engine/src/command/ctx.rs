@@ -50,6 +50,9 @@ pub struct Effects {
     /// Keys written (for WATCH), when `track_modified` is on.
     pub modified: Vec<(usize, Sds)>,
     pub track_modified: bool,
+    /// Databases SWAPDB exchanged (for WATCH: the watcher checks its own keys), when
+    /// `track_modified` is on.
+    pub swapped_dbs: Vec<(usize, usize)>,
 }
 
 pub struct Ctx<'a> {

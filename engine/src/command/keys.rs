@@ -534,6 +534,9 @@ fn swapdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return Reply::err(DB_RANGE);
     }
     ctx.ks.dbs.swap(x, y);
+    if ctx.fx.track_modified {
+        ctx.fx.swapped_dbs.push((x, y));
+    }
     ctx.dirty += 1;
     Reply::ok()
 }

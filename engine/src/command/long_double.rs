@@ -41,11 +41,11 @@ impl LongDouble {
         if b.is_empty() || b.len() >= MAX_CHARS || b[0].is_ascii_whitespace() || b[0] == 0x0b {
             return None;
         }
-        // strtold sees a C string: it ends at the first NUL.
-        let s = &b[..b.iter().position(|&c| c == 0).unwrap_or(b.len())];
-        if s.is_empty() {
-            return Some(LongDouble::ZERO);
+        // strtold would stop at a NUL short of the whole argument: refused.
+        if b.contains(&0) {
+            return None;
         }
+        let s = b;
         let (neg, body) = match s[0] {
             b'-' => (true, &s[1..]),
             b'+' => (false, &s[1..]),
@@ -537,7 +537,8 @@ mod tests {
         assert_eq!(LongDouble::parse(b"inf"), Some(LongDouble::Inf { neg: false }));
         assert_eq!(LongDouble::parse(b"-Infinity"), Some(LongDouble::Inf { neg: true }));
         assert!(LongDouble::parse(b"1e4000").is_some_and(|v| v.is_finite()));
-        assert_eq!(LongDouble::parse(b"1\0junk").map(|v| v.to_human()), Some("1".into()));
+        assert_eq!(LongDouble::parse(b"1\0junk"), None);
+        assert_eq!(LongDouble::parse(b"1\0"), None);
         assert_eq!(LongDouble::parse(b"+.5").map(|v| v.to_human()), Some("0.5".into()));
         assert_eq!(LongDouble::parse(b"5.").map(|v| v.to_human()), Some("5".into()));
     }

@@ -30,6 +30,7 @@ pub const SPECS: &[Spec] = &[
     Spec::new("setbit", 4, WRITE | DENYOOM, (1, 1, 1), setbit),
     Spec::new("getbit", 3, READONLY | FAST, (1, 1, 1), getbit),
     Spec::new("bitcount", -2, READONLY, (1, 1, 1), bitcount),
+    Spec::new("lcs", -3, READONLY, (1, 2, 1), lcs),
 ];
 
 /// proto-max-bulk-len: the longest string a command may build.
@@ -513,6 +514,139 @@ fn incrbyfloat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     ctx.dirty += 1;
     ctx.rewrite(vec![b"SET".to_vec(), key.to_vec(), text.clone(), b"KEEPTTL".to_vec()]);
     Reply::Bulk(text)
+}
+
+// ------------------------------------------------------------ LCS
+
+/// LCS's options.
+#[derive(Default)]
+struct LcsOpts {
+    len: bool,
+    idx: bool,
+    with_match_len: bool,
+    min_match_len: i64,
+}
+
+fn lcs_opts(a: &[Vec<u8>]) -> Result<LcsOpts, Reply> {
+    let mut o = LcsOpts::default();
+    let mut i = 3;
+    while i < a.len() {
+        let more = i + 1 < a.len();
+        if eq_ic(&a[i], "idx") {
+            o.idx = true;
+        } else if eq_ic(&a[i], "len") {
+            o.len = true;
+        } else if eq_ic(&a[i], "withmatchlen") {
+            o.with_match_len = true;
+        } else if eq_ic(&a[i], "minmatchlen") && more {
+            o.min_match_len = arg_i64(&a[i + 1])?.max(0);
+            i += 1;
+        } else {
+            return Err(Reply::syntax());
+        }
+        i += 1;
+    }
+    if o.len && o.idx {
+        return Err(Reply::err("ERR If you want both the length and indexes, please just use IDX."));
+    }
+    Ok(o)
+}
+
+/// The string at `key` for LCS (missing: empty), or the error LCS gives for another type.
+fn lcs_input(ctx: &mut Ctx<'_>, key: &[u8]) -> Result<Vec<u8>, Reply> {
+    match ctx.lookup_read(key) {
+        None => Ok(Vec::new()),
+        Some(Value::Str(s)) => Ok(s.to_vec()),
+        Some(_) => Err(Reply::err("ERR The specified keys must contain string values")),
+    }
+}
+
+/// LCS: the longest common subsequence by the classic dynamic programming table, walked
+/// back from the end to give the string or the matching ranges (latest first, as Redis).
+fn lcs(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let (x, y) = match (lcs_input(ctx, &a[1]), lcs_input(ctx, &a[2])) {
+        (Ok(x), Ok(y)) => (x, y),
+        (Err(e), _) | (_, Err(e)) => return e,
+    };
+    let o = match lcs_opts(a) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let (n, m) = (x.len(), y.len());
+    let cells = (n as u64 + 1).saturating_mul(m as u64 + 1);
+    if cells.saturating_mul(4) > MAX_STRING {
+        return Reply::err("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len");
+    }
+    let w = m + 1;
+    let mut t = vec![0u32; (n + 1) * w];
+    for i in 1..=n {
+        for j in 1..=m {
+            t[i * w + j] = if x[i - 1] == y[j - 1] {
+                t[(i - 1) * w + j - 1] + 1
+            } else {
+                t[(i - 1) * w + j].max(t[i * w + j - 1])
+            };
+        }
+    }
+    let total = t[n * w + m];
+    if o.len {
+        return Reply::Int(i64::from(total));
+    }
+    let mut common = vec![0u8; total as usize];
+    let mut left = total as usize;
+    let mut matches = Vec::new();
+    // The open range: start and end in x, start and end in y.
+    let mut range: Option<(usize, usize, usize, usize)> = None;
+    let (mut i, mut j) = (n, m);
+    while i > 0 && j > 0 {
+        let mut emit = false;
+        if x[i - 1] == y[j - 1] {
+            common[left - 1] = x[i - 1];
+            range = match range {
+                None => Some((i - 1, i - 1, j - 1, j - 1)),
+                Some((xs, xe, ys, ye)) if xs == i && ys == j => Some((xs - 1, xe, ys - 1, ye)),
+                Some(r) => {
+                    emit = true;
+                    Some(r)
+                }
+            };
+            if range.is_some_and(|(xs, _, ys, _)| xs == 0 || ys == 0) {
+                emit = true;
+            }
+            left -= 1;
+            i -= 1;
+            j -= 1;
+        } else {
+            if t[(i - 1) * w + j] > t[i * w + j - 1] {
+                i -= 1;
+            } else {
+                j -= 1;
+            }
+            emit = range.is_some();
+        }
+        if emit {
+            if let Some((xs, xe, ys, ye)) = range.take() {
+                let len = (xe - xs + 1) as i64;
+                if o.idx && (o.min_match_len == 0 || len >= o.min_match_len) {
+                    let mut m = vec![
+                        Reply::Array(vec![Reply::Int(xs as i64), Reply::Int(xe as i64)]),
+                        Reply::Array(vec![Reply::Int(ys as i64), Reply::Int(ye as i64)]),
+                    ];
+                    if o.with_match_len {
+                        m.push(Reply::Int(len));
+                    }
+                    matches.push(Reply::Array(m));
+                }
+            }
+        }
+    }
+    if o.idx {
+        return Reply::Map(vec![
+            (Reply::bulk(b"matches"), Reply::Array(matches)),
+            (Reply::bulk(b"len"), Reply::Int(i64::from(total))),
+        ]);
+    }
+    Reply::Bulk(common)
 }
 
 // ------------------------------------------------------------ bits

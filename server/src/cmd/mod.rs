@@ -57,6 +57,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, admin::wait),
+    cmd("function", -2, NOSCRIPT, admin::function),
 ];
 
 /// A command found by name: the server's or the engine's.
