@@ -7,6 +7,7 @@
 #   BENCH_MB    its minimum size in MB (default 1100)
 #   BENCH_RUNS  timed runs per command; the best is reported (default 3)
 #   BENCH_AOF_MB  RESP per phase of the >= 2 GB AOF of bench/aof.sh (default 1100)
+#   BENCH_N, BENCH_ROUNDS  redis-benchmark requests per test and rounds (bench/server.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/ferrokv-bench}
@@ -110,6 +111,8 @@ echo "engine benchmarks ..." >&2
 ./bench/engine.sh "$RDB" >> docs/benchmarks.md.new
 echo "AOF benchmarks ..." >&2
 BENCH_DIR="$BENCH_DIR" BENCH_RUNS="$RUNS" ./bench/aof.sh >> docs/benchmarks.md.new
+echo "server benchmarks ..." >&2
+./bench/server.sh >> docs/benchmarks.md.new
 cat bench/analysis.md >> docs/benchmarks.md.new
 mv docs/benchmarks.md.new docs/benchmarks.md
 cat docs/benchmarks.md
