@@ -47,6 +47,12 @@ pub struct Client {
     pub last_interaction: Instant,
     /// The last command run, as CLIENT LIST shows it (`cmd=`).
     pub last_cmd: String,
+    /// Where socket reads land before joining `query`.
+    chunk: Vec<u8>,
+    /// The last read returned less than asked: the socket had nothing more then.
+    pub drained: bool,
+    /// Registered for writable events (only while output waits on a full socket).
+    pub wants_write: bool,
 }
 
 /// What a read from the socket gave.
@@ -83,6 +89,9 @@ impl Client {
             created: now,
             last_interaction: now,
             last_cmd: "NULL".into(),
+            chunk: Vec::new(),
+            drained: false,
+            wants_write: false,
         }
     }
 
@@ -102,32 +111,43 @@ impl Client {
             self.query.drain(..self.qpos);
             self.qpos = 0;
         }
-        let want = match self.parser.pending_bulk() {
-            // A big argument: make room for all of it at once.
-            Some(len) if len + 2 > READ_CHUNK => (len + 2).saturating_sub(self.query.len()).max(READ_CHUNK),
-            _ => READ_CHUNK,
-        };
-        let start = self.query.len();
-        self.query.resize(start + want, 0);
-        let r = self.sock.read(&mut self.query[start..]);
-        match r {
-            Ok(0) => {
-                self.query.truncate(start);
-                ReadOutcome::Closed
+        let big = self.parser.pending_bulk().filter(|&len| len + 2 > READ_CHUNK);
+        let r = match big {
+            // A big argument: make room for all of it at once and read in place.
+            Some(len) => {
+                let want = (len + 2).saturating_sub(self.query.len()).max(READ_CHUNK);
+                let start = self.query.len();
+                self.query.resize(start + want, 0);
+                let r = self.sock.read(&mut self.query[start..]);
+                self.query.truncate(start + *r.as_ref().unwrap_or(&0));
+                r
             }
+            // Usual commands: read into the reusable chunk (zeroed once, not per read) and
+            // append what came.
+            None => {
+                if self.chunk.is_empty() {
+                    self.chunk = vec![0; READ_CHUNK];
+                }
+                let r = self.sock.read(&mut self.chunk);
+                if let Ok(k) = r {
+                    self.query.extend_from_slice(&self.chunk[..k]);
+                }
+                r
+            }
+        };
+        match r {
+            Ok(0) => ReadOutcome::Closed,
             Ok(k) => {
-                self.query.truncate(start + k);
                 *n = k;
+                // A short read emptied the socket: the next data brings a new event.
+                self.drained = k < READ_CHUNK.min(big.unwrap_or(READ_CHUNK));
                 ReadOutcome::Data
             }
-            Err(e) => {
-                self.query.truncate(start);
-                match e.kind() {
-                    ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
-                    ErrorKind::Interrupted => ReadOutcome::Data,
-                    _ => ReadOutcome::Closed,
-                }
-            }
+            Err(e) => match e.kind() {
+                ErrorKind::WouldBlock => ReadOutcome::WouldBlock,
+                ErrorKind::Interrupted => ReadOutcome::Data,
+                _ => ReadOutcome::Closed,
+            },
         }
     }
 

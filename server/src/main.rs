@@ -2,6 +2,11 @@
 
 use ferrokv_server::{Server, ServerConfig};
 
+// Replies and values are many small allocations; mimalloc serves them faster than glibc's
+// malloc (bench/server.sh, docs/benchmarks.md), as jemalloc does for Redis.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().is_some_and(|a| a == "-v" || a == "--version") {

@@ -229,12 +229,7 @@ impl Server {
         }
         let id = self.next_id;
         self.next_id += 1;
-        if self
-            .poll
-            .registry()
-            .register(&mut sock, Token(id as usize), Interest::READABLE | Interest::WRITABLE)
-            .is_err()
-        {
+        if self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE).is_err() {
             return;
         }
         let c = Client::new(id, sock, Some(addr), self.cfg.requirepass.is_none());
@@ -246,7 +241,7 @@ impl Server {
     /// Give client `id` a turn: parse and run what it sent, write replies, read more.
     fn serve(&mut self, id: u64) {
         let Some(mut c) = self.clients.remove(&id) else { return };
-        let alive = self.serve_client(&mut c);
+        let alive = self.serve_client(&mut c) && self.want_writable(&mut c);
         if alive {
             self.clients.insert(id, c);
         } else {
@@ -273,6 +268,12 @@ impl Server {
             if stopped_early {
                 continue;
             }
+            if c.drained {
+                // Everything read was answered and the socket was empty: wait for an event
+                // rather than pay a read that would only say so.
+                c.drained = false;
+                return true;
+            }
             let mut n = 0;
             match c.read_some(&mut n) {
                 ReadOutcome::Data => self.stats.net_input_bytes += n as u64,
@@ -282,6 +283,18 @@ impl Server {
         }
         self.pending.push_back(c.id);
         true
+    }
+
+    /// Ask for writable events only while output waits (a socket always writable would
+    /// wake the loop on every ACK). False when the registration fails.
+    fn want_writable(&mut self, c: &mut Client) -> bool {
+        let want = c.pending_out() > 0;
+        if want == c.wants_write {
+            return true;
+        }
+        let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+        c.wants_write = want;
+        self.poll.registry().reregister(&mut c.sock, Token(c.id as usize), interest).is_ok()
     }
 
     /// Run every complete command in the query buffer, stopping while too much output
