@@ -5,7 +5,7 @@ DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
 SERVER_DATA := target/ferrokv-data
 
-.PHONY: run server build test lint unit compat bench fixtures fuzz deps clean
+.PHONY: run server build test lint unit compat conformance bench fixtures fuzz deps clean
 
 build:
 	$(CARGO) build --release --bins
@@ -37,6 +37,11 @@ test: deps lint unit
 # Needs ../shared (corpus and external fixtures) beside the checkout.
 compat:
 	$(CARGO) test --profile ci -p ferrokv-tools --tests -- --ignored
+
+# Redis's own TCL suite against ferrokv-server (REDIS_SRC: the extracted 7.0.15 suite; see
+# docs/conformance.md). Not part of make test: fetching the suite is a developer step.
+conformance:
+	./scripts/conformance.sh
 
 # Regenerate the committed fixtures from a real redis-server.
 fixtures:
