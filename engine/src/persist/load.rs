@@ -11,6 +11,7 @@
 //! `aof-load-truncated` is on: the file is truncated after the last whole command (or
 //! before an unfinished MULTI block) and a warning is recorded.
 
+use std::borrow::Cow;
 use std::fs::{self, OpenOptions};
 use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TryRecvError};
@@ -23,11 +24,14 @@ use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
 use crate::config::Config;
 use crate::engine::{Engine, Session};
 use crate::format::aof::{has_rdb_preamble, AofError, CommandReader};
-use crate::format::rdb::{KeyRecord, RdbError, RdbReader, Record};
+use crate::format::blob::{fmt_i64, itoa_buf};
+use crate::format::rdb::{KeyRecord, LogicalType, RdbError, RdbReader, Record, Value as RdbValue};
+use crate::format::{Elem, FormatError};
 use crate::keyspace::{Keyspace, LRU_MAX};
 use crate::logical::Logical;
 use crate::source::Source;
-use crate::value::{Limits, Value};
+use crate::value::str::EMBSTR_MAX;
+use crate::value::{Hash, Limits, List, Set, Str, Value, Zset};
 
 /// Load what the configuration says and open the AOF for writing when it is on.
 pub fn startup(e: &mut Engine) -> Result<(), PersistError> {
@@ -94,11 +98,125 @@ fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded
     if !k.meta.is_empty() {
         return Err(unsupported("key metadata is not supported".into()));
     }
-    let logical = Logical::from_record(k)
-        .map_err(|err| PersistError::Rdb { path: path.to_path_buf(), source: RdbError::in_key(err, k) })?;
-    let value = Value::from_logical_owned(logical, limits).map_err(unsupported)?;
+    let value = match value_from_rdb(&k.value, limits) {
+        Ok(v) => v,
+        Err(Fail::Format(err)) => {
+            return Err(PersistError::Rdb { path: path.to_path_buf(), source: RdbError::in_key(err, k) })
+        }
+        Err(Fail::Unsupported(what)) => return Err(unsupported(what)),
+    };
     let lru = k.idle.map_or(0, |idle| (LRU_MAX as u64).saturating_sub(idle.min(LRU_MAX as u64)) as u32);
     Ok(Decoded { offset: k.offset, db: k.db, key, value, expire_ms: k.expire_ms, lru })
+}
+
+/// Why a value could not be built.
+enum Fail {
+    Format(FormatError),
+    Unsupported(String),
+}
+
+impl From<FormatError> for Fail {
+    fn from(e: FormatError) -> Fail {
+        Fail::Format(e)
+    }
+}
+
+/// An element's bytes without allocating for integers.
+enum ElemBytes<'a> {
+    Bytes(Cow<'a, [u8]>),
+    Int([u8; 20], usize),
+}
+
+impl<'a> ElemBytes<'a> {
+    fn new(e: Elem<'a>) -> ElemBytes<'a> {
+        match e {
+            Elem::Bytes(b) => ElemBytes::Bytes(b),
+            Elem::Int(i) => {
+                let mut buf = itoa_buf();
+                let len = fmt_i64(i, &mut buf).len();
+                // fmt_i64 writes at the end of the buffer.
+                ElemBytes::Int(buf, len)
+            }
+        }
+    }
+}
+
+impl AsRef<[u8]> for ElemBytes<'_> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            ElemBytes::Bytes(b) => b,
+            ElemBytes::Int(buf, len) => &buf[buf.len() - len..],
+        }
+    }
+}
+
+/// Build an engine value straight from the RDB's element iterators, in the encoding
+/// `limits` call for (the same result as going through `Logical`, without its copies and
+/// sorting; collections keep the file's order, as Redis does).
+fn value_from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, Fail> {
+    Ok(match v.logical() {
+        LogicalType::String => Value::Str(match v.string()?.to_elem()? {
+            Elem::Bytes(Cow::Owned(b)) if b.len() > EMBSTR_MAX => Str::Raw(b),
+            e => Str::from_loaded(ElemBytes::new(e).as_ref()),
+        }),
+        LogicalType::List => {
+            let mut l = List::default();
+            for e in v.list()? {
+                l.push_back(ElemBytes::new(e?).as_ref());
+            }
+            l.seal_ends();
+            Value::List(Box::new(l))
+        }
+        LogicalType::Set => {
+            let members = v.set()?;
+            let n = match members.declared_len() {
+                Some(n) => n as usize,
+                // Intsets and listpacks: counting walks borrowed bytes.
+                None => v.set()?.count(),
+            };
+            let mut set = Set::default();
+            for (i, m) in members.enumerate() {
+                let m = ElemBytes::new(m?);
+                if i == 0 {
+                    set = Set::create(m.as_ref(), n, limits);
+                }
+                set.insert(m.as_ref(), limits);
+            }
+            Value::Set(Box::new(set))
+        }
+        LogicalType::Zset => {
+            // The encoding depends on every member's length: gather them first.
+            let items: Vec<(ElemBytes<'_>, f64)> =
+                v.zset()?.map(|r| r.map(|(m, s)| (ElemBytes::new(m), s))).collect::<Result<_, _>>()?;
+            let small = items.len() <= limits.zset_max_listpack_entries
+                && items.iter().all(|(m, _)| m.as_ref().len() <= limits.zset_max_listpack_value);
+            // A skiplist keeps a -0 score; a listpack reads it back as 0.
+            let mut z = if small { Zset::default() } else { Zset::Skiplist(Default::default()) };
+            for (m, sc) in &items {
+                z.insert(m.as_ref(), *sc, limits);
+            }
+            Value::Zset(Box::new(z))
+        }
+        LogicalType::Hash => {
+            let fields = v.hash()?;
+            let n = match fields.declared_len() {
+                Some(n) => n as usize,
+                None => v.hash()?.count(),
+            };
+            let mut h = Hash::with_capacity(n, limits);
+            for f in fields {
+                let f = f?;
+                if f.expire_ms.is_some() {
+                    return Err(Fail::Unsupported("hash field TTLs are not supported".into()));
+                }
+                h.insert(ElemBytes::new(f.field).as_ref(), ElemBytes::new(f.value).as_ref(), limits);
+            }
+            Value::Hash(Box::new(h))
+        }
+        LogicalType::Stream | LogicalType::Module => {
+            Value::from_logical_owned(Logical::from_value(v)?, limits).map_err(Fail::Unsupported)?
+        }
+    })
 }
 
 fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<(), PersistError> {

@@ -264,7 +264,7 @@ impl List {
     }
 
     /// Trim spare capacity at both ends (after a bulk build).
-    fn seal_ends(&mut self) {
+    pub(crate) fn seal_ends(&mut self) {
         if let Some(n) = self.nodes.front_mut() {
             n.buf.shrink_to_fit();
         }

@@ -349,6 +349,16 @@ pub enum SetIter<'a> {
     Flat(Flat<'a>),
 }
 
+impl SetIter<'_> {
+    /// The member count the encoding declares up front, when it has one.
+    pub fn declared_len(&self) -> Option<u64> {
+        match self {
+            SetIter::Hashtable(seq) => Some(seq.left),
+            _ => None,
+        }
+    }
+}
+
 impl<'a> Iterator for SetIter<'a> {
     type Item = Result<Elem<'a>, FormatError>;
     fn next(&mut self) -> Option<Self::Item> {
@@ -424,6 +434,16 @@ pub enum HashIter<'a> {
     Valkey(Seq<'a>),
     Zipmap(ZipmapIter<'a>),
     Flat(Flat<'a>, bool),
+}
+
+impl HashIter<'_> {
+    /// The field count the encoding declares up front, when it has one.
+    pub fn declared_len(&self) -> Option<u64> {
+        match self {
+            HashIter::Pairs(seq, _) | HashIter::Valkey(seq) => Some(seq.left),
+            _ => None,
+        }
+    }
 }
 
 impl<'a> Iterator for HashIter<'a> {
