@@ -47,6 +47,19 @@ pub struct Client {
     pub last_interaction: Instant,
     /// The last command run, as CLIENT LIST shows it (`cmd=`).
     pub last_cmd: String,
+    /// Channels and patterns subscribed to (pub/sub).
+    pub subs: crate::pubsub::ClientSubs,
+    /// Waiting in a blocking command (BLPOP & co.).
+    pub blocked: Option<crate::blocking::Blocked>,
+    /// Since when the output buffer has been over the soft limit.
+    pub obuf_soft_since: Option<Instant>,
+    /// Over an output buffer limit: closed without writing what is left.
+    pub close_asap: bool,
+    /// The running command wrote its own reply into `out` (pub/sub notices) or has
+    /// none yet (a blocked client).
+    pub raw_reply: bool,
+    /// Blocking commands answer at once instead of waiting (scripts).
+    pub deny_blocking: bool,
 }
 
 /// What a read from the socket gave.
@@ -83,6 +96,12 @@ impl Client {
             created: now,
             last_interaction: now,
             last_cmd: "NULL".into(),
+            subs: Default::default(),
+            blocked: None,
+            obuf_soft_since: None,
+            close_asap: false,
+            raw_reply: false,
+            deny_blocking: false,
         }
     }
 
@@ -165,11 +184,20 @@ impl Client {
     /// Flag letters as CLIENT LIST prints them.
     pub fn flags(&self) -> String {
         let mut f = String::new();
+        if self.subs.active() {
+            f.push('P');
+        }
         if self.multi.is_some() {
             f.push('x');
         }
+        if self.blocked.is_some() {
+            f.push('b');
+        }
         if self.close_after_reply {
             f.push('c');
+        }
+        if self.close_asap {
+            f.push('A');
         }
         if f.is_empty() {
             f.push('N');
@@ -185,7 +213,7 @@ impl Client {
         let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         let qbuf = self.query.len() - self.qpos;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
              cmd={} user=default redir=-1 resp={}",
             self.id,
@@ -197,6 +225,8 @@ impl Client {
             now.duration_since(self.last_interaction).as_secs(),
             self.flags(),
             self.session.db,
+            self.subs.channels.len(),
+            self.subs.patterns.len(),
             multi,
             qbuf,
             self.query.capacity() - self.query.len(),

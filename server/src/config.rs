@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub enable_protected_configs: Protected,
     pub enable_debug_command: Protected,
     pub loglevel: String,
+    /// `notify-keyspace-events` as flag bits (crate::notify).
+    pub notify_keyspace_events: u32,
+    pub obuf_limits: crate::obuf::Limits,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +52,8 @@ impl Default for ServerConfig {
             enable_protected_configs: Protected::No,
             enable_debug_command: Protected::Yes,
             loglevel: "notice".into(),
+            notify_keyspace_events: 0,
+            obuf_limits: Default::default(),
         }
     }
 }
@@ -132,6 +137,8 @@ const PARAMS: &[Param] = &[
     fixed("enable-debug-command", Kind::Enum(YES_NO_LOCAL)),
     fixed("daemonize", Kind::Bool),
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
+    p("notify-keyspace-events", Kind::Special),
+    p("client-output-buffer-limit", Kind::Special),
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -220,6 +227,8 @@ impl ServerConfig {
             "enable-debug-command" => protected_name(self.enable_debug_command),
             "daemonize" => "no".into(),
             "loglevel" => self.loglevel.clone(),
+            "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
+            "client-output-buffer-limit" => self.obuf_limits.to_config(),
             _ => return None,
         })
     }
@@ -375,6 +384,14 @@ impl ServerConfig {
                 }
                 self.engine.save = points;
             }
+            "notify-keyspace-events" => {
+                let [v] = args else {
+                    return Err("wrong number of arguments".into());
+                };
+                self.notify_keyspace_events =
+                    crate::notify::parse_flags(v).ok_or_else(|| crate::notify::INVALID.to_string())?;
+            }
+            "client-output-buffer-limit" => self.obuf_limits.set(args)?,
             "bind" => {
                 let addrs: Vec<String> = args.iter().flat_map(|a| a.split_whitespace()).map(str::to_string).collect();
                 if addrs.is_empty() {

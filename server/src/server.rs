@@ -2,7 +2,7 @@
 //! loop (Redis's model). Background saves and AOF rewrites run on their own threads
 //! from a copy of the keyspace; the loop collects them on its timer.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,6 +89,10 @@ pub struct Server {
     signal: Arc<AtomicBool>,
     last_cron: Instant,
     pub run_id: String,
+    pub pubsub: crate::pubsub::PubSub,
+    pub blocking: crate::blocking::Blocking,
+    /// Clients given new output or unblocked by someone else's command: they get a turn.
+    pub woken: HashSet<u64>,
 }
 
 fn listener_token(i: usize) -> Token {
@@ -147,6 +151,9 @@ impl Server {
             signal,
             last_cron: Instant::now(),
             run_id,
+            pubsub: Default::default(),
+            blocking: Default::default(),
+            woken: HashSet::new(),
         })
     }
 
@@ -158,10 +165,16 @@ impl Server {
     /// Run until SHUTDOWN or a signal; Ok when the final save (if any) succeeded.
     pub fn run(&mut self) -> Result<(), String> {
         let mut events = Events::with_capacity(1024);
+        self.sync_event_tracking();
         loop {
+            self.expire_blocked();
+            self.queue_woken();
             let tick = Duration::from_millis(1000 / u64::from(self.cfg.engine.hz.max(1)));
-            let timeout =
+            let mut timeout =
                 if self.pending.is_empty() { tick.saturating_sub(self.last_cron.elapsed()) } else { Duration::ZERO };
+            if let Some(t) = self.blocking.next_deadline() {
+                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     return Err(e.to_string());
@@ -256,6 +269,9 @@ impl Server {
 
     fn serve_client(&mut self, c: &mut Client) -> bool {
         for _ in 0..ROUNDS_PER_TURN {
+            if c.close_asap {
+                return false;
+            }
             let stopped_early = self.process_input(c);
             let mut written = 0;
             let ok = c.flush(&mut written).is_ok();
@@ -288,7 +304,7 @@ impl Server {
     /// waits. True when it stopped with input left to parse (write backpressure).
     fn process_input(&mut self, c: &mut Client) -> bool {
         loop {
-            if c.close_after_reply {
+            if c.close_after_reply || c.close_asap || c.blocked.is_some() {
                 return false;
             }
             if c.pending_out() >= OUT_SOFT_LIMIT {
@@ -316,13 +332,24 @@ impl Server {
                             c.out.truncate(before);
                             return false;
                         }
+                        self.after_command(c);
                     }
                 }
             }
         }
     }
 
+    /// Clients others woke (messages, unblocked) get a turn in this loop round.
+    fn queue_woken(&mut self) {
+        for id in self.woken.drain() {
+            if !self.pending.contains(&id) {
+                self.pending.push_back(id);
+            }
+        }
+    }
+
     fn drop_client(&mut self, mut c: Client) {
+        self.forget_client(&mut c);
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);
     }
@@ -365,6 +392,10 @@ impl Server {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
             return;
         }
+        if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
         if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
             self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
             return;
@@ -378,7 +409,9 @@ impl Server {
         }
         let reply = self.call(c, found, &argv);
         self.count_reply(&reply);
-        c.reply(&reply);
+        if !std::mem::take(&mut c.raw_reply) {
+            c.reply(&reply);
+        }
     }
 
     /// Run a command (directly or from EXEC) and account for it.
@@ -394,6 +427,7 @@ impl Server {
                     self.engine.execute(&mut c.session, argv)
                 };
                 self.touch_modified(c);
+                self.deliver_events(Some(c));
                 r
             }
         };
@@ -432,6 +466,7 @@ impl Server {
             return;
         }
         let modified = std::mem::take(&mut self.engine.fx.modified);
+        self.blocking.note_modified(&modified);
         for (db, key) in modified {
             if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
                 for id in ids {
@@ -479,7 +514,7 @@ impl Server {
             }
         }
         c.watch_dirty = false;
-        self.engine.fx.track_modified = !self.watched.is_empty();
+        self.engine.fx.track_modified = !self.watched.is_empty() || self.blocking.is_active();
     }
 
     /// Whether `key` is logically expired now (still stored, TTL passed).
@@ -493,6 +528,7 @@ impl Server {
     fn cron(&mut self) {
         if self.active_expire {
             self.engine.active_expire_cycle();
+            self.deliver_events(None);
             // Keys the cycle deleted touch the clients watching them.
             if !self.engine.fx.modified.is_empty() {
                 let modified = std::mem::take(&mut self.engine.fx.modified);
@@ -522,8 +558,12 @@ impl Server {
             return;
         }
         let limit = Duration::from_secs(self.cfg.timeout);
-        let idle: Vec<u64> =
-            self.clients.values().filter(|c| c.last_interaction.elapsed() > limit).map(|c| c.id).collect();
+        let idle: Vec<u64> = self
+            .clients
+            .values()
+            .filter(|c| !c.subs.active() && c.blocked.is_none() && c.last_interaction.elapsed() > limit)
+            .map(|c| c.id)
+            .collect();
         for id in idle {
             self.kill_client(id);
         }

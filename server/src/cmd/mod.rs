@@ -9,11 +9,13 @@ use crate::client::Client;
 use crate::server::Server;
 
 pub mod admin;
+pub mod blocking;
 pub mod command;
 pub mod config;
 pub mod connection;
 pub mod info;
 pub mod multi;
+pub mod pubsub;
 
 pub type Run = fn(&mut Server, &mut Client, &[Vec<u8>]) -> Reply;
 
@@ -57,6 +59,44 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, admin::wait),
+    cmd("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::subscribe),
+    cmd("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::psubscribe),
+    cmd("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::unsubscribe),
+    cmd("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::punsubscribe),
+    cmd("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, pubsub::publish),
+    cmd("pubsub", -2, PUBSUB | LOADING | STALE, pubsub::pubsub),
+    Cmd { name: "blpop", arity: -3, flags: WRITE | NOSCRIPT | BLOCKING, keys: (1, -2, 1), run: blocking::blpop },
+    Cmd { name: "brpop", arity: -3, flags: WRITE | NOSCRIPT | BLOCKING, keys: (1, -2, 1), run: blocking::brpop },
+    Cmd {
+        name: "brpoplpush",
+        arity: 4,
+        flags: WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        keys: (1, 2, 1),
+        run: blocking::brpoplpush,
+    },
+    Cmd {
+        name: "blmove",
+        arity: 6,
+        flags: WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        keys: (1, 2, 1),
+        run: blocking::blmove,
+    },
+    cmd("blmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, blocking::blmpop),
+    Cmd {
+        name: "bzpopmin",
+        arity: -3,
+        flags: WRITE | NOSCRIPT | FAST | BLOCKING,
+        keys: (1, -2, 1),
+        run: blocking::bzpopmin,
+    },
+    Cmd {
+        name: "bzpopmax",
+        arity: -3,
+        flags: WRITE | NOSCRIPT | FAST | BLOCKING,
+        keys: (1, -2, 1),
+        run: blocking::bzpopmax,
+    },
+    cmd("bzmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, blocking::bzmpop),
 ];
 
 /// A command found by name: the server's or the engine's.
