@@ -174,6 +174,16 @@ impl Server {
         }
     }
 
+    /// LMPOP / ZMPOP: the first key with data, or a null array.
+    pub fn serve_now(&mut self, c: &mut Client, op: Op, keys: Vec<Vec<u8>>, argv: &[Vec<u8>]) -> Reply {
+        for key in &keys {
+            if let Served::Reply(r) = self.run_nonblocking(c, &op, key, Some(argv)) {
+                return r;
+            }
+        }
+        Reply::NilArray
+    }
+
     /// The first attempt of a blocking command: serve from the first key that has data
     /// (or answer its error); otherwise block `c` (or, inside MULTI, answer the timeout).
     pub fn block_or_serve(

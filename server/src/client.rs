@@ -60,6 +60,10 @@ pub struct Client {
     pub raw_reply: bool,
     /// Blocking commands answer at once instead of waiting (scripts).
     pub deny_blocking: bool,
+    /// CLIENT REPLY OFF / SKIP: replies are dropped (pub/sub messages still go out).
+    pub reply_off: bool,
+    pub reply_skip: bool,
+    pub reply_skip_next: bool,
 }
 
 /// What a read from the socket gave.
@@ -102,10 +106,16 @@ impl Client {
             close_asap: false,
             raw_reply: false,
             deny_blocking: false,
+            reply_off: false,
+            reply_skip: false,
+            reply_skip_next: false,
         }
     }
 
     pub fn reply(&mut self, r: &Reply) {
+        if self.reply_off || self.reply_skip {
+            return;
+        }
         r.write_resp(&mut self.out, self.resp3);
     }
 

@@ -33,6 +33,8 @@ pub struct ServerConfig {
     /// `notify-keyspace-events` as flag bits (crate::notify).
     pub notify_keyspace_events: u32,
     pub obuf_limits: crate::obuf::Limits,
+    /// Accepted and reported; lists are not compressed.
+    pub list_compress_depth: i64,
 }
 
 impl Default for ServerConfig {
@@ -54,6 +56,7 @@ impl Default for ServerConfig {
             loglevel: "notice".into(),
             notify_keyspace_events: 0,
             obuf_limits: Default::default(),
+            list_compress_depth: 0,
         }
     }
 }
@@ -139,6 +142,7 @@ const PARAMS: &[Param] = &[
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
     p("notify-keyspace-events", Kind::Special),
     p("client-output-buffer-limit", Kind::Special),
+    p("list-compress-depth", Kind::Int { min: 0, max: INT_MAX }),
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -229,6 +233,7 @@ impl ServerConfig {
             "loglevel" => self.loglevel.clone(),
             "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
             "client-output-buffer-limit" => self.obuf_limits.to_config(),
+            "list-compress-depth" => self.list_compress_depth.to_string(),
             _ => return None,
         })
     }
@@ -324,6 +329,7 @@ impl ServerConfig {
             "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,
             "zset-max-listpack-value" => e.limits.zset_max_listpack_value = u,
             "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
+            "list-compress-depth" => self.list_compress_depth = n,
             _ => {}
         }
         Ok(())

@@ -326,7 +326,9 @@ impl Server {
                 Parsed::Command(argv) => {
                     if !argv.is_empty() {
                         let before = c.out.len();
+                        c.reply_skip = std::mem::take(&mut c.reply_skip_next);
                         self.dispatch(c, argv);
+                        c.reply_skip = false;
                         if self.exit {
                             // SHUTDOWN closes the connection without a reply.
                             c.out.truncate(before);

@@ -35,12 +35,11 @@ fn parse_end(b: &[u8]) -> Result<bool, Reply> {
     }
 }
 
-/// A long in 1..=LONG_MAX, or Redis's errors for it.
+/// A long in 1..=LONG_MAX; otherwise (not a number either) the command's error.
 fn positive(b: &[u8], msg: &'static str) -> Result<i64, Reply> {
     match parse_i64(b) {
-        None => Err(Reply::not_integer()),
-        Some(n) if n < 1 => Err(Reply::err(msg)),
-        Some(n) => Ok(n),
+        Some(n) if n >= 1 => Ok(n),
+        _ => Err(Reply::err(msg)),
     }
 }
 
@@ -92,13 +91,15 @@ pub fn blmove(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     s.block_or_serve(c, op, vec![a[1].clone()], deadline, a)
 }
 
-/// BLMPOP / BZMPOP: timeout numkeys key... (LEFT|RIGHT or MIN|MAX) [COUNT count].
-fn mpop(s: &mut Server, c: &mut Client, a: &[Vec<u8>], zset: bool) -> Reply {
-    let numkeys = match positive(&a[2], "ERR numkeys should be greater than 0") {
+/// BLMPOP / BZMPOP: timeout numkeys key... (LEFT|RIGHT or MIN|MAX) [COUNT count], and
+/// LMPOP / ZMPOP (no timeout: `blocking` false).
+fn mpop(s: &mut Server, c: &mut Client, a: &[Vec<u8>], zset: bool, blocking: bool) -> Reply {
+    let numkeys_at = if blocking { 2 } else { 1 };
+    let numkeys = match positive(&a[numkeys_at], "ERR numkeys should be greater than 0") {
         Ok(n) => n as usize,
         Err(e) => return e,
     };
-    let where_at = match 3usize.checked_add(numkeys) {
+    let where_at = match (numkeys_at + 1).checked_add(numkeys) {
         Some(i) if i < a.len() => i,
         _ => return Reply::syntax(),
     };
@@ -130,21 +131,32 @@ fn mpop(s: &mut Server, c: &mut Client, a: &[Vec<u8>], zset: bool) -> Reply {
         }
     }
     let count = Some(count.unwrap_or(1));
+    let op = if zset { Op::ZPop { max: !first, count } } else { Op::Pop { left: first, count } };
+    let keys = a[numkeys_at + 1..where_at].to_vec();
+    if !blocking {
+        return s.serve_now(c, op, keys, a);
+    }
     let deadline = match parse_timeout(&a[1]) {
         Ok(d) => d,
         Err(e) => return e,
     };
-    let op = if zset { Op::ZPop { max: !first, count } } else { Op::Pop { left: first, count } };
-    let keys = a[3..where_at].to_vec();
     s.block_or_serve(c, op, keys, deadline, a)
 }
 
 pub fn blmpop(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    mpop(s, c, a, false)
+    mpop(s, c, a, false, true)
 }
 
 pub fn bzmpop(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    mpop(s, c, a, true)
+    mpop(s, c, a, true, true)
+}
+
+pub fn lmpop(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    mpop(s, c, a, false, false)
+}
+
+pub fn zmpop(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    mpop(s, c, a, true, false)
 }
 
 /// CLIENT UNBLOCK id [TIMEOUT|ERROR].

@@ -153,6 +153,7 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"setname" => a.len() == 3,
         b"list" | b"kill" => a.len() >= 2,
         b"unblock" => a.len() == 3 || a.len() == 4,
+        b"reply" => a.len() == 3,
         _ => return unknown_subcommand(&a[1], "client"),
     };
     if !arity_ok {
@@ -172,6 +173,7 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"list" => client_list(s, c, a),
         b"kill" => client_kill(s, c, a),
         b"unblock" => super::blocking::client_unblock(s, c, a),
+        b"reply" => client_reply(c, &a[2]),
         _ => Reply::bulks(CLIENT_HELP),
     }
 }
@@ -320,4 +322,25 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         killed += 1;
     }
     Reply::Int(killed)
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing; SKIP drops the next reply.
+fn client_reply(c: &mut Client, mode: &[u8]) -> Reply {
+    if eq_ic(mode, "on") {
+        c.reply_off = false;
+        c.reply_skip_next = false;
+        Reply::ok()
+    } else if eq_ic(mode, "off") {
+        c.reply_off = true;
+        c.raw_reply = true;
+        Reply::Nil
+    } else if eq_ic(mode, "skip") {
+        if !c.reply_off {
+            c.reply_skip_next = true;
+        }
+        c.raw_reply = true;
+        Reply::Nil
+    } else {
+        Reply::syntax()
+    }
 }

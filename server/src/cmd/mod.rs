@@ -97,6 +97,8 @@ pub const COMMANDS: &[Cmd] = &[
         run: blocking::bzpopmax,
     },
     cmd("bzmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, blocking::bzmpop),
+    cmd("lmpop", -4, WRITE | MOVABLE_KEYS, blocking::lmpop),
+    cmd("zmpop", -4, WRITE | MOVABLE_KEYS, blocking::zmpop),
 ];
 
 /// A command found by name: the server's or the engine's.
