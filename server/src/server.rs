@@ -273,6 +273,10 @@ impl Server {
                 return false;
             }
             let stopped_early = self.process_input(c);
+            if c.close_asap {
+                // Over an output buffer limit: closed without writing the rest.
+                return false;
+            }
             let mut written = 0;
             let ok = c.flush(&mut written).is_ok();
             self.stats.net_output_bytes += written as u64;

@@ -139,6 +139,8 @@ pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     c.reset_multi();
     s.unwatch_all(c);
     s.pubsub_forget(c);
+    c.reply_off = false;
+    c.reply_skip_next = false;
     c.session = Session::default();
     c.resp3 = false;
     c.name = None;
@@ -271,6 +273,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let mut laddr = None;
     let mut skipme = true;
     let mut only_none = false;
+    let mut pubsub_type: Option<bool> = None;
     for pair in a[2..].chunks(2) {
         let (opt, v) = (&pair[0], &pair[1]);
         if eq_ic(opt, "id") {
@@ -284,8 +287,9 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             laddr = Some(text(v));
         } else if eq_ic(opt, "type") {
             match v.to_ascii_lowercase().as_slice() {
-                b"normal" => {}
-                b"master" | b"replica" | b"slave" | b"pubsub" => only_none = true,
+                b"normal" => pubsub_type = Some(false),
+                b"pubsub" => pubsub_type = Some(true),
+                b"master" | b"replica" | b"slave" => only_none = true,
                 _ => return Reply::error(format!("ERR Unknown client type '{}'", text(v))),
             }
         } else if eq_ic(opt, "user") {
@@ -306,6 +310,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
     let matches = |x: &Client| {
         !only_none
+            && pubsub_type.is_none_or(|p| p == x.subs.active())
             && id.is_none_or(|i| x.id == i)
             && addr.as_ref().is_none_or(|a| &addr_of(x) == a)
             && laddr.as_ref().is_none_or(|a| &laddr_of(x) == a)
