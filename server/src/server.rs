@@ -347,11 +347,8 @@ impl Server {
 
     /// Clients others woke (messages, unblocked) get a turn in this loop round.
     fn queue_woken(&mut self) {
-        for id in self.woken.drain() {
-            if !self.pending.contains(&id) {
-                self.pending.push_back(id);
-            }
-        }
+        // At most one entry per client here; a duplicate turn in `pending` is harmless.
+        self.pending.extend(self.woken.drain());
     }
 
     fn drop_client(&mut self, mut c: Client) {
