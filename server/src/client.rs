@@ -223,7 +223,7 @@ impl Client {
         let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         let qbuf = self.query.len() - self.qpos;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub=0 multi={} \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
              cmd={} user=default redir=-1 resp={}",
             self.id,
@@ -237,6 +237,7 @@ impl Client {
             self.session.db,
             self.subs.channels.len(),
             self.subs.patterns.len(),
+            self.subs.shard.len(),
             multi,
             qbuf,
             self.query.capacity() - self.query.len(),

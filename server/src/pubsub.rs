@@ -13,6 +13,8 @@ pub struct PubSub {
     pub channels: HashMap<Vec<u8>, Vec<u64>>,
     /// Patterns in the order they were first subscribed (publishing scans them all).
     pub patterns: Vec<(Vec<u8>, Vec<u64>)>,
+    /// Sharded channels (SSUBSCRIBE / SPUBLISH): their own namespace, no patterns.
+    pub shard_channels: HashMap<Vec<u8>, Vec<u64>>,
 }
 
 /// A client's side: what it is subscribed to, in subscription order.
@@ -21,6 +23,7 @@ pub struct ClientSubs {
     pub channels: Vec<Vec<u8>>,
     channel_set: HashSet<Vec<u8>>,
     pub patterns: Vec<Vec<u8>>,
+    pub shard: Vec<Vec<u8>>,
 }
 
 impl ClientSubs {
@@ -31,7 +34,7 @@ impl ClientSubs {
 
     /// In subscribed mode (RESP2 then allows only a few commands).
     pub fn active(&self) -> bool {
-        self.count() > 0
+        self.count() > 0 || !self.shard.is_empty()
     }
 }
 
@@ -68,6 +71,13 @@ pub fn write_push(out: &mut Vec<u8>, resp3: bool, parts: &[Part<'_>]) {
 
 fn notice(c: &mut Client, kind: &[u8], name: Option<&[u8]>) {
     let count = c.subs.count() as i64;
+    let name = name.map_or(Part::Null, Part::Bulk);
+    write_push(&mut c.out, c.resp3, &[Part::Bulk(kind), name, Part::Int(count)]);
+}
+
+/// Shard notices count the shard channels only.
+fn shard_notice(c: &mut Client, kind: &[u8], name: Option<&[u8]>) {
+    let count = c.subs.shard.len() as i64;
     let name = name.map_or(Part::Null, Part::Bulk);
     write_push(&mut c.out, c.resp3, &[Part::Bulk(kind), name, Part::Int(count)]);
 }
@@ -199,6 +209,65 @@ impl Server {
         if c.subs.active() {
             self.unsubscribe_all_channels(c, false);
             self.unsubscribe_all_patterns(c, false);
+            self.unsubscribe_all_shard(c, false);
         }
+    }
+
+    pub fn subscribe_shard(&mut self, c: &mut Client, channel: &[u8]) {
+        if !c.subs.shard.iter().any(|x| x.as_slice() == channel) {
+            c.subs.shard.push(channel.to_vec());
+            self.pubsub.shard_channels.entry(channel.to_vec()).or_default().push(c.id);
+        }
+        shard_notice(c, b"ssubscribe", Some(channel));
+    }
+
+    pub fn unsubscribe_shard(&mut self, c: &mut Client, channel: &[u8], notify: bool) {
+        let before = c.subs.shard.len();
+        c.subs.shard.retain(|x| x.as_slice() != channel);
+        if c.subs.shard.len() != before {
+            if let Some(ids) = self.pubsub.shard_channels.get_mut(channel) {
+                ids.retain(|&i| i != c.id);
+                if ids.is_empty() {
+                    self.pubsub.shard_channels.remove(channel);
+                }
+            }
+        }
+        if notify {
+            shard_notice(c, b"sunsubscribe", Some(channel));
+        }
+    }
+
+    pub fn unsubscribe_all_shard(&mut self, c: &mut Client, notify: bool) {
+        let all = c.subs.shard.clone();
+        for ch in &all {
+            self.unsubscribe_shard(c, ch, notify);
+        }
+        if notify && all.is_empty() {
+            shard_notice(c, b"sunsubscribe", None);
+        }
+    }
+
+    /// SPUBLISH: the shard channel's subscribers only.
+    pub fn publish_shard(&mut self, mut current: Option<&mut Client>, channel: &[u8], msg: &[u8]) -> usize {
+        let Server { pubsub, clients, woken, cfg, .. } = self;
+        let Some(ids) = pubsub.shard_channels.get(channel) else { return 0 };
+        for &id in ids {
+            let target = match current.as_deref_mut().filter(|c| c.id == id) {
+                Some(c) => c,
+                None => match clients.get_mut(&id) {
+                    Some(c) => {
+                        woken.insert(id);
+                        c
+                    }
+                    None => continue,
+                },
+            };
+            if !target.close_asap {
+                let parts = [Part::Bulk(b"smessage"), Part::Bulk(channel), Part::Bulk(msg)];
+                write_push(&mut target.out, target.resp3, &parts);
+                crate::obuf::enforce(&cfg.obuf_limits, target);
+            }
+        }
+        ids.len()
     }
 }

@@ -91,6 +91,28 @@ fn pubsub_sessions() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "sharded channels",
+            vec![
+                send(0, &[&["SSUBSCRIBE", "s1"], &["SUBSCRIBE", "c"], &["SSUBSCRIBE", "s1"], &["PING"], &["GET", "x"]]),
+                Recv(0, 5),
+                send(
+                    1,
+                    &[
+                        &["SPUBLISH", "s1", "m"],
+                        &["PUBLISH", "s1", "no"],
+                        &["SPUBLISH", "c", "no"],
+                        &["PUBSUB", "SHARDCHANNELS"],
+                        &["PUBSUB", "SHARDNUMSUB", "s1", "zz"],
+                        &["SPUBLISH", "s1"],
+                    ],
+                ),
+                Recv(1, 6),
+                Recv(0, 1),
+                send(0, &[&["SUNSUBSCRIBE", "s1"], &["SUNSUBSCRIBE"], &["UNSUBSCRIBE"], &["PING"]]),
+                Recv(0, 4),
+            ],
+        ),
+        (
             "pubsub errors and help",
             vec![
                 send(

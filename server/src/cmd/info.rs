@@ -160,7 +160,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("keyspace_misses", es.keyspace_misses.to_string());
             kv("pubsub_channels", s.pubsub.channels.len().to_string());
             kv("pubsub_patterns", s.pubsub.patterns.len().to_string());
-            kv("pubsubshard_channels", "0".into());
+            kv("pubsubshard_channels", s.pubsub.shard_channels.len().to_string());
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());

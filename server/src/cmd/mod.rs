@@ -65,6 +65,27 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::punsubscribe),
     cmd("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, pubsub::publish),
     cmd("pubsub", -2, PUBSUB | LOADING | STALE, pubsub::pubsub),
+    Cmd {
+        name: "ssubscribe",
+        arity: -2,
+        flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+        keys: (1, -1, 1),
+        run: pubsub::ssubscribe,
+    },
+    Cmd {
+        name: "sunsubscribe",
+        arity: -1,
+        flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+        keys: (1, -1, 1),
+        run: pubsub::sunsubscribe,
+    },
+    Cmd {
+        name: "spublish",
+        arity: 3,
+        flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
+        keys: (1, 1, 1),
+        run: pubsub::spublish,
+    },
     Cmd { name: "blpop", arity: -3, flags: WRITE | NOSCRIPT | BLOCKING, keys: (1, -2, 1), run: blocking::blpop },
     Cmd { name: "brpop", arity: -3, flags: WRITE | NOSCRIPT | BLOCKING, keys: (1, -2, 1), run: blocking::brpop },
     Cmd {

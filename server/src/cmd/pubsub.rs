@@ -48,6 +48,30 @@ pub fn punsubscribe(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     Reply::Nil
 }
 
+pub fn ssubscribe(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    for ch in &a[1..] {
+        s.subscribe_shard(c, ch);
+    }
+    c.raw_reply = true;
+    Reply::Nil
+}
+
+pub fn sunsubscribe(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if a.len() == 1 {
+        s.unsubscribe_all_shard(c, true);
+    } else {
+        for ch in &a[1..] {
+            s.unsubscribe_shard(c, ch, true);
+        }
+    }
+    c.raw_reply = true;
+    Reply::Nil
+}
+
+pub fn spublish(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    Reply::Int(s.publish_shard(Some(c), &a[1], &a[2]) as i64)
+}
+
 pub fn publish(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     Reply::Int(s.publish(Some(c), &a[1], &a[2]) as i64)
 }
@@ -73,10 +97,11 @@ pub fn pubsub(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     match sub.as_slice() {
         b"help" if a.len() == 2 => Reply::Array(HELP.iter().map(|l| Reply::simple(l)).collect()),
-        b"channels" if a.len() <= 3 => {
+        b"channels" | b"shardchannels" if a.len() <= 3 => {
             let pat = a.get(2);
+            let map = if sub.as_slice() == b"channels" { &s.pubsub.channels } else { &s.pubsub.shard_channels };
             let mut names: Vec<&Vec<u8>> =
-                s.pubsub.channels.keys().filter(|ch| pat.is_none_or(|p| ferrokv::glob::matches(p, ch))).collect();
+                map.keys().filter(|ch| pat.is_none_or(|p| ferrokv::glob::matches(p, ch))).collect();
             names.sort();
             Reply::Array(names.into_iter().map(|n| Reply::Bulk(n.clone())).collect())
         }
@@ -89,12 +114,11 @@ pub fn pubsub(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
             Reply::Array(out)
         }
         b"numpat" if a.len() == 2 => Reply::Int(s.pubsub.patterns.len() as i64),
-        b"shardchannels" if a.len() <= 3 => Reply::Array(Vec::new()),
         b"shardnumsub" => {
             let mut out = Vec::with_capacity((a.len() - 2) * 2);
             for ch in &a[2..] {
                 out.push(Reply::Bulk(ch.clone()));
-                out.push(Reply::Int(0));
+                out.push(Reply::Int(s.pubsub.shard_channels.get(ch).map_or(0, Vec::len) as i64));
             }
             Reply::Array(out)
         }
