@@ -227,6 +227,35 @@ fn notification_sessions() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "key misses",
+            vec![
+                send(1, &[&["CONFIG", "SET", "notify-keyspace-events", "KEm"]]),
+                Recv(1, 1),
+                send(0, &[&["PSUBSCRIBE", "*"]]),
+                Recv(0, 1),
+                send(
+                    1,
+                    &[
+                        &["SET", "k", "v"],
+                        &["GET", "nokey"],
+                        &["GET", "k"],
+                        &["EXISTS", "e1"],
+                        &["TYPE", "t1"],
+                        &["TTL", "ttl1"],
+                        &["LRANGE", "l1", "0", "-1"],
+                        &["MGET", "m1", "k"],
+                        &["LPOP", "writes-do-not-count"],
+                        &["OBJECT", "ENCODING", "nor-object"],
+                        &["PUBLISH", "end", "marker"],
+                    ],
+                ),
+                Recv(1, 11),
+                RecvUntil(0, "marker"),
+                send(1, &[&["CONFIG", "SET", "notify-keyspace-events", ""]]),
+                Recv(1, 1),
+            ],
+        ),
+        (
             "expired lazily",
             vec![
                 send(1, &[&["DEBUG", "SET-ACTIVE-EXPIRE", "0"], &["CONFIG", "SET", "notify-keyspace-events", "Ex"]]),
