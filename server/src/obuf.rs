@@ -84,11 +84,12 @@ pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
         c.obuf_soft_since = None;
     }
     if hard || soft {
-        c.close_asap = true;
+        // Redis describes the client as it was before the flag.
         log(&format!(
             "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
             c.info_line(Instant::now())
         ));
+        c.close_asap = true;
     }
     c.close_asap
 }

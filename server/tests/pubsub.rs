@@ -349,3 +349,22 @@ fn a_subscriber_over_the_pubsub_hard_limit_is_closed() {
     let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
     assert!(log.contains("scheduled to be closed ASAP for overcoming of output buffer limits."), "{log}");
 }
+
+#[test]
+fn a_subscriber_over_the_soft_limit_for_too_long_is_closed() {
+    let dir = TempDir::new("pubsub-soft");
+    let ours = Ours::start(dir.path(), &["--client-output-buffer-limit", "pubsub 0 64kb 1"]);
+    let mut sub = ferrokv_testkit::Client::connect(ours.port);
+    sub.call_str(&["SUBSCRIBE", "slow"]);
+    let mut publisher = ferrokv_testkit::Client::connect(ours.port);
+    let argv = vec![b"PUBLISH".to_vec(), b"slow".to_vec(), vec![b'y'; 32 * 1024]];
+    let start = std::time::Instant::now();
+    // Keep publishing: once the socket buffers are full the subscriber stays over the
+    // soft limit, and is closed when that lasted more than a second.
+    while publisher.call(&argv) != b":0\r\n" {
+        assert!(start.elapsed() < Duration::from_secs(60), "the subscriber was not disconnected");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap();
+    assert!(log.contains("for overcoming of output buffer limits."), "{log}");
+}
