@@ -395,7 +395,7 @@ impl Server {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
             return;
         }
-        if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found) {
+        if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, &argv) {
             self.reject(c, e, Some(found.name()));
             return;
         }

@@ -47,8 +47,8 @@ fn pubsub_sessions() -> Vec<(&'static str, Vec<Step>)> {
             "subscribed mode refuses commands",
             vec![
                 send(0, &[&["SUBSCRIBE", "c"], &["PING"], &["PING", "hi"], &["SET", "k", "v"], &["CLIENT", "LIST"]]),
-                send(0, &[&["MULTI"], &["QUIT"]]),
-                Recv(0, 7),
+                send(0, &[&["OBJECT", "ENCODING", "k"], &["PUBSUB", "NUMPAT"], &["MULTI"], &["QUIT"]]),
+                Recv(0, 9),
             ],
         ),
         (

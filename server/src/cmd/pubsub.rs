@@ -132,17 +132,31 @@ pub fn pubsub(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// Redis 7.0's container commands: errors name them with their subcommand (`object|encoding`).
+const CONTAINERS: &[&str] = &[
+    "acl", "client", "cluster", "command", "config", "debug", "function", "latency", "memory", "module", "object",
+    "pubsub", "script", "slowlog", "xgroup", "xinfo",
+];
+
 /// RESP2 clients in subscribed mode may only run a few commands (Redis's error).
-pub fn refused_in_subscribed_mode(c: &Client, found: super::Found) -> Option<Reply> {
+pub fn refused_in_subscribed_mode(c: &Client, found: super::Found, argv: &[Vec<u8>]) -> Option<Reply> {
     if c.resp3 || !c.subs.active() {
         return None;
     }
-    match found.name() {
+    let name = found.name();
+    match name {
         "ping" | "subscribe" | "psubscribe" | "unsubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
         | "quit" | "reset" => None,
-        _ => Some(Reply::error(format!(
-            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-            c.last_cmd
-        ))),
+        _ => {
+            let full = match argv.get(1) {
+                Some(sub) if CONTAINERS.contains(&name) => {
+                    format!("{name}|{}", String::from_utf8_lossy(sub).to_ascii_lowercase())
+                }
+                _ => name.to_string(),
+            };
+            Some(Reply::error(format!(
+                "ERR Can't execute '{full}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context"
+            )))
+        }
     }
 }
