@@ -94,6 +94,11 @@ impl Blocking {
     pub fn is_active(&self) -> bool {
         self.count > 0
     }
+
+    /// Blocked clients with a timeout (INFO clients_in_timeout_table).
+    pub fn with_timeout(&self) -> usize {
+        self.deadlines.len()
+    }
 }
 
 /// A result of running the non-blocking form on one key.

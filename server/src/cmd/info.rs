@@ -105,7 +105,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("client_recent_max_output_buffer", "0".into());
             kv("blocked_clients", s.blocking.count.to_string());
             kv("tracking_clients", "0".into());
-            kv("clients_in_timeout_table", "0".into());
+            kv("clients_in_timeout_table", s.blocking.with_timeout().to_string());
         }
         "memory" => {
             let rss = rss_bytes();
