@@ -10,6 +10,7 @@
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
+use ferrokv::command::Ctx;
 use ferrokv::value::Value;
 use ferrokv::Reply;
 
@@ -258,7 +259,10 @@ impl Server {
         let mut skipped: Vec<u64> = Vec::new();
         loop {
             let zset = match self.engine.ks.dbs.get(db).and_then(|d| d.get(key)) {
-                Some(s) if s.expire_ms().is_some_and(|t| self.engine.clock.now_ms() > t) => return,
+                Some(s) if s.expire_ms().is_some_and(|t| self.engine.clock.now_ms() > t) => {
+                    self.expire_now(db, key);
+                    return;
+                }
                 Some(s) => match &s.value {
                     Value::List(l) if !l.is_empty() => false,
                     Value::Zset(z) if !z.is_empty() => true,
@@ -291,6 +295,27 @@ impl Server {
             }
             self.clients.insert(id, c);
         }
+    }
+
+    /// A ready key found expired is deleted as a read lookup would (its DEL propagated,
+    /// `expired` fired), as Redis does when it serves blocked clients.
+    fn expire_now(&mut self, db: usize, key: &[u8]) {
+        let e = &mut self.engine;
+        let now = e.clock.now_ms();
+        let mut ctx = Ctx::new(&mut e.ks, &e.cfg, db, now, e.mode, &mut e.rng, &mut e.stats, &mut e.fx);
+        ctx.expire_if_needed_in(db, key);
+        e.flush();
+        if !self.engine.fx.modified.is_empty() {
+            let modified = std::mem::take(&mut self.engine.fx.modified);
+            for (db, key) in modified {
+                for id in self.watched.get(&(db, key.to_vec())).cloned().unwrap_or_default() {
+                    if let Some(c) = self.clients.get_mut(&id) {
+                        c.watch_dirty = true;
+                    }
+                }
+            }
+        }
+        self.deliver_events(None);
     }
 
     /// Answer the clients whose timeout passed.
