@@ -180,6 +180,22 @@ fn sessions() -> Vec<(&'static str, Vec<Step>)> {
             ],
         ),
         (
+            "a ready key that expired keeps its clients blocked",
+            vec![
+                send(2, &[&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]]),
+                Recv(2, 1),
+                send(0, &[&["BRPOP", "k", "0"]]),
+                Blocked(1),
+                send(1, &[&["MULTI"], &["RPUSH", "k", "hello"], &["PEXPIRE", "k", "100"], &["DEBUG", "SLEEP", "0.2"]]),
+                send(1, &[&["EXEC"], &["EXISTS", "k"]]),
+                Recv(1, 6),
+                Blocked(1),
+                send(1, &[&["RPUSH", "k", "again"], &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]]),
+                Recv(1, 2),
+                Recv(0, 1),
+            ],
+        ),
+        (
             "transactions do not block",
             vec![
                 send(
