@@ -53,6 +53,23 @@ pub struct Client {
     pub drained: bool,
     /// Registered for writable events (only while output waits on a full socket).
     pub wants_write: bool,
+    /// Channels and patterns subscribed to (pub/sub).
+    pub subs: crate::pubsub::ClientSubs,
+    /// Waiting in a blocking command (BLPOP & co.).
+    pub blocked: Option<crate::blocking::Blocked>,
+    /// Since when the output buffer has been over the soft limit.
+    pub obuf_soft_since: Option<Instant>,
+    /// Over an output buffer limit: closed without writing what is left.
+    pub close_asap: bool,
+    /// The running command wrote its own reply into `out` (pub/sub notices) or has
+    /// none yet (a blocked client).
+    pub raw_reply: bool,
+    /// Blocking commands answer at once instead of waiting (scripts).
+    pub deny_blocking: bool,
+    /// CLIENT REPLY OFF / SKIP: replies are dropped (pub/sub messages still go out).
+    pub reply_off: bool,
+    pub reply_skip: bool,
+    pub reply_skip_next: bool,
 }
 
 /// What a read from the socket gave.
@@ -92,10 +109,22 @@ impl Client {
             chunk: Vec::new(),
             drained: false,
             wants_write: false,
+            subs: Default::default(),
+            blocked: None,
+            obuf_soft_since: None,
+            close_asap: false,
+            raw_reply: false,
+            deny_blocking: false,
+            reply_off: false,
+            reply_skip: false,
+            reply_skip_next: false,
         }
     }
 
     pub fn reply(&mut self, r: &Reply) {
+        if self.reply_off || self.reply_skip {
+            return;
+        }
         r.write_resp(&mut self.out, self.resp3);
     }
 
@@ -185,11 +214,20 @@ impl Client {
     /// Flag letters as CLIENT LIST prints them.
     pub fn flags(&self) -> String {
         let mut f = String::new();
+        if self.subs.active() {
+            f.push('P');
+        }
         if self.multi.is_some() {
             f.push('x');
         }
+        if self.blocked.is_some() {
+            f.push('b');
+        }
         if self.close_after_reply {
             f.push('c');
+        }
+        if self.close_asap {
+            f.push('A');
         }
         if f.is_empty() {
             f.push('N');
@@ -205,7 +243,7 @@ impl Client {
         let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         let qbuf = self.query.len() - self.qpos;
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
              cmd={} user=default redir=-1 resp={}",
             self.id,
@@ -217,6 +255,9 @@ impl Client {
             now.duration_since(self.last_interaction).as_secs(),
             self.flags(),
             self.session.db,
+            self.subs.channels.len(),
+            self.subs.patterns.len(),
+            self.subs.shard.len(),
             multi,
             qbuf,
             self.query.capacity() - self.query.len(),

@@ -33,6 +33,11 @@ pub struct ServerConfig {
     /// Values of the parameters accepted for compatibility that change nothing here yet
     /// (see `STORED`), by canonical name.
     pub stored: std::collections::HashMap<&'static str, String>,
+    /// `notify-keyspace-events` as flag bits (crate::notify).
+    pub notify_keyspace_events: u32,
+    pub obuf_limits: crate::obuf::Limits,
+    /// Accepted and reported; lists are not compressed.
+    pub list_compress_depth: i64,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +58,9 @@ impl Default for ServerConfig {
             enable_debug_command: Protected::Yes,
             loglevel: "notice".into(),
             stored: std::collections::HashMap::new(),
+            notify_keyspace_events: 0,
+            obuf_limits: Default::default(),
+            list_compress_depth: 0,
         }
     }
 }
@@ -144,13 +152,15 @@ const PARAMS: &[Param] = &[
     fixed("enable-debug-command", Kind::Enum(YES_NO_LOCAL)),
     fixed("daemonize", Kind::Bool),
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
+    p("notify-keyspace-events", Kind::Special),
+    p("client-output-buffer-limit", Kind::Special),
+    p("list-compress-depth", Kind::Int { min: 0, max: INT_MAX }),
     stored("maxmemory", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
     stored("maxmemory-policy", None, Kind::Enum(MAXMEMORY_POLICIES), "noeviction"),
     stored("maxmemory-samples", None, Kind::Int { min: 1, max: 64 }, "5"),
     stored("maxmemory-clients", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
     stored("lfu-log-factor", None, Kind::Int { min: 0, max: INT_MAX }, "10"),
     stored("lfu-decay-time", None, Kind::Int { min: 0, max: INT_MAX }, "1"),
-    stored("list-compress-depth", None, Kind::Int { min: 0, max: INT_MAX }, "0"),
     stored("stream-node-max-entries", None, Kind::Int { min: 0, max: i64::MAX }, "100"),
     stored("stream-node-max-bytes", None, Kind::Memory { min: 0, max: i64::MAX }, "4096"),
     stored("busy-reply-threshold", Some("lua-time-limit"), Kind::Int { min: 0, max: i64::MAX }, "5000"),
@@ -276,6 +286,9 @@ impl ServerConfig {
             "enable-debug-command" => protected_name(self.enable_debug_command),
             "daemonize" => "no".into(),
             "loglevel" => self.loglevel.clone(),
+            "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
+            "client-output-buffer-limit" => self.obuf_limits.to_config(),
+            "list-compress-depth" => self.list_compress_depth.to_string(),
             _ => return None,
         })
     }
@@ -372,6 +385,7 @@ impl ServerConfig {
             "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,
             "zset-max-listpack-value" => e.limits.zset_max_listpack_value = u,
             "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
+            "list-compress-depth" => self.list_compress_depth = n,
             _ => {}
         }
         Ok(())
@@ -432,6 +446,14 @@ impl ServerConfig {
                 }
                 self.engine.save = points;
             }
+            "notify-keyspace-events" => {
+                let [v] = args else {
+                    return Err("wrong number of arguments".into());
+                };
+                self.notify_keyspace_events =
+                    crate::notify::parse_flags(v).ok_or_else(|| crate::notify::INVALID.to_string())?;
+            }
+            "client-output-buffer-limit" => self.obuf_limits.set(args)?,
             "bind" => {
                 let addrs: Vec<String> = args.iter().flat_map(|a| a.split_whitespace()).map(str::to_string).collect();
                 if addrs.is_empty() {

@@ -3,9 +3,13 @@
 //! One thread owns the engine and every connection (Redis's model) and runs a mio event
 //! loop; see docs/server.md.
 
+pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod config;
+pub mod notify;
+pub mod obuf;
+pub mod pubsub;
 pub mod resp;
 pub mod server;
 

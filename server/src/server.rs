@@ -2,7 +2,7 @@
 //! loop (Redis's model). Background saves and AOF rewrites run on their own threads
 //! from a copy of the keyspace; the loop collects them on its timer.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -89,6 +89,10 @@ pub struct Server {
     signal: Arc<AtomicBool>,
     last_cron: Instant,
     pub run_id: String,
+    pub pubsub: crate::pubsub::PubSub,
+    pub blocking: crate::blocking::Blocking,
+    /// Clients given new output or unblocked by someone else's command: they get a turn.
+    pub woken: HashSet<u64>,
 }
 
 fn listener_token(i: usize) -> Token {
@@ -147,6 +151,9 @@ impl Server {
             signal,
             last_cron: Instant::now(),
             run_id,
+            pubsub: Default::default(),
+            blocking: Default::default(),
+            woken: HashSet::new(),
         })
     }
 
@@ -158,10 +165,16 @@ impl Server {
     /// Run until SHUTDOWN or a signal; Ok when the final save (if any) succeeded.
     pub fn run(&mut self) -> Result<(), String> {
         let mut events = Events::with_capacity(1024);
+        self.sync_event_tracking();
         loop {
+            self.expire_blocked();
+            self.queue_woken();
             let tick = Duration::from_millis(1000 / u64::from(self.cfg.engine.hz.max(1)));
-            let timeout =
+            let mut timeout =
                 if self.pending.is_empty() { tick.saturating_sub(self.last_cron.elapsed()) } else { Duration::ZERO };
+            if let Some(t) = self.blocking.next_deadline() {
+                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     return Err(e.to_string());
@@ -251,7 +264,14 @@ impl Server {
 
     fn serve_client(&mut self, c: &mut Client) -> bool {
         for _ in 0..ROUNDS_PER_TURN {
+            if c.close_asap {
+                return false;
+            }
             let stopped_early = self.process_input(c);
+            if c.close_asap {
+                // Over an output buffer limit: closed without writing the rest.
+                return false;
+            }
             let mut written = 0;
             let ok = c.flush(&mut written).is_ok();
             self.stats.net_output_bytes += written as u64;
@@ -301,7 +321,7 @@ impl Server {
     /// waits. True when it stopped with input left to parse (write backpressure).
     fn process_input(&mut self, c: &mut Client) -> bool {
         loop {
-            if c.close_after_reply {
+            if c.close_after_reply || c.close_asap || c.blocked.is_some() {
                 return false;
             }
             if c.pending_out() >= OUT_SOFT_LIMIT {
@@ -323,19 +343,29 @@ impl Server {
                 Parsed::Command(argv) => {
                     if !argv.is_empty() {
                         let before = c.out.len();
+                        c.reply_skip = std::mem::take(&mut c.reply_skip_next);
                         self.dispatch(c, argv);
+                        c.reply_skip = false;
                         if self.exit {
                             // SHUTDOWN closes the connection without a reply.
                             c.out.truncate(before);
                             return false;
                         }
+                        self.after_command(c);
                     }
                 }
             }
         }
     }
 
+    /// Clients others woke (messages, unblocked) get a turn in this loop round.
+    fn queue_woken(&mut self) {
+        // At most one entry per client here; a duplicate turn in `pending` is harmless.
+        self.pending.extend(self.woken.drain());
+    }
+
     fn drop_client(&mut self, mut c: Client) {
+        self.forget_client(&mut c);
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);
     }
@@ -378,6 +408,10 @@ impl Server {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
             return;
         }
+        if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, &argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
         if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
             self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
             return;
@@ -391,7 +425,9 @@ impl Server {
         }
         let reply = self.call(c, found, &argv);
         self.count_reply(&reply);
-        c.reply(&reply);
+        if !std::mem::take(&mut c.raw_reply) {
+            c.reply(&reply);
+        }
     }
 
     /// Run a command (directly or from EXEC) and account for it.
@@ -407,6 +443,7 @@ impl Server {
                     self.engine.execute(&mut c.session, argv)
                 };
                 self.touch_modified(c);
+                self.deliver_events(Some(c));
                 r
             }
         };
@@ -446,6 +483,7 @@ impl Server {
             return;
         }
         let modified = std::mem::take(&mut self.engine.fx.modified);
+        self.blocking.note_modified(&modified);
         for (db, key) in modified {
             if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
                 for id in ids {
@@ -518,7 +556,7 @@ impl Server {
             }
         }
         c.watch_dirty = false;
-        self.engine.fx.track_modified = !self.watched.is_empty();
+        self.engine.fx.track_modified = !self.watched.is_empty() || self.blocking.is_active();
     }
 
     /// Whether `key` is logically expired now (still stored, TTL passed).
@@ -532,6 +570,7 @@ impl Server {
     fn cron(&mut self) {
         if self.active_expire {
             self.engine.active_expire_cycle();
+            self.deliver_events(None);
             // Keys the cycle deleted touch the clients watching them.
             if !self.engine.fx.modified.is_empty() {
                 let modified = std::mem::take(&mut self.engine.fx.modified);
@@ -561,8 +600,12 @@ impl Server {
             return;
         }
         let limit = Duration::from_secs(self.cfg.timeout);
-        let idle: Vec<u64> =
-            self.clients.values().filter(|c| c.last_interaction.elapsed() > limit).map(|c| c.id).collect();
+        let idle: Vec<u64> = self
+            .clients
+            .values()
+            .filter(|c| !c.subs.active() && c.blocked.is_none() && c.last_interaction.elapsed() > limit)
+            .map(|c| c.id)
+            .collect();
         for id in idle {
             self.kill_client(id);
         }

@@ -213,17 +213,16 @@ impl<'a> Ctx<'a> {
     pub fn lookup_read_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
         let expired = self.expire_if_needed_in(db, key);
         let lru = self.lru;
-        match self.ks.dbs[db].get_mut(key).filter(|_| !expired) {
-            Some(s) => {
-                self.stats.keyspace_hits += 1;
-                s.lru = lru;
-                Some(&mut s.value)
-            }
-            None => {
-                self.stats.keyspace_misses += 1;
-                None
-            }
+        if expired || self.ks.dbs[db].find(key).is_none() {
+            self.stats.keyspace_misses += 1;
+            self.notify_in(db, notify::KEY_MISS, "keymiss", key);
+            return None;
         }
+        self.stats.keyspace_hits += 1;
+        self.ks.dbs[db].get_mut(key).map(|s| {
+            s.lru = lru;
+            &mut s.value
+        })
     }
 
     /// Look a key up for writing: expire it if due, touch its LRU.
@@ -242,7 +241,18 @@ impl<'a> Ctx<'a> {
     }
 
     /// Look a key up without touching LRU or stats (TYPE-like and OBJECT lookups still expire).
+    /// A miss fires `keymiss`, as Redis's read lookups do.
     pub fn lookup_slot(&mut self, key: &[u8]) -> Option<&Slot> {
+        let db = self.db;
+        if self.lookup_slot_quiet(key).is_none() {
+            self.notify_in(db, notify::KEY_MISS, "keymiss", key);
+            return None;
+        }
+        self.ks.dbs[db].get(key)
+    }
+
+    /// [`Ctx::lookup_slot`] without the `keymiss` event (OBJECT).
+    pub fn lookup_slot_quiet(&mut self, key: &[u8]) -> Option<&Slot> {
         let db = self.db;
         let expired = self.expire_if_needed_in(db, key);
         self.ks.dbs[db].get(key).filter(|_| !expired)

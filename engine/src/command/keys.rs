@@ -578,7 +578,7 @@ fn object(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return Reply::Array(OBJECT_HELP.iter().map(|s| Reply::simple(s)).collect());
     }
     let lru_now = ctx.lru;
-    let Some(slot) = ctx.lookup_slot(&a[2]) else {
+    let Some(slot) = ctx.lookup_slot_quiet(&a[2]) else {
         return Reply::Nil;
     };
     match sub.as_str() {

@@ -106,6 +106,7 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     let hz_before = s.cfg.engine.hz;
     let now_aof = next.engine.appendonly;
     s.cfg = next;
+    s.sync_event_tracking();
     let keep_dir = s.engine.cfg.dir.clone();
     s.engine.cfg = s.cfg.engine.clone();
     if s.engine.cfg.dir != keep_dir {

@@ -11,7 +11,12 @@ use crate::server::Server;
 
 pub const REDIS_VERSION: &str = "7.0.15";
 
-pub fn ping(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+pub fn ping(_: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if a.len() <= 2 && !c.resp3 && c.subs.active() {
+        // Subscribed mode in RESP2: a pub/sub-shaped reply.
+        let arg = a.get(1).cloned().unwrap_or_default();
+        return Reply::Array(vec![Reply::bulk(b"pong"), Reply::Bulk(arg)]);
+    }
     match a.len() {
         1 => Reply::simple("PONG"),
         2 => Reply::Bulk(a[1].clone()),
@@ -133,6 +138,9 @@ pub fn hello(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
 pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     c.reset_multi();
     s.unwatch_all(c);
+    s.pubsub_forget(c);
+    c.reply_off = false;
+    c.reply_skip_next = false;
     c.session = Session::default();
     c.resp3 = false;
     c.name = None;
@@ -146,6 +154,8 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"id" | b"getname" | b"info" | b"help" => a.len() == 2,
         b"setname" => a.len() == 3,
         b"list" | b"kill" => a.len() >= 2,
+        b"unblock" => a.len() == 3 || a.len() == 4,
+        b"reply" => a.len() == 3,
         _ => return unknown_subcommand(&a[1], "client"),
     };
     if !arity_ok {
@@ -164,6 +174,8 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"info" => Reply::Verbatim(format!("{}\n", c.info_line(Instant::now())).into_bytes()),
         b"list" => client_list(s, c, a),
         b"kill" => client_kill(s, c, a),
+        b"unblock" => super::blocking::client_unblock(s, c, a),
+        b"reply" => client_reply(c, &a[2]),
         _ => Reply::bulks(CLIENT_HELP),
     }
 }
@@ -182,6 +194,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Kill connections. Options are: ID, ADDR, LADDR, TYPE, USER, SKIPME.",
     "LIST [options ...]",
     "    Return information about client connections. Options: TYPE, ID.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
     "HELP",
@@ -190,13 +204,15 @@ const CLIENT_HELP: &[&str] = &[
 
 fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
+    let mut pubsub_type: Option<bool> = None;
     let mut i = 2;
     while i < a.len() {
         if eq_ic(&a[i], "type") && i + 1 < a.len() {
             let t = a[i + 1].to_ascii_lowercase();
             match t.as_slice() {
-                b"normal" => {}
-                b"master" | b"replica" | b"slave" | b"pubsub" => ids = Some(Vec::new()),
+                b"normal" => pubsub_type = Some(false),
+                b"pubsub" => pubsub_type = Some(true),
+                b"master" | b"replica" | b"slave" => ids = Some(Vec::new()),
                 _ => return Reply::error(format!("ERR Unknown client type '{}'", text(&a[i + 1]))),
             }
             i += 2;
@@ -220,7 +236,7 @@ fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     all.sort_by_key(|x| x.id);
     let mut out = String::new();
     for x in all {
-        if ids.as_ref().is_some_and(|v| !v.contains(&x.id)) {
+        if ids.as_ref().is_some_and(|v| !v.contains(&x.id)) || pubsub_type.is_some_and(|p| p != x.subs.active()) {
             continue;
         }
         out.push_str(&x.info_line(now));
@@ -257,6 +273,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let mut laddr = None;
     let mut skipme = true;
     let mut only_none = false;
+    let mut pubsub_type: Option<bool> = None;
     for pair in a[2..].chunks(2) {
         let (opt, v) = (&pair[0], &pair[1]);
         if eq_ic(opt, "id") {
@@ -270,8 +287,9 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             laddr = Some(text(v));
         } else if eq_ic(opt, "type") {
             match v.to_ascii_lowercase().as_slice() {
-                b"normal" => {}
-                b"master" | b"replica" | b"slave" | b"pubsub" => only_none = true,
+                b"normal" => pubsub_type = Some(false),
+                b"pubsub" => pubsub_type = Some(true),
+                b"master" | b"replica" | b"slave" => only_none = true,
                 _ => return Reply::error(format!("ERR Unknown client type '{}'", text(v))),
             }
         } else if eq_ic(opt, "user") {
@@ -292,6 +310,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
     let matches = |x: &Client| {
         !only_none
+            && pubsub_type.is_none_or(|p| p == x.subs.active())
             && id.is_none_or(|i| x.id == i)
             && addr.as_ref().is_none_or(|a| &addr_of(x) == a)
             && laddr.as_ref().is_none_or(|a| &laddr_of(x) == a)
@@ -308,4 +327,25 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         killed += 1;
     }
     Reply::Int(killed)
+}
+
+/// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing; SKIP drops the next reply.
+fn client_reply(c: &mut Client, mode: &[u8]) -> Reply {
+    if eq_ic(mode, "on") {
+        c.reply_off = false;
+        c.reply_skip_next = false;
+        Reply::ok()
+    } else if eq_ic(mode, "off") {
+        c.reply_off = true;
+        c.raw_reply = true;
+        Reply::Nil
+    } else if eq_ic(mode, "skip") {
+        if !c.reply_off {
+            c.reply_skip_next = true;
+        }
+        c.raw_reply = true;
+        Reply::Nil
+    } else {
+        Reply::syntax()
+    }
 }

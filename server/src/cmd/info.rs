@@ -103,9 +103,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("maxclients", s.cfg.maxclients.to_string());
             kv("client_recent_max_input_buffer", c.query.capacity().to_string());
             kv("client_recent_max_output_buffer", "0".into());
-            kv("blocked_clients", "0".into());
+            kv("blocked_clients", s.blocking.count.to_string());
             kv("tracking_clients", "0".into());
-            kv("clients_in_timeout_table", "0".into());
+            kv("clients_in_timeout_table", s.blocking.with_timeout().to_string());
         }
         "memory" => {
             let rss = rss_bytes();
@@ -158,8 +158,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("evicted_keys", "0".into());
             kv("keyspace_hits", es.keyspace_hits.to_string());
             kv("keyspace_misses", es.keyspace_misses.to_string());
-            kv("pubsub_channels", "0".into());
-            kv("pubsub_patterns", "0".into());
+            kv("pubsub_channels", s.pubsub.channels.len().to_string());
+            kv("pubsub_patterns", s.pubsub.patterns.len().to_string());
+            kv("pubsubshard_channels", s.pubsub.shard_channels.len().to_string());
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());

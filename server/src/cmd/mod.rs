@@ -9,11 +9,13 @@ use crate::client::Client;
 use crate::server::Server;
 
 pub mod admin;
+pub mod blocking;
 pub mod command;
 pub mod config;
 pub mod connection;
 pub mod info;
 pub mod multi;
+pub mod pubsub;
 
 pub type Run = fn(&mut Server, &mut Client, &[Vec<u8>]) -> Reply;
 
@@ -58,6 +60,67 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, admin::wait),
     cmd("function", -2, NOSCRIPT, admin::function),
+    cmd("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::subscribe),
+    cmd("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::psubscribe),
+    cmd("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::unsubscribe),
+    cmd("punsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::punsubscribe),
+    cmd("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, pubsub::publish),
+    cmd("pubsub", -2, PUBSUB | LOADING | STALE, pubsub::pubsub),
+    Cmd {
+        name: "ssubscribe",
+        arity: -2,
+        flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+        keys: (1, -1, 1),
+        run: pubsub::ssubscribe,
+    },
+    Cmd {
+        name: "sunsubscribe",
+        arity: -1,
+        flags: PUBSUB | NOSCRIPT | LOADING | STALE,
+        keys: (1, -1, 1),
+        run: pubsub::sunsubscribe,
+    },
+    Cmd {
+        name: "spublish",
+        arity: 3,
+        flags: PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE,
+        keys: (1, 1, 1),
+        run: pubsub::spublish,
+    },
+    Cmd { name: "blpop", arity: -3, flags: WRITE | NOSCRIPT | BLOCKING, keys: (1, -2, 1), run: blocking::blpop },
+    Cmd { name: "brpop", arity: -3, flags: WRITE | NOSCRIPT | BLOCKING, keys: (1, -2, 1), run: blocking::brpop },
+    Cmd {
+        name: "brpoplpush",
+        arity: 4,
+        flags: WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        keys: (1, 2, 1),
+        run: blocking::brpoplpush,
+    },
+    Cmd {
+        name: "blmove",
+        arity: 6,
+        flags: WRITE | DENYOOM | NOSCRIPT | BLOCKING,
+        keys: (1, 2, 1),
+        run: blocking::blmove,
+    },
+    cmd("blmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, blocking::blmpop),
+    Cmd {
+        name: "bzpopmin",
+        arity: -3,
+        flags: WRITE | NOSCRIPT | FAST | BLOCKING,
+        keys: (1, -2, 1),
+        run: blocking::bzpopmin,
+    },
+    Cmd {
+        name: "bzpopmax",
+        arity: -3,
+        flags: WRITE | NOSCRIPT | FAST | BLOCKING,
+        keys: (1, -2, 1),
+        run: blocking::bzpopmax,
+    },
+    cmd("bzmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, blocking::bzmpop),
+    cmd("lmpop", -4, WRITE | MOVABLE_KEYS, blocking::lmpop),
+    cmd("zmpop", -4, WRITE | MOVABLE_KEYS, blocking::zmpop),
 ];
 
 /// A command found by name: the server's or the engine's.

@@ -44,11 +44,17 @@ pub fn exec(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     s.unwatch_all(c);
     c.in_exec = true;
     let mut replies = Vec::with_capacity(queue.len());
+    // Replies commands wrote themselves (SUBSCRIBE's notices), by position.
+    let mut raw: Vec<(usize, Vec<u8>)> = Vec::new();
     for argv in &queue {
+        let mark = c.out.len();
         let r = match lookup(&argv[0]) {
             Some(found) => s.call(c, found, argv),
             None => ferrokv::command::unknown_command(argv),
         };
+        if std::mem::take(&mut c.raw_reply) {
+            raw.push((replies.len(), c.out.split_off(mark)));
+        }
         replies.push(r);
     }
     c.in_exec = false;
@@ -56,7 +62,19 @@ pub fn exec(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     s.engine.flush();
     s.touch_modified(c);
     c.reset_multi();
-    Reply::Array(replies)
+    if raw.is_empty() {
+        return Reply::Array(replies);
+    }
+    c.out.extend_from_slice(format!("*{}\r\n", replies.len()).as_bytes());
+    let mut raw = raw.into_iter().peekable();
+    for (i, r) in replies.iter().enumerate() {
+        match raw.next_if(|(at, _)| *at == i) {
+            Some((_, bytes)) => c.out.extend_from_slice(&bytes),
+            None => c.reply(r),
+        }
+    }
+    c.raw_reply = true;
+    Reply::Nil
 }
 
 pub fn watch(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {

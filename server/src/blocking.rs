@@ -1,0 +1,374 @@
+//! Blocked clients (BLPOP & co.): which clients wait on which keys (FIFO per key), their
+//! deadlines, and serving them when a write leaves a list or sorted set at a key.
+//!
+//! A blocking command is served by running its non-blocking form through the engine
+//! (LPOP, LPOP key count, LMOVE, RPOPLPUSH, ZPOPMIN/ZPOPMAX [count]), which replies,
+//! fires the events and propagates exactly what Redis 7.0 writes to the AOF for a
+//! served blocking pop. Keys become candidates when the engine reports them modified
+//! (the WATCH hook); a candidate is served when it then holds a list or sorted set.
+
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::time::Instant;
+
+use ferrokv::command::Ctx;
+use ferrokv::value::Value;
+use ferrokv::Reply;
+
+use crate::client::Client;
+use crate::server::Server;
+
+/// What a blocked client runs once a key is ready.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// BLPOP/BRPOP (`count` None) and BLMPOP (`count` Some).
+    Pop { left: bool, count: Option<i64> },
+    /// BLMOVE, or BRPOPLPUSH (`rpoplpush`).
+    Move { dst: Vec<u8>, from_left: bool, to_left: bool, rpoplpush: bool },
+    /// BZPOPMIN/BZPOPMAX (`count` None) and BZMPOP (`count` Some).
+    ZPop { max: bool, count: Option<i64> },
+}
+
+impl Op {
+    fn wants_zset(&self) -> bool {
+        matches!(self, Op::ZPop { .. })
+    }
+
+    /// The reply when the wait ends without data (timeout, or a refused block).
+    pub fn timeout_reply(&self, blocked: bool) -> Reply {
+        match self {
+            // Redis 7.0 answers a timed-out BLMOVE with a null array, a refused one
+            // (inside MULTI) with a null bulk.
+            Op::Move { .. } if !blocked => Reply::Nil,
+            _ => Reply::NilArray,
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Blocked {
+    pub op: Op,
+    pub db: usize,
+    pub keys: Vec<Vec<u8>>,
+    pub deadline: Option<Instant>,
+}
+
+#[derive(Debug, Default)]
+pub struct Blocking {
+    /// (database, key) → blocked client ids, first blocked first.
+    by_key: HashMap<(usize, Vec<u8>), VecDeque<u64>>,
+    deadlines: BTreeSet<(Instant, u64)>,
+    /// Keys written since the last serving round that clients wait on.
+    ready: Vec<(usize, Vec<u8>)>,
+    /// Clients blocked now (INFO blocked_clients).
+    pub count: usize,
+}
+
+impl Blocking {
+    /// Note the written keys some client waits on.
+    pub fn note_modified(&mut self, modified: &[(usize, ferrokv::value::Sds)]) {
+        if self.by_key.is_empty() {
+            return;
+        }
+        for (db, key) in modified {
+            let k = (*db, key.to_vec());
+            if self.by_key.contains_key(&k) && !self.ready.contains(&k) {
+                self.ready.push(k);
+            }
+        }
+    }
+
+    /// Every waited-on key of `dbs` is a candidate (SWAPDB).
+    pub fn all_ready(&mut self) {
+        let keys: Vec<_> = self.by_key.keys().cloned().collect();
+        for k in keys {
+            if !self.ready.contains(&k) {
+                self.ready.push(k);
+            }
+        }
+    }
+
+    /// The next deadline, if any client waits with a timeout.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.first().map(|(t, _)| *t)
+    }
+
+    pub fn is_active(&self) -> bool {
+        self.count > 0
+    }
+
+    /// Blocked clients with a timeout (INFO clients_in_timeout_table).
+    pub fn with_timeout(&self) -> usize {
+        self.deadlines.len()
+    }
+}
+
+/// A result of running the non-blocking form on one key.
+enum Served {
+    Reply(Reply),
+    Nothing,
+}
+
+impl Server {
+    /// Run `op` on `key` in `c`'s database through the engine. `argv_for_move` is the
+    /// LMOVE argv to propagate when served at once (the client's own words).
+    fn run_nonblocking(&mut self, c: &mut Client, op: &Op, key: &[u8], immediate: Option<&[Vec<u8>]>) -> Served {
+        let db = c.session.db;
+        let len_now = match self.engine.ks.dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+            Some(v @ (Value::List(_) | Value::Zset(_))) => v.len() as i64,
+            _ => 0,
+        };
+        let with_count = |name: &str, n: Option<i64>| {
+            let mut v = vec![name.as_bytes().to_vec(), key.to_vec()];
+            if let Some(n) = n {
+                let n = if len_now > 0 { n.min(len_now) } else { n };
+                v.push(n.to_string().into_bytes());
+            }
+            v
+        };
+        let argv: Vec<Vec<u8>> = match op {
+            Op::Pop { left, count } => with_count(if *left { "LPOP" } else { "RPOP" }, *count),
+            Op::ZPop { max, count } => with_count(if *max { "ZPOPMAX" } else { "ZPOPMIN" }, *count),
+            Op::Move { dst, from_left, to_left, rpoplpush } => match immediate {
+                Some(a) if *rpoplpush => vec![b"RPOPLPUSH".to_vec(), a[1].clone(), a[2].clone()],
+                Some(a) => vec![b"LMOVE".to_vec(), a[1].clone(), a[2].clone(), a[3].clone(), a[4].clone()],
+                None if *rpoplpush => vec![b"RPOPLPUSH".to_vec(), key.to_vec(), dst.clone()],
+                None => {
+                    let end = |l: bool| if l { b"left".to_vec() } else { b"right".to_vec() };
+                    vec![b"LMOVE".to_vec(), key.to_vec(), dst.clone(), end(*from_left), end(*to_left)]
+                }
+            },
+        };
+        let r = if c.in_exec {
+            self.engine.call(&mut c.session, &argv)
+        } else {
+            self.engine.execute(&mut c.session, &argv)
+        };
+        self.touch_modified(c);
+        self.deliver_events(Some(c));
+        let k = || Reply::Bulk(key.to_vec());
+        match r {
+            Reply::Error(_) => Served::Reply(r),
+            Reply::Nil | Reply::NilArray => Served::Nothing,
+            Reply::Array(v) if v.is_empty() => Served::Nothing,
+            Reply::Bulk(item) => match op {
+                Op::Move { .. } => Served::Reply(Reply::Bulk(item)),
+                _ => Served::Reply(Reply::Array(vec![k(), Reply::Bulk(item)])),
+            },
+            Reply::Array(items) => match op {
+                Op::ZPop { count: None, .. } => {
+                    let mut v = vec![k()];
+                    v.extend(items);
+                    Served::Reply(Reply::Array(v))
+                }
+                Op::ZPop { count: Some(_), .. } => {
+                    // ZPOPMIN with a count answers a flat array in RESP2 terms here; BZMPOP
+                    // nests member/score pairs.
+                    let mut pairs = Vec::new();
+                    let mut it = items.into_iter();
+                    while let (Some(m), Some(s)) = (it.next(), it.next()) {
+                        pairs.push(Reply::Array(vec![m, s]));
+                    }
+                    Served::Reply(Reply::Array(vec![k(), Reply::Array(pairs)]))
+                }
+                _ => Served::Reply(Reply::Array(vec![k(), Reply::Array(items)])),
+            },
+            Reply::Pairs(pairs) => Served::Reply(Reply::Array(vec![
+                k(),
+                Reply::Array(pairs.into_iter().map(|(m, s)| Reply::Array(vec![m, s])).collect()),
+            ])),
+            other => Served::Reply(other),
+        }
+    }
+
+    /// LMPOP / ZMPOP: the first key with data, or a null array.
+    pub fn serve_now(&mut self, c: &mut Client, op: Op, keys: Vec<Vec<u8>>, argv: &[Vec<u8>]) -> Reply {
+        for key in &keys {
+            if let Served::Reply(r) = self.run_nonblocking(c, &op, key, Some(argv)) {
+                return r;
+            }
+        }
+        Reply::NilArray
+    }
+
+    /// The first attempt of a blocking command: serve from the first key that has data
+    /// (or answer its error); otherwise block `c` (or, inside MULTI, answer the timeout).
+    pub fn block_or_serve(
+        &mut self,
+        c: &mut Client,
+        op: Op,
+        keys: Vec<Vec<u8>>,
+        deadline: Option<Instant>,
+        argv: &[Vec<u8>],
+    ) -> Reply {
+        for key in &keys {
+            if let Served::Reply(r) = self.run_nonblocking(c, &op, key, Some(argv)) {
+                return r;
+            }
+        }
+        if c.in_exec || c.deny_blocking {
+            return op.timeout_reply(false);
+        }
+        let db = c.session.db;
+        let mut uniq: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
+        for k in keys {
+            if !uniq.contains(&k) {
+                self.blocking.by_key.entry((db, k.clone())).or_default().push_back(c.id);
+                uniq.push(k);
+            }
+        }
+        if let Some(t) = deadline {
+            self.blocking.deadlines.insert((t, c.id));
+        }
+        self.blocking.count += 1;
+        self.engine.fx.track_modified = true;
+        c.blocked = Some(Blocked { op, db, keys: uniq, deadline });
+        c.raw_reply = true;
+        Reply::Nil
+    }
+
+    /// Take `c` out of the blocked state (no reply).
+    pub fn unblock(&mut self, c: &mut Client) {
+        let Some(b) = c.blocked.take() else { return };
+        for k in b.keys {
+            let entry = (b.db, k);
+            if let Some(q) = self.blocking.by_key.get_mut(&entry) {
+                q.retain(|&i| i != c.id);
+                if q.is_empty() {
+                    self.blocking.by_key.remove(&entry);
+                }
+            }
+        }
+        if let Some(t) = b.deadline {
+            self.blocking.deadlines.remove(&(t, c.id));
+        }
+        self.blocking.count = self.blocking.count.saturating_sub(1);
+    }
+
+    /// Serve the clients waiting on keys that became ready, first blocked first,
+    /// until no candidate is left (a served BLMOVE can make its destination ready).
+    pub fn serve_ready_keys(&mut self) {
+        while !self.blocking.ready.is_empty() {
+            let ready = std::mem::take(&mut self.blocking.ready);
+            for (db, key) in ready {
+                self.serve_key(db, &key);
+            }
+        }
+    }
+
+    fn serve_key(&mut self, db: usize, key: &[u8]) {
+        let mut skipped: Vec<u64> = Vec::new();
+        loop {
+            let zset = match self.engine.ks.dbs.get(db).and_then(|d| d.get(key)) {
+                Some(s) if s.expire_ms().is_some_and(|t| self.engine.clock.now_ms() > t) => {
+                    self.expire_now(db, key);
+                    return;
+                }
+                Some(s) => match &s.value {
+                    Value::List(l) if !l.is_empty() => false,
+                    Value::Zset(z) if !z.is_empty() => true,
+                    _ => return,
+                },
+                None => return,
+            };
+            let Some(queue) = self.blocking.by_key.get(&(db, key.to_vec())) else { return };
+            let next = queue.iter().copied().find(|id| {
+                !skipped.contains(id)
+                    && self.clients.get(id).and_then(|c| c.blocked.as_ref()).is_some_and(|b| b.op.wants_zset() == zset)
+            });
+            let Some(id) = next else { return };
+            let Some(mut c) = self.clients.remove(&id) else { return };
+            let op = c.blocked.as_ref().map(|b| b.op.clone());
+            let Some(op) = op else {
+                self.clients.insert(id, c);
+                return;
+            };
+            match self.run_nonblocking(&mut c, &op, key, None) {
+                Served::Reply(r) => {
+                    if r.is_error() {
+                        self.stats.error_replies += 1;
+                    }
+                    self.unblock(&mut c);
+                    c.reply(&r);
+                    self.woken.insert(id);
+                }
+                Served::Nothing => skipped.push(id),
+            }
+            self.clients.insert(id, c);
+        }
+    }
+
+    /// A ready key found expired is deleted as a read lookup would (its DEL propagated,
+    /// `expired` fired), as Redis does when it serves blocked clients.
+    fn expire_now(&mut self, db: usize, key: &[u8]) {
+        let e = &mut self.engine;
+        let now = e.clock.now_ms();
+        let mut ctx = Ctx::new(&mut e.ks, &e.cfg, db, now, e.mode, &mut e.rng, &mut e.stats, &mut e.fx);
+        ctx.expire_if_needed_in(db, key);
+        e.flush();
+        if !self.engine.fx.modified.is_empty() {
+            let modified = std::mem::take(&mut self.engine.fx.modified);
+            for (db, key) in modified {
+                for id in self.watched.get(&(db, key.to_vec())).cloned().unwrap_or_default() {
+                    if let Some(c) = self.clients.get_mut(&id) {
+                        c.watch_dirty = true;
+                    }
+                }
+            }
+        }
+        self.deliver_events(None);
+    }
+
+    /// Answer the clients whose timeout passed.
+    pub fn expire_blocked(&mut self) {
+        let now = Instant::now();
+        while let Some(&(t, id)) = self.blocking.deadlines.first() {
+            if t > now {
+                break;
+            }
+            self.blocking.deadlines.remove(&(t, id));
+            self.end_wait(id, None);
+        }
+    }
+
+    /// End the wait of client `id` with the timeout reply, or with `error`. False when
+    /// it was not blocked.
+    pub fn end_wait(&mut self, id: u64, error: Option<Reply>) -> bool {
+        let Some(mut c) = self.clients.remove(&id) else { return false };
+        let reply = match &c.blocked {
+            Some(b) => error.unwrap_or_else(|| b.op.timeout_reply(true)),
+            None => {
+                self.clients.insert(id, c);
+                return false;
+            }
+        };
+        self.unblock(&mut c);
+        if reply.is_error() {
+            self.stats.error_replies += 1;
+        }
+        c.reply(&reply);
+        self.clients.insert(id, c);
+        self.woken.insert(id);
+        true
+    }
+}
+
+impl Server {
+    /// After each command of a client: serve the clients its writes unblocked, deliver
+    /// events left by server commands, and check the client's output buffer limit.
+    pub fn after_command(&mut self, c: &mut Client) {
+        if self.blocking.is_active() {
+            if c.last_cmd == "swapdb" {
+                self.blocking.all_ready();
+            }
+            self.serve_ready_keys();
+        }
+        self.deliver_events(Some(c));
+        crate::obuf::enforce(&self.cfg.obuf_limits, c);
+    }
+
+    /// A client goes away: its subscriptions and its wait end.
+    pub fn forget_client(&mut self, c: &mut Client) {
+        self.pubsub_forget(c);
+        self.unblock(c);
+    }
+}

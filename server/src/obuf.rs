@@ -1,0 +1,95 @@
+//! Client output buffer limits (`client-output-buffer-limit`): per client class a hard
+//! limit that closes the client at once, and a soft limit that closes it when exceeded
+//! for longer than its seconds. Pub/sub clients are the "pubsub" class.
+
+use std::time::Instant;
+
+use crate::client::Client;
+use crate::server::log;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limit {
+    pub hard: u64,
+    pub soft: u64,
+    pub soft_seconds: u64,
+}
+
+/// The limits of the classes Redis 7.0 configures (master has none).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub normal: Limit,
+    pub replica: Limit,
+    pub pubsub: Limit,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            normal: Limit { hard: 0, soft: 0, soft_seconds: 0 },
+            replica: Limit { hard: 256 << 20, soft: 64 << 20, soft_seconds: 60 },
+            pubsub: Limit { hard: 32 << 20, soft: 8 << 20, soft_seconds: 60 },
+        }
+    }
+}
+
+impl Limits {
+    /// As CONFIG GET prints it.
+    pub fn to_config(&self) -> String {
+        let one = |name: &str, l: &Limit| format!("{name} {} {} {}", l.hard, l.soft, l.soft_seconds);
+        format!("{} {} {}", one("normal", &self.normal), one("slave", &self.replica), one("pubsub", &self.pubsub))
+    }
+
+    /// CONFIG SET / config file: `class hard soft seconds` groups, all or nothing.
+    pub fn set(&mut self, args: &[String]) -> Result<(), String> {
+        let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+        if !words.len().is_multiple_of(4) {
+            return Err("Wrong number of arguments in buffer limit configuration.".into());
+        }
+        let mut next = *self;
+        for g in words.chunks(4) {
+            let slot = match g[0].to_ascii_lowercase().as_str() {
+                "normal" => &mut next.normal,
+                "slave" | "replica" => &mut next.replica,
+                "pubsub" => &mut next.pubsub,
+                _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
+            };
+            let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string();
+            let hard = crate::config::parse_memory(g[1]).filter(|&n| n >= 0).ok_or_else(bad)?;
+            let soft = crate::config::parse_memory(g[2]).filter(|&n| n >= 0).ok_or_else(bad)?;
+            let secs: i64 = g[3].parse().map_err(|_| bad())?;
+            if secs < 0 {
+                return Err(bad());
+            }
+            *slot = Limit { hard: hard as u64, soft: soft as u64, soft_seconds: secs as u64 };
+        }
+        *self = next;
+        Ok(())
+    }
+}
+
+/// Check `c`'s pending output against its class's limits; over them, the client is
+/// flagged to close (with Redis's log line). True when it must close.
+pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
+    if c.close_asap {
+        return true;
+    }
+    let limit = if c.subs.active() { &limits.pubsub } else { &limits.normal };
+    let used = c.pending_out() as u64;
+    let hard = limit.hard > 0 && used >= limit.hard;
+    let mut soft = false;
+    if limit.soft > 0 && used >= limit.soft {
+        let since = *c.obuf_soft_since.get_or_insert_with(Instant::now);
+        soft = since.elapsed().as_secs() > limit.soft_seconds;
+    } else {
+        c.obuf_soft_since = None;
+    }
+    if hard || soft {
+        // Redis describes the client as it was before the flag.
+        log(&format!(
+            "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
+            c.info_line(Instant::now())
+        ));
+        c.close_asap = true;
+    }
+    c.close_asap
+}

@@ -1,0 +1,260 @@
+//! Shared by the pub/sub and blocking tests: our server, and scripted sessions over
+//! several connections whose replies are compared with a real redis-server 7.0.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ferrokv_testkit::{cli, encode_command, free_port};
+
+/// A running ferrokv-server, killed when dropped.
+pub struct Ours {
+    child: Child,
+    pub port: u16,
+}
+
+impl Ours {
+    pub fn start(dir: &Path, extra: &[&str]) -> Ours {
+        let port = free_port();
+        let log = std::fs::File::create(dir.join("server.log")).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
+            .args(["--port", &port.to_string(), "--save", ""])
+            .arg("--dir")
+            .arg(dir)
+            .args(extra)
+            .stdout(Stdio::from(log))
+            .spawn()
+            .expect("start ferrokv-server");
+        let start = Instant::now();
+        while cli(port, &["PING"]).is_empty() {
+            if start.elapsed() > Duration::from_secs(30) {
+                let _ = child.kill();
+                panic!("ferrokv-server did not start");
+            }
+            std::thread::sleep(Duration::from_millis(30));
+        }
+        Ours { child, port }
+    }
+}
+
+impl Drop for Ours {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One step of a session over numbered connections.
+pub enum Step {
+    /// Send commands on a connection (without reading).
+    Send(usize, Vec<Vec<&'static str>>),
+    /// Read exactly this many replies (or pushed messages) from a connection.
+    Recv(usize, usize),
+    /// Read replies until one contains this text (a marker published last).
+    RecvUntil(usize, &'static str),
+    /// Let time pass (for a TTL to run out; never a timing assertion).
+    Pause(u64),
+    /// Wait until INFO reports this many blocked clients.
+    Blocked(usize),
+    /// Wait until PUBSUB NUMSUB of the channel reaches this count.
+    Subscribers(&'static str, i64),
+}
+
+pub fn send(conn: usize, cmds: &[&[&'static str]]) -> Step {
+    Step::Send(conn, cmds.iter().map(|c| c.to_vec()).collect())
+}
+
+/// The end of the RESP value starting at `pos`, if complete.
+pub fn value_end(b: &[u8], pos: usize) -> Option<usize> {
+    let line_end = pos + b.get(pos..)?.windows(2).position(|w| w == b"\r\n")?;
+    let head = std::str::from_utf8(&b[pos + 1..line_end]).ok()?;
+    let next = line_end + 2;
+    match b.get(pos)? {
+        b'$' | b'=' | b'!' => {
+            let n: i64 = head.parse().ok()?;
+            if n < 0 {
+                return Some(next);
+            }
+            let end = next + n as usize + 2;
+            (b.len() >= end).then_some(end)
+        }
+        b'*' | b'>' | b'~' | b'%' | b'|' => {
+            let n: i64 = head.parse().ok()?;
+            let items = if matches!(b[pos], b'%' | b'|') { n * 2 } else { n };
+            let mut p = next;
+            for _ in 0..items.max(0) {
+                p = value_end(b, p)?;
+            }
+            Some(p)
+        }
+        _ => Some(next),
+    }
+}
+
+/// Run a session against `port`; the bytes of each Recv step, in order.
+pub fn run_session(port: u16, steps: &[Step]) -> Vec<Vec<u8>> {
+    let mut conns: Vec<Option<(TcpStream, Vec<u8>)>> = Vec::new();
+    let mut out = Vec::new();
+    let mut control = ferrokv_testkit::Client::connect(port);
+    for step in steps {
+        match step {
+            Step::Send(i, cmds) => {
+                let c = conn(&mut conns, port, *i);
+                let mut bytes = Vec::new();
+                for cmd in cmds {
+                    bytes.extend(encode_command(&cmd.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>()));
+                }
+                c.0.write_all(&bytes).expect("send");
+            }
+            Step::Recv(i, n) => {
+                let c = conn(&mut conns, port, *i);
+                out.push(recv(c, *n));
+            }
+            Step::RecvUntil(i, needle) => {
+                let c = conn(&mut conns, port, *i);
+                let mut all = Vec::new();
+                loop {
+                    let one = recv(c, 1);
+                    let done = one.windows(needle.len()).any(|w| w == needle.as_bytes());
+                    all.extend(one);
+                    if done {
+                        break;
+                    }
+                }
+                out.push(all);
+            }
+            Step::Pause(ms) => std::thread::sleep(Duration::from_millis(*ms)),
+            Step::Blocked(n) => {
+                let want = format!("blocked_clients:{n}\r\n");
+                wait_until(|| String::from_utf8_lossy(&control.call_str(&["INFO", "clients"])).contains(&want));
+            }
+            Step::Subscribers(ch, n) => {
+                let want = format!(":{n}\r\n");
+                wait_until(|| String::from_utf8_lossy(&control.call_str(&["PUBSUB", "NUMSUB", ch])).ends_with(&want));
+            }
+        }
+    }
+    out
+}
+
+fn conn(conns: &mut Vec<Option<(TcpStream, Vec<u8>)>>, port: u16, i: usize) -> &mut (TcpStream, Vec<u8>) {
+    while conns.len() <= i {
+        conns.push(None);
+    }
+    conns[i].get_or_insert_with(|| {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+        (s, Vec::new())
+    })
+}
+
+/// Read `n` complete replies (generous deadline: the machine may be loaded).
+fn recv(c: &mut (TcpStream, Vec<u8>), n: usize) -> Vec<u8> {
+    let start = Instant::now();
+    loop {
+        let mut pos = 0;
+        let mut got = 0;
+        while got < n {
+            match value_end(&c.1, pos) {
+                Some(p) => {
+                    pos = p;
+                    got += 1;
+                }
+                None => break,
+            }
+        }
+        if got == n {
+            let rest = c.1.split_off(pos);
+            return std::mem::replace(&mut c.1, rest);
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "wanted {n} replies, have {got}: {:?}",
+            String::from_utf8_lossy(&c.1)
+        );
+        let mut buf = [0u8; 65536];
+        match c.0.read(&mut buf) {
+            Ok(0) => panic!("connection closed; have {:?}", String::from_utf8_lossy(&c.1)),
+            Ok(k) => c.1.extend_from_slice(&buf[..k]),
+            Err(_) => {}
+        }
+    }
+}
+
+pub fn wait_until(mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(20), "condition not reached");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Replace the digits after each `tag` with N (client ids differ between servers).
+pub fn mask(v: &[u8], tag: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(v.len());
+    let mut i = 0;
+    while i < v.len() {
+        if v[i..].starts_with(tag) {
+            out.extend_from_slice(tag);
+            i += tag.len();
+            let digits = v[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+            if digits > 0 {
+                out.push(b'N');
+            }
+            i += digits;
+        } else {
+            out.push(v[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+/// Run each named session on both servers (FLUSHALL first) and list the differences.
+pub fn compare(redis: u16, ours: u16, sessions: &[(&str, Vec<Step>)]) -> Vec<String> {
+    let mut failures = Vec::new();
+    for (name, steps) in sessions {
+        cli(redis, &["FLUSHALL"]);
+        cli(ours, &["FLUSHALL"]);
+        let masked = |v: Vec<Vec<u8>>| v.iter().map(|x| mask(x, b"$2\r\nid\r\n:")).collect::<Vec<_>>();
+        let want = masked(run_session(redis, steps));
+        let got = masked(run_session(ours, steps));
+        if want != got {
+            let show = |v: &Vec<Vec<u8>>| v.iter().map(|x| String::from_utf8_lossy(x).into_owned()).collect::<Vec<_>>();
+            failures.push(format!("{name}:\n  redis: {:?}\n  ours:  {:?}", show(&want), show(&got)));
+        }
+    }
+    failures
+}
+
+/// A raw connection: send commands, read whole replies.
+pub struct Conn(TcpStream, Vec<u8>);
+
+impl Conn {
+    pub fn connect(port: u16) -> Conn {
+        let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_millis(100))).expect("timeout");
+        Conn(s, Vec::new())
+    }
+
+    pub fn send(&mut self, args: &[&str]) {
+        let argv: Vec<Vec<u8>> = args.iter().map(|a| a.as_bytes().to_vec()).collect();
+        self.0.write_all(&encode_command(&argv)).expect("send");
+    }
+
+    pub fn read(&mut self) -> Vec<u8> {
+        let mut pair = (self.0.try_clone().expect("clone"), std::mem::take(&mut self.1));
+        let r = recv(&mut pair, 1);
+        self.1 = pair.1;
+        r
+    }
+
+    pub fn call(&mut self, args: &[&str]) -> Vec<u8> {
+        self.send(args);
+        self.read()
+    }
+}
