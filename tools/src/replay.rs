@@ -320,6 +320,8 @@ impl Replayer<'_> {
                 self.command(cmd.offset, cmd.db as usize, &cmd.to_argv());
                 self.deleted_in_multi = None;
             }
+            // Queued and replayed commands are copies: the pages behind are done with.
+            src.release_before(cmd.end);
         }
         if multi.is_some() {
             self.summary

@@ -521,6 +521,9 @@ pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replaye
             replay_command(e, &mut sess, &cmd.to_argv());
         }
         valid_up_to = cmd.end;
+        // Commands run are copies: their mapped pages are not read again (Source batches
+        // the releases).
+        src.release_before(valid_up_to);
     }
     if multi.is_some() {
         let why = "incomplete MULTI/EXEC transaction at the end of the file".to_string();

@@ -10,6 +10,11 @@ use ferrokv_tools::replay::Input;
 use ferrokv_tools::rewrite::{self, layout_for, BaseKind, Layout};
 use ferrokv_tools::{exit, now_ms};
 
+// Replaying builds a whole dataset of small allocations; mimalloc serves them faster
+// than glibc's malloc (docs/benchmarks.md).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "aof-rewrite", version, about = "Compact an AOF offline, as BGREWRITEAOF would")]
 struct Cli {
