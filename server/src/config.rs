@@ -444,12 +444,17 @@ impl ServerConfig {
         let mut cfg = ServerConfig::default();
         let mut saw_save = false;
         let mut rest = args;
-        if let Some(first) = args.first() {
-            if !first.starts_with("--") {
+        match args.first() {
+            Some(first) if !first.starts_with("--") => {
                 let text = std::fs::read_to_string(first)
                     .map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
                 cfg.load_text(&text, &mut saw_save)?;
                 rest = &args[1..];
+            }
+            _ => {
+                // No file: the embedded defaults. They restate Redis's, so a `--save` flag
+                // still replaces the save points rather than adding to them.
+                cfg.load_text(EMBEDDED_CONFIG, &mut false)?;
             }
         }
         let mut i = 0;
@@ -480,6 +485,9 @@ impl ServerConfig {
         Ok(cfg)
     }
 }
+
+/// server/ferrokv.conf, compiled in: the configuration used when no file is given.
+pub const EMBEDDED_CONFIG: &str = include_str!("../ferrokv.conf");
 
 /// The strerror-like text Redis gives for a failed chdir.
 fn io_reason(e: &std::io::Error) -> String {
@@ -531,5 +539,15 @@ mod tests {
         assert_eq!(cfg.proto_max_bulk_len, 2 * 1024 * 1024);
         cfg.set("hz", &one("1000")).unwrap();
         assert_eq!(cfg.get("hz").as_deref(), Some("500"));
+    }
+
+    #[test]
+    fn embedded_config_restates_the_defaults() {
+        let mut embedded = ServerConfig::default();
+        embedded.load_text(EMBEDDED_CONFIG, &mut false).unwrap();
+        let plain = ServerConfig::default();
+        for name in ServerConfig::names() {
+            assert_eq!(embedded.get(name), plain.get(name), "{name}");
+        }
     }
 }
