@@ -53,6 +53,7 @@ def info_field(s, section, name):
 
 
 def main():
+    sys.setswitchinterval(0.0005)
     port = int(sys.argv[1])
     trigger = sys.argv[2] if len(sys.argv) > 2 and not sys.argv[2].startswith("--") else "BGSAVE"
     seconds = 30.0

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ferrokv::command::Argv;
-use ferrokv::keyspace::Clock;
+use ferrokv::keyspace::{Clock, SnapshotWalker};
 use ferrokv::persist::{PersistError, RewrittenBase};
 use ferrokv::{Engine, Reply};
 use mio::net::{TcpListener, TcpStream};
@@ -89,6 +89,11 @@ pub struct Server {
     signal: Arc<AtomicBool>,
     last_cron: Instant,
     pub run_id: String,
+    /// The running BGSAVE's or BGREWRITEAOF's key copier (server/src/background.rs).
+    pub snapshot: Option<SnapshotWalker>,
+    /// Microseconds the loop spent starting the last snapshot (Redis's fork time).
+    pub latest_fork_usec: u64,
+    pub total_forks: u64,
 }
 
 fn listener_token(i: usize) -> Token {
@@ -147,6 +152,9 @@ impl Server {
             signal,
             last_cron: Instant::now(),
             run_id,
+            snapshot: None,
+            latest_fork_usec: 0,
+            total_forks: 0,
         })
     }
 
@@ -160,8 +168,13 @@ impl Server {
         let mut events = Events::with_capacity(1024);
         loop {
             let tick = Duration::from_millis(1000 / u64::from(self.cfg.engine.hz.max(1)));
-            let timeout =
-                if self.pending.is_empty() { tick.saturating_sub(self.last_cron.elapsed()) } else { Duration::ZERO };
+            let timeout = if !self.pending.is_empty() {
+                Duration::ZERO
+            } else if let Some(t) = self.snapshot_poll_timeout() {
+                t.min(tick.saturating_sub(self.last_cron.elapsed()))
+            } else {
+                tick.saturating_sub(self.last_cron.elapsed())
+            };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     return Err(e.to_string());
@@ -180,6 +193,7 @@ impl Server {
                     self.serve(id);
                 }
             }
+            self.step_snapshot();
             if self.last_cron.elapsed() >= tick {
                 self.last_cron = Instant::now();
                 self.cron();
@@ -544,24 +558,39 @@ impl Server {
         }
     }
 
-    /// Start a BGSAVE: the keyspace is copied here and written on a thread.
+    /// Start a BGSAVE: a thread writes the keys the loop copies a few at a time
+    /// (server/src/background.rs).
     pub fn start_bgsave(&mut self) {
-        let ks = self.engine.ks.clone();
         let cfg = self.engine.cfg.clone();
         let now = self.engine.clock.now_ms();
+        let rx = match self.engine.ks.begin_snapshot() {
+            Ok((walker, rx)) => {
+                self.snapshot_started(walker);
+                rx
+            }
+            // Cannot happen while jobs are one at a time; fall back to a copy.
+            Err(_) => self.engine.ks.snapshot_now(),
+        };
         self.bgsave_dirty = self.engine.stats.dirty;
-        self.bgsave = Some(std::thread::spawn(move || ferrokv::persist::snapshot::save(&ks, &cfg, now)));
+        self.bgsave = Some(std::thread::spawn(move || {
+            ferrokv::persist::snapshot::save_from(ferrokv::persist::snapshot::Source::Stream(rx), &cfg, now)
+        }));
     }
 
     /// Start a BGREWRITEAOF on a thread.
     pub fn start_bgrewrite(&mut self) -> Result<(), PersistError> {
-        let job = self.engine.start_rewrite()?;
+        let (job, walker) = self.engine.start_rewrite_live()?;
+        self.snapshot_started(walker);
         self.bgrewrite = Some(std::thread::spawn(move || job.run()));
         Ok(())
     }
 
     /// Collect finished background jobs. With `wait`, block until they finish.
     pub fn collect_background_jobs_wait(&mut self, wait: bool) {
+        if wait {
+            // The writer waits for the keys the loop has not copied yet.
+            self.settle_snapshot();
+        }
         if self.bgsave.as_ref().is_some_and(|h| wait || h.is_finished()) {
             if let Some(h) = self.bgsave.take() {
                 let r = h.join().unwrap_or_else(|_| Err(PersistError::State("BGSAVE thread panicked".into())));

@@ -73,7 +73,10 @@ pub fn enable_aof(s: &mut Server) -> Result<(), PersistError> {
     let now = s.engine.clock.now_ms();
     let aof = ferrokv::persist::Aof::open_on_start(&cfg, manifest, &s.engine.ks, now)?;
     s.engine.persist.aof = Some(aof);
-    if s.bgrewrite.is_none() {
+    if s.bgsave.is_some() {
+        // One snapshot at a time, as Redis has one child: the rewrite follows the save.
+        s.rewrite_scheduled = true;
+    } else if s.bgrewrite.is_none() {
         s.start_bgrewrite()?;
     }
     Ok(())
@@ -212,6 +215,8 @@ fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
             return Reply::error(format!("ERR Error trying to save the DB: {e}"));
         }
     }
+    // A running snapshot copies what it still needs before the keys are replaced.
+    s.settle_snapshot();
     let mut cfg = s.engine.cfg.clone();
     cfg.appendonly = false;
     let loaded = match Engine::open(cfg, Clock::System) {
