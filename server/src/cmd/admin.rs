@@ -175,6 +175,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             Reply::ok()
         }
         b"object" if a.len() == 3 => debug_object(s, c, &a[2]),
+        b"populate" => super::debug::populate(s, c, a),
         b"help" => Reply::bulks(HELP),
         _ => unknown_subcommand(&a[1], "debug"),
     }

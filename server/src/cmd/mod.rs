@@ -12,6 +12,7 @@ pub mod admin;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod info;
 pub mod multi;
 
