@@ -14,6 +14,7 @@ pub mod config;
 pub mod connection;
 pub mod debug;
 pub mod info;
+pub mod memory;
 pub mod multi;
 
 pub type Run = fn(&mut Server, &mut Client, &[Vec<u8>]) -> Reply;
@@ -58,6 +59,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, admin::wait),
+    cmd("memory", -2, 0, memory::memory),
 ];
 
 /// A command found by name: the server's or the engine's.
