@@ -30,6 +30,9 @@ pub struct ServerConfig {
     pub enable_protected_configs: Protected,
     pub enable_debug_command: Protected,
     pub loglevel: String,
+    /// maxmemory-policy: only its LFU-or-not matters so far (OBJECT FREQ); there is no
+    /// eviction yet.
+    pub maxmemory_policy: String,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +52,7 @@ impl Default for ServerConfig {
             enable_protected_configs: Protected::No,
             enable_debug_command: Protected::Yes,
             loglevel: "notice".into(),
+            maxmemory_policy: "noeviction".into(),
         }
     }
 }
@@ -132,6 +136,21 @@ const PARAMS: &[Param] = &[
     fixed("enable-debug-command", Kind::Enum(YES_NO_LOCAL)),
     fixed("daemonize", Kind::Bool),
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
+    p(
+        "maxmemory-policy",
+        Kind::Enum(&[
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "noeviction",
+        ]),
+    ),
+    p("lfu-log-factor", Kind::Int { min: 0, max: INT_MAX }),
+    p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }),
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -220,6 +239,9 @@ impl ServerConfig {
             "enable-debug-command" => protected_name(self.enable_debug_command),
             "daemonize" => "no".into(),
             "loglevel" => self.loglevel.clone(),
+            "maxmemory-policy" => self.maxmemory_policy.clone(),
+            "lfu-log-factor" => e.lfu_log_factor.to_string(),
+            "lfu-decay-time" => e.lfu_decay_time.to_string(),
             _ => return None,
         })
     }
@@ -315,6 +337,8 @@ impl ServerConfig {
             "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,
             "zset-max-listpack-value" => e.limits.zset_max_listpack_value = u,
             "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
+            "lfu-log-factor" => e.lfu_log_factor = n as u32,
+            "lfu-decay-time" => e.lfu_decay_time = n as u32,
             _ => {}
         }
         Ok(())
@@ -331,6 +355,10 @@ impl ServerConfig {
             "enable-protected-configs" => self.enable_protected_configs = prot(),
             "enable-debug-command" => self.enable_debug_command = prot(),
             "loglevel" => self.loglevel = v.into(),
+            "maxmemory-policy" => {
+                self.maxmemory_policy = v.into();
+                self.engine.lfu = v.ends_with("-lfu");
+            }
             _ => {}
         }
         Ok(())

@@ -205,3 +205,52 @@ fn memory_usage_matches_redis() {
     assert!(stats.contains("keys.count") && stats.contains("dataset.bytes"), "{stats}");
     assert!(ours.cli(&["MEMORY", "DOCTOR"]).starts_with("Hi Sam"));
 }
+
+/// OBJECT FREQ under an LFU maxmemory-policy: the counter starts at 5, the first access
+/// always counts, RESTORE ... FREQ sets it; OBJECT IDLETIME refuses; errors as Redis's.
+#[test]
+fn object_freq_follows_the_lfu_policy() {
+    let (ours, redis, _dir) = pair(&[]);
+    same(
+        &ours,
+        &redis,
+        &[
+            &["SET", "foo", "bar"],
+            &["OBJECT", "FREQ", "foo"],
+            &["CONFIG", "SET", "maxmemory-policy", "nosuch"],
+            &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+            &["CONFIG", "GET", "maxmemory-policy"],
+            &["CONFIG", "GET", "lfu-*"],
+            &["SET", "k", "v"],
+            &["OBJECT", "FREQ", "k"],
+            &["GET", "k"],
+            &["OBJECT", "FREQ", "k"],
+            &["OBJECT", "IDLETIME", "k"],
+            &["OBJECT", "FREQ", "nosuchkey"],
+            &["DEL", "foo"],
+            &["SET", "src", "bar"],
+        ],
+    );
+    let dump = |port: u16| {
+        let mut c = ferrokv_testkit::Client::connect(port);
+        let raw = c.call_str(&["DUMP", "src"]);
+        let text = raw.splitn(2, |b| *b == b'\n').nth(1).unwrap().to_vec();
+        text[..text.len() - 2].to_vec()
+    };
+    for (port, payload) in [(ours.port, dump(ours.port)), (redis.port, dump(redis.port))] {
+        let mut c = ferrokv_testkit::Client::connect(port);
+        let argv = [b"RESTORE".to_vec(), b"foo".to_vec(), b"0".to_vec(), payload, b"FREQ".to_vec(), b"100".to_vec()];
+        assert_eq!(c.call(&argv), b"+OK\r\n");
+    }
+    same(
+        &ours,
+        &redis,
+        &[
+            &["OBJECT", "FREQ", "foo"],
+            &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"],
+            &["OBJECT", "FREQ", "foo"],
+            &["CONFIG", "SET", "maxmemory-policy", "noeviction"],
+        ],
+    );
+    assert!(ours.cli(&["INFO", "memory"]).contains("maxmemory_policy:noeviction"));
+}

@@ -83,7 +83,8 @@ impl<'a> Ctx<'a> {
         stats: &'a mut Stats,
         fx: &'a mut Effects,
     ) -> Ctx<'a> {
-        let lru = ((now / 1000) as u32) & crate::keyspace::LRU_MAX;
+        let lru =
+            if cfg.lfu { crate::keyspace::lfu::init(now) } else { ((now / 1000) as u32) & crate::keyspace::LRU_MAX };
         Ctx { ks, cfg, db, now, lru, mode, rng, stats, fx, dirty: 0, rewrite: None, suppress: false }
     }
 
@@ -213,7 +214,7 @@ impl<'a> Ctx<'a> {
         match self.ks.dbs[db].get_mut(key).filter(|_| !expired) {
             Some(s) => {
                 self.stats.keyspace_hits += 1;
-                s.lru = lru;
+                s.lru = touched(s.lru, lru, self.now, self.cfg, self.rng);
                 Some(&mut s.value)
             }
             None => {
@@ -232,8 +233,9 @@ impl<'a> Ctx<'a> {
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
         self.expire_for_write(db, key);
         let lru = self.lru;
+        let (now, cfg, rng) = (self.now, self.cfg, &mut *self.rng);
         self.ks.dbs[db].get_mut(key).map(|s| {
-            s.lru = lru;
+            s.lru = touched(s.lru, lru, now, cfg, rng);
             &mut s.value
         })
     }
@@ -309,7 +311,7 @@ impl<'a> Ctx<'a> {
             }
         };
         let s = self.ks.dbs[db].slot_mut(pos);
-        s.lru = lru;
+        s.lru = touched(s.lru, lru, self.now, self.cfg, self.rng);
         &mut s.value
     }
 
@@ -344,5 +346,15 @@ impl<'a> Ctx<'a> {
             Some(p) => self.ks.dbs[db].clear_expire_at(p),
             None => false,
         }
+    }
+}
+
+/// A key's `lru` field after an access: the LRU clock, or the LFU update under an LFU
+/// maxmemory-policy.
+fn touched(field: u32, lru_now: u32, now_ms: i64, cfg: &Config, rng: &mut fastrand::Rng) -> u32 {
+    if cfg.lfu {
+        crate::keyspace::lfu::touch(field, now_ms, cfg, rng)
+    } else {
+        lru_now
     }
 }

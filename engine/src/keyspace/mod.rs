@@ -5,6 +5,7 @@
 mod clock;
 mod db;
 mod expire;
+pub mod lfu;
 pub mod snapshot;
 
 pub use clock::{idle_secs, Clock, LRU_MAX};

@@ -117,7 +117,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("used_memory_peak_human", human(rss));
             kv("maxmemory", "0".into());
             kv("maxmemory_human", "0B".into());
-            kv("maxmemory_policy", "noeviction".into());
+            kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
             kv("mem_allocator", "libc".into());
         }
         "persistence" => {
