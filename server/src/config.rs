@@ -33,6 +33,8 @@ pub struct ServerConfig {
     /// maxmemory-policy: only its LFU-or-not matters so far (OBJECT FREQ); there is no
     /// eviction yet.
     pub maxmemory_policy: String,
+    /// list-compress-depth: accepted and reported; lists are never compressed.
+    pub list_compress_depth: i64,
 }
 
 impl Default for ServerConfig {
@@ -53,6 +55,7 @@ impl Default for ServerConfig {
             enable_debug_command: Protected::Yes,
             loglevel: "notice".into(),
             maxmemory_policy: "noeviction".into(),
+            list_compress_depth: 0,
         }
     }
 }
@@ -151,6 +154,7 @@ const PARAMS: &[Param] = &[
     ),
     p("lfu-log-factor", Kind::Int { min: 0, max: INT_MAX }),
     p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }),
+    p("list-compress-depth", Kind::Int { min: 0, max: INT_MAX }),
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -242,6 +246,7 @@ impl ServerConfig {
             "maxmemory-policy" => self.maxmemory_policy.clone(),
             "lfu-log-factor" => e.lfu_log_factor.to_string(),
             "lfu-decay-time" => e.lfu_decay_time.to_string(),
+            "list-compress-depth" => self.list_compress_depth.to_string(),
             _ => return None,
         })
     }
@@ -339,6 +344,7 @@ impl ServerConfig {
             "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
             "lfu-log-factor" => e.lfu_log_factor = n as u32,
             "lfu-decay-time" => e.lfu_decay_time = n as u32,
+            "list-compress-depth" => self.list_compress_depth = n,
             _ => {}
         }
         Ok(())
