@@ -369,3 +369,40 @@ fn bgsave_under_writes_is_a_point_in_time_snapshot() {
     assert!(during > 0, "the BGSAVE ended before any write");
     eprintln!("{during} of {i} rounds of writes ran during the BGSAVE; the file matches the digest taken with BGSAVE");
 }
+
+/// BGREWRITEAOF while clients write: the new base (the snapshot of the rewrite's start)
+/// plus the new incr file (everything after) reload to exactly the live dataset.
+#[test]
+fn bgrewriteaof_under_writes_reloads_to_the_live_dataset() {
+    // The base as an RDB (the default) and as RESP commands.
+    for preamble in ["yes", "no"] {
+        rewrite_under_writes(preamble);
+    }
+}
+
+fn rewrite_under_writes(preamble: &str) {
+    let dir = TempDir::new("persist-rewrite-live");
+    let s = Ours::start(dir.path(), &["--appendonly", "yes", "--aof-use-rdb-preamble", preamble]);
+    assert_eq!(s.cli(&["DEBUG", "POPULATE", "200000", "k", "50"]), "OK");
+    let mut c = Conn::connect(s.port);
+    assert_eq!(c.call(&["BGREWRITEAOF"]).as_deref(), Some("+Background append only file rewriting started"));
+    let (mut i, mut during) = (0, 0);
+    loop {
+        let running = s.info("aof_rewrite_in_progress") == "1";
+        if !running && i >= 200 {
+            break;
+        }
+        during += usize::from(running);
+        c.call(&["SET", &format!("k:{}", (i * 7919) % 200000), "new"]).unwrap();
+        c.call(&["DEL", &format!("k:{}", (i * 104729) % 200000)]).unwrap();
+        c.call(&["PEXPIRE", &format!("k:{}", (i * 31) % 200000), "100000000"]).unwrap();
+        c.call(&["RPUSH", "list", &i.to_string()]).unwrap();
+        c.call(&["HSET", "h", &format!("f{i}"), "v"]).unwrap();
+        i += 1;
+    }
+    assert_eq!(s.info("aof_last_bgrewrite_status"), "ok");
+    let live = s.cli(&["DEBUG", "DIGEST"]);
+    assert_eq!(s.cli(&["DEBUG", "LOADAOF"]), "OK");
+    assert_eq!(s.cli(&["DEBUG", "DIGEST"]), live, "base + incr after the rewrite differ from the live dataset");
+    eprintln!("preamble {preamble}: {during} of {i} rounds of writes ran during the BGREWRITEAOF; the AOF reloads");
+}
