@@ -199,6 +199,9 @@ fn memory_usage_matches_redis() {
             &["MEMORY", "NOSUCH"],
             &["MEMORY", "PURGE"],
             &["MEMORY"],
+            &["COMMAND", "GETKEYS", "MEMORY", "USAGE", "s1"],
+            &["COMMAND", "GETKEYS", "MEMORY", "USAGE", "s1", "SAMPLES", "3"],
+            &["COMMAND", "GETKEYS", "MEMORY", "STATS"],
         ],
     );
     let stats = ours.cli(&["MEMORY", "STATS"]);

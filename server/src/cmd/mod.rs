@@ -113,6 +113,14 @@ impl Found {
     pub fn key_positions(&self, argv: &[Vec<u8>]) -> Vec<usize> {
         match self {
             Found::Engine(s) => s.key_positions(argv),
+            // MEMORY USAGE's key, as Redis's memoryGetKeys (the container has none).
+            Found::Server(c) if c.name == "memory" => {
+                if argv.len() >= 3 && argv[1].eq_ignore_ascii_case(b"usage") {
+                    vec![2]
+                } else {
+                    Vec::new()
+                }
+            }
             Found::Server(c) => {
                 let (first, last, step) = c.keys;
                 if first <= 0 {
