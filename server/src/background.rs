@@ -55,6 +55,29 @@ impl Server {
         }
     }
 
+    /// After FLUSHALL, as Redis's flushAllDataAndResetRDB: a running BGSAVE is dropped (its
+    /// file would bring the flushed keys back) and, with save points, the empty dataset is
+    /// saved at once.
+    pub fn after_flushall(&mut self) {
+        if self.bgsave.is_some() {
+            if let Some(mut walker) = self.snapshot.take() {
+                walker.abort(&mut self.engine.ks);
+            }
+            // The writer fails as soon as it drains the channel and removes its temp file;
+            // it must be gone before a save reuses the name. Not a save error (Redis kills
+            // its child with SIGUSR1, which leaves the status alone).
+            if let Some(h) = self.bgsave.take() {
+                let _ = h.join();
+                log("Background saving terminated by signal 10");
+            }
+        }
+        if !self.cfg.engine.save.is_empty() {
+            if let Err(e) = self.save_now() {
+                log(&format!("Failed saving the DB after FLUSHALL: {e}"));
+            }
+        }
+    }
+
     /// Keys copied so far and keys at the start (INFO's current_save_keys_*).
     pub fn snapshot_progress(&self) -> (u64, u64) {
         self.snapshot.as_ref().map_or((0, 0), |w| (w.copied, w.total))

@@ -408,6 +408,9 @@ impl Server {
                     self.engine.execute(&mut c.session, argv)
                 };
                 self.touch_modified(c);
+                if found.name() == "flushall" && !r.is_error() {
+                    self.after_flushall();
+                }
                 r
             }
         };

@@ -406,3 +406,26 @@ fn rewrite_under_writes(preamble: &str) {
     assert_eq!(s.cli(&["DEBUG", "DIGEST"]), live, "base + incr after the rewrite differ from the live dataset");
     eprintln!("preamble {preamble}: {during} of {i} rounds of writes ran during the BGREWRITEAOF; the AOF reloads");
 }
+
+/// FLUSHALL with save points saves the empty dataset at once and drops a running BGSAVE,
+/// as Redis does: a kill -9 right after it must not bring the keys back (checked against
+/// a real redis-server the same way).
+#[test]
+fn flushall_during_bgsave_is_durable_as_in_redis() {
+    let dir = TempDir::new("persist-flushall");
+    let s = Ours::start(dir.path(), &["--save", "3600 1"]);
+    let redis = ferrokv_testkit::Server::start_with(None, &["--save", "3600 1"]);
+    for port in [s.port, redis.port] {
+        assert_eq!(cli(port, &["DEBUG", "POPULATE", "300000", "k", "100"]), "OK");
+        assert_eq!(cli(port, &["SAVE"]), "OK");
+        assert_eq!(cli(port, &["BGSAVE"]), "Background saving started");
+        assert_eq!(cli(port, &["FLUSHALL"]), "OK");
+        assert_eq!(cli(port, &["SET", "after", "flush"]), "OK");
+    }
+    s.kill9();
+    let s = Ours::start(dir.path(), &["--save", "3600 1"]);
+    let redis = ferrokv_testkit::Server::start_in(redis.stop(), &["--save", "3600 1"]);
+    for port in [s.port, redis.port] {
+        assert_eq!(cli(port, &["DBSIZE"]), "0", "port {port}: FLUSHALL was not saved");
+    }
+}
