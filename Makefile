@@ -5,19 +5,22 @@ DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
 SERVER_DATA := target/ferrokv-data
 
-.PHONY: run server build test lint unit compat conformance bench fixtures fuzz deps clean
+.PHONY: run server dump-demo build test lint unit compat conformance bench fixtures fuzz deps clean
 
 build:
 	$(CARGO) build --release --bins
 
-# Dump the bundled fixture (written by a real Redis 7.0) as jsonl.
+# Start ferrokv-server in the foreground with its embedded default config (Redis 7.0's
+# defaults, port 6379); data in target/ferrokv-data. Ctrl-C saves and exits.
 run: build
-	$(RDBTOOL) dump $(DEMO)
-
-# Start ferrokv-server with the bundled default config; data under target/.
-server: build
 	mkdir -p $(SERVER_DATA)
-	target/release/ferrokv-server server/ferrokv.conf --dir $(SERVER_DATA)
+	target/release/ferrokv-server --dir $(SERVER_DATA)
+
+server: run
+
+# Dump the bundled fixture (written by a real Redis 7.0) as jsonl.
+dump-demo: build
+	$(RDBTOOL) dump $(DEMO)
 
 deps:
 	./scripts/install-deps.sh

@@ -55,6 +55,12 @@ pub struct Config {
     pub rdbchecksum: bool,
     /// `save` points: (seconds, changes).
     pub save: Vec<(u64, u64)>,
+    /// An LFU maxmemory-policy is selected: a key's `lru` field holds its LFU data
+    /// (keyspace::lfu), OBJECT FREQ answers and OBJECT IDLETIME refuses.
+    pub lfu: bool,
+    pub lfu_log_factor: u32,
+    /// Minutes per halving step of the LFU counter (0: never decays).
+    pub lfu_decay_time: u32,
 }
 
 impl Default for Config {
@@ -77,6 +83,9 @@ impl Default for Config {
             rdbcompression: true,
             rdbchecksum: true,
             save: vec![(3600, 1), (300, 100), (60, 10000)],
+            lfu: false,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
         }
     }
 }

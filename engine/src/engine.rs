@@ -18,7 +18,7 @@
 
 use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Stats};
 use crate::config::Config;
-use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace};
+use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker};
 use crate::persist::{self, PersistError, Persistence, RewriteJob, RewrittenBase};
 
 /// Per-client state the engine needs: the selected database.
@@ -97,6 +97,22 @@ impl Engine {
         }
         match &mut self.persist.aof {
             Some(aof) => aof.start_rewrite(&self.ks, now),
+            None => Err(PersistError::State("no AOF".into())),
+        }
+    }
+
+    /// [`Engine::start_rewrite`] without copying the keyspace now: the returned walker
+    /// copies it while the caller keeps running commands (drive it with
+    /// [`SnapshotWalker::step`] between them; see [`crate::keyspace::snapshot`]).
+    pub fn start_rewrite_live(&mut self) -> Result<(RewriteJob, SnapshotWalker), PersistError> {
+        self.flush();
+        let now = self.clock.now_ms();
+        if self.persist.aof.is_none() {
+            let manifest = persist::load::read_manifest(&self.cfg)?;
+            self.persist.aof = Some(persist::Aof::detached(&self.cfg, manifest, now)?);
+        }
+        match &mut self.persist.aof {
+            Some(aof) => aof.start_rewrite_live(&mut self.ks, now),
             None => Err(PersistError::State("no AOF".into())),
         }
     }

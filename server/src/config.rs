@@ -31,12 +31,15 @@ pub struct ServerConfig {
     pub enable_debug_command: Protected,
     pub loglevel: String,
     /// Values of the parameters accepted for compatibility that change nothing here yet
-    /// (see `STORED`), by canonical name.
+    /// (see `stored`), by canonical name.
     pub stored: std::collections::HashMap<&'static str, String>,
     /// `notify-keyspace-events` as flag bits (crate::notify).
     pub notify_keyspace_events: u32,
     pub obuf_limits: crate::obuf::Limits,
-    /// Accepted and reported; lists are not compressed.
+    /// maxmemory-policy: only its LFU-or-not matters so far (OBJECT FREQ); there is no
+    /// eviction yet.
+    pub maxmemory_policy: String,
+    /// list-compress-depth: accepted and reported; lists are never compressed.
     pub list_compress_depth: i64,
 }
 
@@ -60,6 +63,7 @@ impl Default for ServerConfig {
             stored: std::collections::HashMap::new(),
             notify_keyspace_events: 0,
             obuf_limits: Default::default(),
+            maxmemory_policy: "noeviction".into(),
             list_compress_depth: 0,
         }
     }
@@ -156,11 +160,8 @@ const PARAMS: &[Param] = &[
     p("client-output-buffer-limit", Kind::Special),
     p("list-compress-depth", Kind::Int { min: 0, max: INT_MAX }),
     stored("maxmemory", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
-    stored("maxmemory-policy", None, Kind::Enum(MAXMEMORY_POLICIES), "noeviction"),
     stored("maxmemory-samples", None, Kind::Int { min: 1, max: 64 }, "5"),
     stored("maxmemory-clients", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
-    stored("lfu-log-factor", None, Kind::Int { min: 0, max: INT_MAX }, "10"),
-    stored("lfu-decay-time", None, Kind::Int { min: 0, max: INT_MAX }, "1"),
     stored("stream-node-max-entries", None, Kind::Int { min: 0, max: i64::MAX }, "100"),
     stored("stream-node-max-bytes", None, Kind::Memory { min: 0, max: i64::MAX }, "4096"),
     stored("busy-reply-threshold", Some("lua-time-limit"), Kind::Int { min: 0, max: i64::MAX }, "5000"),
@@ -184,17 +185,21 @@ const PARAMS: &[Param] = &[
     stored("stop-writes-on-bgsave-error", None, Kind::Bool, "yes"),
     stored("rdb-key-save-delay", None, Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0"),
     stored("key-load-delay", None, Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0"),
-];
-
-const MAXMEMORY_POLICIES: &[&str] = &[
-    "volatile-lru",
-    "volatile-lfu",
-    "volatile-random",
-    "volatile-ttl",
-    "allkeys-lru",
-    "allkeys-lfu",
-    "allkeys-random",
-    "noeviction",
+    p(
+        "maxmemory-policy",
+        Kind::Enum(&[
+            "volatile-lru",
+            "volatile-lfu",
+            "volatile-random",
+            "volatile-ttl",
+            "allkeys-lru",
+            "allkeys-lfu",
+            "allkeys-random",
+            "noeviction",
+        ]),
+    ),
+    p("lfu-log-factor", Kind::Int { min: 0, max: INT_MAX }),
+    p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }),
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -288,6 +293,9 @@ impl ServerConfig {
             "loglevel" => self.loglevel.clone(),
             "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
             "client-output-buffer-limit" => self.obuf_limits.to_config(),
+            "maxmemory-policy" => self.maxmemory_policy.clone(),
+            "lfu-log-factor" => e.lfu_log_factor.to_string(),
+            "lfu-decay-time" => e.lfu_decay_time.to_string(),
             "list-compress-depth" => self.list_compress_depth.to_string(),
             _ => return None,
         })
@@ -385,6 +393,8 @@ impl ServerConfig {
             "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,
             "zset-max-listpack-value" => e.limits.zset_max_listpack_value = u,
             "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
+            "lfu-log-factor" => e.lfu_log_factor = n as u32,
+            "lfu-decay-time" => e.lfu_decay_time = n as u32,
             "list-compress-depth" => self.list_compress_depth = n,
             _ => {}
         }
@@ -402,6 +412,10 @@ impl ServerConfig {
             "enable-protected-configs" => self.enable_protected_configs = prot(),
             "enable-debug-command" => self.enable_debug_command = prot(),
             "loglevel" => self.loglevel = v.into(),
+            "maxmemory-policy" => {
+                self.maxmemory_policy = v.into();
+                self.engine.lfu = v.ends_with("-lfu");
+            }
             _ => {}
         }
         Ok(())
@@ -523,12 +537,17 @@ impl ServerConfig {
         let mut cfg = ServerConfig::default();
         let mut saw_save = false;
         let mut rest = args;
-        if let Some(first) = args.first() {
-            if !first.starts_with("--") {
+        match args.first() {
+            Some(first) if !first.starts_with("--") => {
                 let text = std::fs::read_to_string(first)
                     .map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
                 cfg.load_text(&text, &mut saw_save)?;
                 rest = &args[1..];
+            }
+            _ => {
+                // No file: the embedded defaults. They restate Redis's, so a `--save` flag
+                // still replaces the save points rather than adding to them.
+                cfg.load_text(EMBEDDED_CONFIG, &mut false)?;
             }
         }
         let mut i = 0;
@@ -598,6 +617,9 @@ fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
     }
 }
 
+/// server/ferrokv.conf, compiled in: the configuration used when no file is given.
+pub const EMBEDDED_CONFIG: &str = include_str!("../ferrokv.conf");
+
 /// The strerror-like text Redis gives for a failed chdir.
 fn io_reason(e: &std::io::Error) -> String {
     match e.kind() {
@@ -648,5 +670,15 @@ mod tests {
         assert_eq!(cfg.proto_max_bulk_len, 2 * 1024 * 1024);
         cfg.set("hz", &one("1000")).unwrap();
         assert_eq!(cfg.get("hz").as_deref(), Some("500"));
+    }
+
+    #[test]
+    fn embedded_config_restates_the_defaults() {
+        let mut embedded = ServerConfig::default();
+        embedded.load_text(EMBEDDED_CONFIG, &mut false).unwrap();
+        let plain = ServerConfig::default();
+        for name in ServerConfig::names() {
+            assert_eq!(embedded.get(name), plain.get(name), "{name}");
+        }
     }
 }

@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use ferrokv::command::Argv;
-use ferrokv::keyspace::Clock;
+use ferrokv::keyspace::{Clock, SnapshotWalker};
 use ferrokv::persist::{PersistError, RewrittenBase};
 use ferrokv::{Engine, Reply};
 use mio::net::{TcpListener, TcpStream};
@@ -93,6 +93,11 @@ pub struct Server {
     pub blocking: crate::blocking::Blocking,
     /// Clients given new output or unblocked by someone else's command: they get a turn.
     pub woken: HashSet<u64>,
+    /// The running BGSAVE's or BGREWRITEAOF's key copier (server/src/background.rs).
+    pub snapshot: Option<SnapshotWalker>,
+    /// Microseconds the loop spent starting the last snapshot (Redis's fork time).
+    pub latest_fork_usec: u64,
+    pub total_forks: u64,
 }
 
 fn listener_token(i: usize) -> Token {
@@ -154,6 +159,9 @@ impl Server {
             pubsub: Default::default(),
             blocking: Default::default(),
             woken: HashSet::new(),
+            snapshot: None,
+            latest_fork_usec: 0,
+            total_forks: 0,
         })
     }
 
@@ -170,8 +178,13 @@ impl Server {
             self.expire_blocked();
             self.queue_woken();
             let tick = Duration::from_millis(1000 / u64::from(self.cfg.engine.hz.max(1)));
-            let mut timeout =
-                if self.pending.is_empty() { tick.saturating_sub(self.last_cron.elapsed()) } else { Duration::ZERO };
+            let mut timeout = if !self.pending.is_empty() {
+                Duration::ZERO
+            } else if let Some(t) = self.snapshot_poll_timeout() {
+                t.min(tick.saturating_sub(self.last_cron.elapsed()))
+            } else {
+                tick.saturating_sub(self.last_cron.elapsed())
+            };
             if let Some(t) = self.blocking.next_deadline() {
                 timeout = timeout.min(t.saturating_duration_since(Instant::now()));
             }
@@ -193,6 +206,7 @@ impl Server {
                     self.serve(id);
                 }
             }
+            self.step_snapshot();
             if self.last_cron.elapsed() >= tick {
                 self.last_cron = Instant::now();
                 self.cron();
@@ -444,6 +458,9 @@ impl Server {
                 };
                 self.touch_modified(c);
                 self.deliver_events(Some(c));
+                if found.name() == "flushall" && !r.is_error() {
+                    self.after_flushall();
+                }
                 r
             }
         };
@@ -626,24 +643,39 @@ impl Server {
         }
     }
 
-    /// Start a BGSAVE: the keyspace is copied here and written on a thread.
+    /// Start a BGSAVE: a thread writes the keys the loop copies a few at a time
+    /// (server/src/background.rs).
     pub fn start_bgsave(&mut self) {
-        let ks = self.engine.ks.clone();
         let cfg = self.engine.cfg.clone();
         let now = self.engine.clock.now_ms();
+        let rx = match self.engine.ks.begin_snapshot() {
+            Ok((walker, rx)) => {
+                self.snapshot_started(walker);
+                rx
+            }
+            // Cannot happen while jobs are one at a time; fall back to a copy.
+            Err(_) => self.engine.ks.snapshot_now(),
+        };
         self.bgsave_dirty = self.engine.stats.dirty;
-        self.bgsave = Some(std::thread::spawn(move || ferrokv::persist::snapshot::save(&ks, &cfg, now)));
+        self.bgsave = Some(std::thread::spawn(move || {
+            ferrokv::persist::snapshot::save_from(ferrokv::persist::snapshot::Source::Stream(rx), &cfg, now)
+        }));
     }
 
     /// Start a BGREWRITEAOF on a thread.
     pub fn start_bgrewrite(&mut self) -> Result<(), PersistError> {
-        let job = self.engine.start_rewrite()?;
+        let (job, walker) = self.engine.start_rewrite_live()?;
+        self.snapshot_started(walker);
         self.bgrewrite = Some(std::thread::spawn(move || job.run()));
         Ok(())
     }
 
     /// Collect finished background jobs. With `wait`, block until they finish.
     pub fn collect_background_jobs_wait(&mut self, wait: bool) {
+        if wait {
+            // The writer waits for the keys the loop has not copied yet.
+            self.settle_snapshot();
+        }
         if self.bgsave.as_ref().is_some_and(|h| wait || h.is_finished()) {
             if let Some(h) = self.bgsave.take() {
                 let r = h.join().unwrap_or_else(|_| Err(PersistError::State("BGSAVE thread panicked".into())));

@@ -86,7 +86,8 @@ impl<'a> Ctx<'a> {
         stats: &'a mut Stats,
         fx: &'a mut Effects,
     ) -> Ctx<'a> {
-        let lru = ((now / 1000) as u32) & crate::keyspace::LRU_MAX;
+        let lru =
+            if cfg.lfu { crate::keyspace::lfu::init(now) } else { ((now / 1000) as u32) & crate::keyspace::LRU_MAX };
         Ctx { ks, cfg, db, now, lru, mode, rng, stats, fx, dirty: 0, rewrite: None, suppress: false }
     }
 
@@ -213,16 +214,23 @@ impl<'a> Ctx<'a> {
     pub fn lookup_read_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
         let expired = self.expire_if_needed_in(db, key);
         let lru = self.lru;
-        if expired || self.ks.dbs[db].find(key).is_none() {
-            self.stats.keyspace_misses += 1;
-            self.notify_in(db, notify::KEY_MISS, "keymiss", key);
-            return None;
+        let (now, cfg) = (self.now, self.cfg);
+        // One lookup; a miss records its event through the fields (the hit's borrow is
+        // returned).
+        match self.ks.dbs[db].get_mut(key).filter(|_| !expired) {
+            Some(s) => {
+                self.stats.keyspace_hits += 1;
+                s.lru = touched(s.lru, lru, now, cfg, self.rng);
+                Some(&mut s.value)
+            }
+            None => {
+                self.stats.keyspace_misses += 1;
+                if self.fx.track_events {
+                    self.fx.events.push(Event { class: notify::KEY_MISS, name: "keymiss", db, key: key.to_vec() });
+                }
+                None
+            }
         }
-        self.stats.keyspace_hits += 1;
-        self.ks.dbs[db].get_mut(key).map(|s| {
-            s.lru = lru;
-            &mut s.value
-        })
     }
 
     /// Look a key up for writing: expire it if due, touch its LRU.
@@ -234,8 +242,9 @@ impl<'a> Ctx<'a> {
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
         self.expire_for_write(db, key);
         let lru = self.lru;
+        let (now, cfg, rng) = (self.now, self.cfg, &mut *self.rng);
         self.ks.dbs[db].get_mut(key).map(|s| {
-            s.lru = lru;
+            s.lru = touched(s.lru, lru, now, cfg, rng);
             &mut s.value
         })
     }
@@ -244,11 +253,16 @@ impl<'a> Ctx<'a> {
     /// A miss fires `keymiss`, as Redis's read lookups do.
     pub fn lookup_slot(&mut self, key: &[u8]) -> Option<&Slot> {
         let db = self.db;
-        if self.lookup_slot_quiet(key).is_none() {
-            self.notify_in(db, notify::KEY_MISS, "keymiss", key);
-            return None;
+        let expired = self.expire_if_needed_in(db, key);
+        match self.ks.dbs[db].get(key).filter(|_| !expired) {
+            Some(s) => Some(s),
+            None => {
+                if self.fx.track_events {
+                    self.fx.events.push(Event { class: notify::KEY_MISS, name: "keymiss", db, key: key.to_vec() });
+                }
+                None
+            }
         }
-        self.ks.dbs[db].get(key)
     }
 
     /// [`Ctx::lookup_slot`] without the `keymiss` event (OBJECT).
@@ -322,7 +336,7 @@ impl<'a> Ctx<'a> {
             }
         };
         let s = self.ks.dbs[db].slot_mut(pos);
-        s.lru = lru;
+        s.lru = touched(s.lru, lru, self.now, self.cfg, self.rng);
         &mut s.value
     }
 
@@ -357,5 +371,15 @@ impl<'a> Ctx<'a> {
             Some(p) => self.ks.dbs[db].clear_expire_at(p),
             None => false,
         }
+    }
+}
+
+/// A key's `lru` field after an access: the LRU clock, or the LFU update under an LFU
+/// maxmemory-policy.
+fn touched(field: u32, lru_now: u32, now_ms: i64, cfg: &Config, rng: &mut fastrand::Rng) -> u32 {
+    if cfg.lfu {
+        crate::keyspace::lfu::touch(field, now_ms, cfg, rng)
+    } else {
+        lru_now
     }
 }

@@ -578,6 +578,7 @@ fn object(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return Reply::Array(OBJECT_HELP.iter().map(|s| Reply::simple(s)).collect());
     }
     let lru_now = ctx.lru;
+    let (lfu, now, decay) = (ctx.cfg.lfu, ctx.now, ctx.cfg.lfu_decay_time);
     let Some(slot) = ctx.lookup_slot_quiet(&a[2]) else {
         return Reply::Nil;
     };
@@ -587,7 +588,12 @@ fn object(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             Value::Str(Str::Int(i)) if (0..10_000).contains(i) => SHARED_REFCOUNT,
             _ => 1,
         }),
+        "idletime" if lfu => Reply::err(
+            "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching \
+             between policies at runtime LRU and LFU data will take some time to adjust.",
+        ),
         "idletime" => Reply::Int(crate::keyspace::idle_secs(lru_now, slot.lru) as i64),
+        _ if lfu => Reply::Int(i64::from(crate::keyspace::lfu::counter(slot.lru, now, decay))),
         _ => Reply::err(
             "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when \
              switching between policies at runtime LRU and LFU data will take some time to adjust.",

@@ -10,6 +10,7 @@ use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
+use super::snapshot::DbSnapshot;
 use crate::value::{Sds, Value};
 
 /// No TTL.
@@ -34,18 +35,33 @@ impl Slot {
     }
 }
 
-#[derive(Clone)]
 pub struct Db {
     index: HashTable<u32>,
     slots: Vec<Slot>,
     /// Slot positions of the keys with a TTL (the "expires dict").
     volatile: Vec<u32>,
     hasher: foldhash::fast::RandomState,
+    /// A background snapshot copying this database: every mutation first copies the
+    /// key's old value when the snapshot still needs it (the write barrier).
+    pub(super) snap: Option<Box<DbSnapshot>>,
 }
 
 impl Default for Db {
     fn default() -> Self {
-        Db { index: HashTable::new(), slots: Vec::new(), volatile: Vec::new(), hasher: Default::default() }
+        Db { index: HashTable::new(), slots: Vec::new(), volatile: Vec::new(), hasher: Default::default(), snap: None }
+    }
+}
+
+impl Clone for Db {
+    /// The data only: a copy takes no part in a running snapshot.
+    fn clone(&self) -> Self {
+        Db {
+            index: self.index.clone(),
+            slots: self.slots.clone(),
+            volatile: self.volatile.clone(),
+            hasher: self.hasher.clone(),
+            snap: None,
+        }
     }
 }
 
@@ -84,7 +100,21 @@ impl Db {
     }
 
     pub fn slot_mut(&mut self, pos: usize) -> &mut Slot {
+        self.before_write(pos);
         &mut self.slots[pos]
+    }
+
+    /// The running snapshot's state beside the slots it copies from.
+    pub(super) fn snapshot_parts(&mut self) -> (Option<&mut DbSnapshot>, &[Slot]) {
+        (self.snap.as_deref_mut(), &self.slots)
+    }
+
+    /// The write barrier: a running snapshot copies the key at `pos` before it changes.
+    #[inline]
+    fn before_write(&mut self, pos: usize) {
+        if let Some(snap) = self.snap.as_deref_mut() {
+            snap.copy_if_pending(pos, &self.slots[pos]);
+        }
     }
 
     pub fn slots(&self) -> &[Slot] {
@@ -96,7 +126,9 @@ impl Db {
     }
 
     pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Slot> {
-        self.find(key).map(|p| &mut self.slots[p])
+        let pos = self.find(key)?;
+        self.before_write(pos);
+        Some(&mut self.slots[pos])
     }
 
     /// Add a key that is not there; returns its position.
@@ -135,6 +167,7 @@ impl Db {
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool, lru: u32) -> usize {
         match self.find(key) {
             Some(pos) => {
+                self.before_write(pos);
                 self.slots[pos].value = value;
                 self.slots[pos].lru = lru;
                 if !keep_ttl {
@@ -154,6 +187,7 @@ impl Db {
 
     /// Remove the key at `pos`; the last entry moves into its place.
     pub fn remove_at(&mut self, pos: usize) -> Slot {
+        self.before_write(pos);
         self.clear_expire_at(pos);
         let h = self.hash(&self.slots[pos].key);
         if let Ok(e) = self.index.find_entry(h, |&i| i as usize == pos) {
@@ -170,11 +204,15 @@ impl Db {
                 self.volatile[vp] = pos as u32;
             }
         }
+        if let Some(snap) = self.snap.as_deref_mut() {
+            snap.moved(last, pos);
+        }
         self.slots.swap_remove(pos)
     }
 
     /// Set the absolute expiry of the key at `pos`.
     pub fn set_expire_at(&mut self, pos: usize, when: i64) {
+        self.before_write(pos);
         let s = &mut self.slots[pos];
         if s.expire == NO_EXPIRE {
             s.vpos = self.volatile.len() as u32;
@@ -188,6 +226,7 @@ impl Db {
         if self.slots[pos].expire == NO_EXPIRE {
             return false;
         }
+        self.before_write(pos);
         let vp = self.slots[pos].vpos as usize;
         self.slots[pos].expire = NO_EXPIRE;
         let moved = self.volatile[self.volatile.len() - 1];
@@ -223,7 +262,13 @@ impl Db {
     }
 
     pub fn clear(&mut self) {
-        *self = Db { hasher: self.hasher.clone(), ..Db::default() };
+        let snap = self.snap.take();
+        let old = std::mem::replace(self, Db { hasher: self.hasher.clone(), ..Db::default() });
+        if let Some(mut snap) = snap {
+            // The keys the snapshot still needs move to it whole (no value is copied).
+            snap.take_pending(old.slots);
+            self.snap = Some(snap);
+        }
     }
 
     /// Reserve room for `n` more keys (RESIZEDB on load).

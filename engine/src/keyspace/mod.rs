@@ -5,10 +5,13 @@
 mod clock;
 mod db;
 mod expire;
+pub mod lfu;
+pub mod snapshot;
 
 pub use clock::{idle_secs, Clock, LRU_MAX};
 pub use db::{Db, Slot, NO_EXPIRE};
 pub use expire::{CycleReport, ExpireCycle};
+pub use snapshot::{SnapChunk, SnapRecord, SnapshotWalker, Step};
 
 /// All databases.
 #[derive(Debug, Clone)]

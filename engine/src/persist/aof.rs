@@ -19,10 +19,12 @@ use std::path::{Path, PathBuf};
 
 use super::feed::AofFeed;
 use super::manifest::{manifest_name, temp_manifest_name, Manifest};
+use super::snapshot::Source;
 use super::{rewrite, snapshot, PersistError};
 use crate::command::Argv;
 use crate::config::{Config, Fsync};
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Keyspace, SnapChunk, SnapshotWalker};
+use std::sync::mpsc::Receiver;
 
 #[derive(Debug)]
 pub struct Aof {
@@ -46,11 +48,19 @@ pub struct Aof {
 
 /// A rewrite in progress: the point-in-time keyspace and where its base goes.
 pub struct RewriteJob {
-    snapshot: Keyspace,
+    snapshot: JobSource,
     cfg: Config,
     now_ms: i64,
     tmp: PathBuf,
     rdb_base: bool,
+}
+
+/// Where a rewrite job's keys come from.
+enum JobSource {
+    /// A copy taken at the start.
+    Copy(Box<Keyspace>),
+    /// Chunks from a [`SnapshotWalker`] the keyspace's owner drives.
+    Live(Receiver<SnapChunk>),
 }
 
 /// A base built by [`RewriteJob::run`], waiting for [`Aof::finish_rewrite`].
@@ -77,7 +87,7 @@ impl Aof {
             let rdb = rdb_base(cfg, ks);
             let name = manifest.new_base(&cfg.appendfilename, rdb);
             let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
-            write_base(&tmp, ks, cfg, now_ms, rdb)?;
+            write_base(&tmp, Source::Keyspace(ks), cfg, now_ms, rdb)?;
             let path = dir.join(&name);
             fs::rename(&tmp, &path).map_err(|e| PersistError::io(&path, "rename", e))?;
             dirty = true;
@@ -202,6 +212,38 @@ impl Aof {
     /// Step 1 of a rewrite: switch writes to a new incr file named in a persisted
     /// manifest, and capture `ks` for the new base.
     pub fn start_rewrite(&mut self, ks: &Keyspace, now_ms: i64) -> Result<RewriteJob, PersistError> {
+        self.switch_incr(now_ms)?;
+        let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+        let rdb_base = rdb_base(&self.cfg, ks);
+        let snapshot = JobSource::Copy(Box::new(ks.clone()));
+        Ok(RewriteJob { snapshot, cfg: self.cfg.clone(), now_ms, tmp, rdb_base })
+    }
+
+    /// [`Aof::start_rewrite`] without copying the keyspace here: the job reads the chunks
+    /// of a snapshot the returned walker copies as the caller drives it
+    /// ([`crate::keyspace::snapshot`]).
+    pub fn start_rewrite_live(
+        &mut self,
+        ks: &mut Keyspace,
+        now_ms: i64,
+    ) -> Result<(RewriteJob, SnapshotWalker), PersistError> {
+        if self.rewriting {
+            return Err(PersistError::State("a rewrite is already in progress".into()));
+        }
+        let rdb_base = rdb_base(&self.cfg, ks);
+        let (mut walker, rx) = ks.begin_snapshot().map_err(PersistError::State)?;
+        if let Err(e) = self.switch_incr(now_ms) {
+            walker.abort(ks);
+            return Err(e);
+        }
+        let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
+        let job = RewriteJob { snapshot: JobSource::Live(rx), cfg: self.cfg.clone(), now_ms, tmp, rdb_base };
+        Ok((job, walker))
+    }
+
+    /// A rewrite starts: writes from now on go to a new incr file named in a persisted
+    /// manifest.
+    fn switch_incr(&mut self, now_ms: i64) -> Result<(), PersistError> {
         if self.rewriting {
             return Err(PersistError::State("a rewrite is already in progress".into()));
         }
@@ -224,9 +266,7 @@ impl Aof {
             self.feed.reset();
         }
         self.rewriting = true;
-        let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-        let rdb_base = rdb_base(&self.cfg, ks);
-        Ok(RewriteJob { snapshot: ks.clone(), cfg: self.cfg.clone(), now_ms, tmp, rdb_base })
+        Ok(())
     }
 
     /// Step 3: install the base `done` built (or clean up after the job failed).
@@ -257,8 +297,17 @@ impl Aof {
 impl RewriteJob {
     /// Step 2: write the new base to its temp file (fsynced). Runs on any thread.
     pub fn run(self) -> Result<RewrittenBase, PersistError> {
-        write_base(&self.tmp, &self.snapshot, &self.cfg, self.now_ms, self.rdb_base)?;
-        Ok(RewrittenBase { tmp: self.tmp, rdb_base: self.rdb_base })
+        let RewriteJob { snapshot, cfg, now_ms, tmp, rdb_base } = self;
+        let copy;
+        let src = match snapshot {
+            JobSource::Copy(ks) => {
+                copy = ks;
+                Source::Keyspace(&copy)
+            }
+            JobSource::Live(rx) => Source::Stream(rx),
+        };
+        write_base(&tmp, src, &cfg, now_ms, rdb_base)?;
+        Ok(RewrittenBase { tmp, rdb_base })
     }
 }
 
@@ -270,13 +319,13 @@ fn rdb_base(cfg: &Config, ks: &Keyspace) -> bool {
 }
 
 /// A base file at `path`: an RDB with `aof-base` 1, or RESP commands.
-fn write_base(path: &Path, ks: &Keyspace, cfg: &Config, now_ms: i64, rdb: bool) -> Result<(), PersistError> {
+fn write_base(path: &Path, src: Source, cfg: &Config, now_ms: i64, rdb: bool) -> Result<(), PersistError> {
     let file = File::create(path).map_err(|e| PersistError::io(path, "create", e))?;
     let w = io::BufWriter::with_capacity(1 << 20, file);
     let written = if rdb {
-        snapshot::write_rdb(w, ks, cfg, now_ms, true)
+        snapshot::write_rdb_from(w, src, cfg, now_ms, true)
     } else {
-        rewrite::write_keyspace(w, ks, cfg.aof_timestamp_enabled.then_some(now_ms))
+        rewrite::write_keyspace_from(w, src, cfg.aof_timestamp_enabled.then_some(now_ms))
     };
     let synced = written.and_then(|w| w.into_inner().map_err(|e| e.into_error())).and_then(|f| f.sync_all());
     synced.map_err(|e| {

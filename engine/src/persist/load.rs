@@ -48,6 +48,19 @@ pub fn startup(e: &mut Engine) -> Result<(), PersistError> {
     Ok(())
 }
 
+/// DEBUG LOADAOF: the dataset the AOF directory's files hold, replayed into a fresh
+/// keyspace (nothing is opened for writing). None when the manifest names no file.
+pub fn load_aof_files(cfg: &Config) -> Result<Option<Keyspace>, PersistError> {
+    let m = read_manifest(cfg)?;
+    if m.base.is_none() && m.incr.is_empty() {
+        return Ok(None);
+    }
+    let mut e = Engine::with_clock(cfg.clone(), crate::keyspace::Clock::System);
+    e.mode = ExpireMode::Loading;
+    load_aof_dir(&mut e)?;
+    Ok(Some(e.ks))
+}
+
 fn load_dump(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
     let path = e.cfg.dir.join(&e.cfg.dbfilename);
     if !path.exists() {

@@ -10,6 +10,7 @@
 use std::io::{self, Write};
 
 use super::feed::put_multibulk;
+use super::snapshot::{KeySink, Source};
 use crate::command::fmt_double;
 use crate::format::rdb::{StreamId, StreamMeta};
 use crate::keyspace::Keyspace;
@@ -291,20 +292,27 @@ pub fn stream_tail(key: &[u8], meta: &StreamMeta<'_>, had_entries: bool, emit: &
 /// A whole keyspace as a RESP AOF base (`timestamp_ms`: the `#TS:` annotation to start
 /// with, when timestamps are enabled).
 pub fn write_keyspace<W: Write>(w: W, ks: &Keyspace, timestamp_ms: Option<i64>) -> io::Result<W> {
+    write_keyspace_from(w, Source::Keyspace(ks), timestamp_ms)
+}
+
+/// A snapshot as a RESP AOF base.
+pub fn write_keyspace_from<W: Write>(w: W, src: Source, timestamp_ms: Option<i64>) -> io::Result<W> {
     let mut out = RespBaseWriter::new(w);
     if let Some(t) = timestamp_ms {
         out.timestamp(t)?;
     }
-    for (i, db) in ks.dbs.iter().enumerate() {
-        if db.is_empty() {
-            continue;
-        }
-        out.select_db(i)?;
-        for slot in db.slots() {
-            out.value(&slot.key, &slot.value, slot.expire_ms())?;
-        }
-    }
+    src.feed(&mut out)?;
     out.finish()
+}
+
+impl<W: Write> KeySink for RespBaseWriter<W> {
+    fn db(&mut self, index: usize, _keys: u64, _volatile: u64) -> io::Result<()> {
+        self.select_db(index)
+    }
+
+    fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()> {
+        self.value(key, value, expire_ms)
+    }
 }
 
 #[cfg(test)]

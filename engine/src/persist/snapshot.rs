@@ -9,7 +9,9 @@ use std::path::Path;
 use super::PersistError;
 use crate::config::Config;
 use crate::format::rdb::{Encoder, RdbWriter, Target};
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Keyspace, SnapChunk};
+use crate::value::Value;
+use std::sync::mpsc::Receiver;
 
 /// The encoder for `cfg`: Redis 7.0's format at the configured thresholds.
 pub fn encoder(cfg: &Config) -> Encoder {
@@ -24,24 +26,85 @@ pub fn encoder(cfg: &Config) -> Encoder {
     enc
 }
 
-/// Write `ks` as an RDB file to `w`.
-pub fn write_rdb<W: Write>(w: W, ks: &Keyspace, cfg: &Config, now_ms: i64, aof_base: bool) -> io::Result<W> {
-    let mut rdb = RdbWriter::with_aof_base(w, Target::Redis70, now_ms.div_euclid(1000), aof_base)?;
-    rdb.enc = encoder(cfg);
-    let mut losses = Vec::new();
-    for (i, db) in ks.dbs.iter().enumerate() {
-        if db.is_empty() {
-            continue;
-        }
-        rdb.select_db(i as u64, Some((db.len() as u64, db.volatile_len() as u64)))?;
-        for slot in db.slots() {
-            rdb.key(&slot.key, slot.expire_ms(), None, None, &slot.value.to_logical_in_order(), &mut losses)?;
-            if let Some(l) = losses.pop() {
-                return Err(io::Error::new(io::ErrorKind::InvalidData, l.what));
+/// Where a snapshot's keys come from: the keyspace itself (on its owner's thread), or the
+/// chunks a [`crate::keyspace::SnapshotWalker`] sends from a live one.
+pub enum Source<'a> {
+    Keyspace(&'a Keyspace),
+    Stream(Receiver<SnapChunk>),
+}
+
+/// What a snapshot is written as: an RDB or a RESP AOF base.
+pub trait KeySink {
+    /// The next database, with its key and TTL counts.
+    fn db(&mut self, index: usize, keys: u64, volatile: u64) -> io::Result<()>;
+    fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()>;
+}
+
+impl Source<'_> {
+    /// Hand every database and key to `sink`, in database order.
+    pub fn feed(self, sink: &mut dyn KeySink) -> io::Result<()> {
+        match self {
+            Source::Keyspace(ks) => {
+                for (i, db) in ks.dbs.iter().enumerate() {
+                    if db.is_empty() {
+                        continue;
+                    }
+                    sink.db(i, db.len() as u64, db.volatile_len() as u64)?;
+                    for slot in db.slots() {
+                        sink.key(&slot.key, &slot.value, slot.expire_ms())?;
+                    }
+                }
+                Ok(())
             }
+            Source::Stream(rx) => loop {
+                match rx.recv() {
+                    Ok(SnapChunk::Db { index, keys, volatile }) => sink.db(index, keys, volatile)?,
+                    Ok(SnapChunk::Keys(records)) => {
+                        for r in &records {
+                            sink.key(&r.key, &r.value, r.expire_ms())?;
+                        }
+                        // Dropped here, on the writer's thread, not the owner's.
+                        drop(records);
+                    }
+                    Ok(SnapChunk::End) => return Ok(()),
+                    Err(_) => return Err(io::Error::other("the snapshot was abandoned")),
+                }
+            },
         }
     }
-    rdb.finish()
+}
+
+struct RdbSink<W: Write> {
+    rdb: RdbWriter<W>,
+    losses: Vec<crate::format::rdb::Loss>,
+}
+
+impl<W: Write> KeySink for RdbSink<W> {
+    fn db(&mut self, index: usize, keys: u64, volatile: u64) -> io::Result<()> {
+        self.rdb.select_db(index as u64, Some((keys, volatile)))
+    }
+
+    fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()> {
+        self.rdb.key(key, expire_ms, None, None, &value.to_logical_in_order(), &mut self.losses)?;
+        match self.losses.pop() {
+            Some(l) => Err(io::Error::new(io::ErrorKind::InvalidData, l.what)),
+            None => Ok(()),
+        }
+    }
+}
+
+/// Write `ks` as an RDB file to `w`.
+pub fn write_rdb<W: Write>(w: W, ks: &Keyspace, cfg: &Config, now_ms: i64, aof_base: bool) -> io::Result<W> {
+    write_rdb_from(w, Source::Keyspace(ks), cfg, now_ms, aof_base)
+}
+
+/// Write a snapshot as an RDB file to `w`.
+pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, aof_base: bool) -> io::Result<W> {
+    let mut rdb = RdbWriter::with_aof_base(w, Target::Redis70, now_ms.div_euclid(1000), aof_base)?;
+    rdb.enc = encoder(cfg);
+    let mut sink = RdbSink { rdb, losses: Vec::new() };
+    src.feed(&mut sink)?;
+    sink.rdb.finish()
 }
 
 /// Write `path` atomically: build `tmp` with `fill`, fsync it, rename it over `path`, and
@@ -84,7 +147,13 @@ pub fn sync_dir(path: &Path) -> Result<(), PersistError> {
 
 /// SAVE: the keyspace to `dir/dbfilename`, through `dir/temp-<pid>.rdb`.
 pub fn save(ks: &Keyspace, cfg: &Config, now_ms: i64) -> Result<(), PersistError> {
+    save_from(Source::Keyspace(ks), cfg, now_ms)
+}
+
+/// BGSAVE's writer: a snapshot to `dir/dbfilename`, through `dir/temp-<pid>.rdb` (Redis's
+/// child names it after its own pid; there is no child here).
+pub fn save_from(src: Source, cfg: &Config, now_ms: i64) -> Result<(), PersistError> {
     let path = cfg.dir.join(&cfg.dbfilename);
     let tmp = cfg.dir.join(format!("temp-{}.rdb", std::process::id()));
-    write_atomically(&tmp, &path, |w| write_rdb(w, ks, cfg, now_ms, false))
+    write_atomically(&tmp, &path, |w| write_rdb_from(w, src, cfg, now_ms, false))
 }

@@ -7,7 +7,7 @@ use ferrokv::keyspace::{idle_secs, Clock};
 use ferrokv::persist::PersistError;
 use ferrokv::{Engine, Reply, Session};
 
-use super::{text, unknown_subcommand};
+use super::text;
 use crate::client::Client;
 use crate::server::{log, Server, ShutdownMode};
 
@@ -73,7 +73,10 @@ pub fn enable_aof(s: &mut Server) -> Result<(), PersistError> {
     let now = s.engine.clock.now_ms();
     let aof = ferrokv::persist::Aof::open_on_start(&cfg, manifest, &s.engine.ks, now)?;
     s.engine.persist.aof = Some(aof);
-    if s.bgrewrite.is_none() {
+    if s.bgsave.is_some() {
+        // One snapshot at a time, as Redis has one child: the rewrite follows the save.
+        s.rewrite_scheduled = true;
+    } else if s.bgrewrite.is_none() {
         s.start_bgrewrite()?;
     }
     Ok(())
@@ -167,21 +170,25 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             Reply::Array(digests)
         }
         b"reload" => debug_reload(s, &a[2..]),
-        b"set-active-expire" if a.len() == 3 => match parse_i64(&a[2]) {
-            Some(n) => {
-                s.active_expire = n != 0;
-                Reply::ok()
-            }
-            None => Reply::not_integer(),
-        },
+        b"set-active-expire" if a.len() == 3 => {
+            s.active_expire = super::debug::atoi(&a[2]) != 0;
+            Reply::ok()
+        }
+        b"loadaof" => super::debug::loadaof(s, c),
+        b"quicklist-packed-threshold" if a.len() == 3 => super::debug::quicklist_packed_threshold(a),
+        b"change-repl-id" if a.len() == 2 => {
+            log("Changing replication IDs after receiving DEBUG change-repl-id");
+            Reply::ok()
+        }
         b"sleep" if a.len() == 3 => {
             let secs = parse_f64(&a[2]).unwrap_or(0.0).max(0.0);
             std::thread::sleep(Duration::from_secs_f64(secs.min(3600.0)));
             Reply::ok()
         }
         b"object" if a.len() == 3 => debug_object(s, c, &a[2]),
+        b"populate" => super::debug::populate(s, c, a),
         b"help" => Reply::bulks(HELP),
-        _ => unknown_subcommand(&a[1], "debug"),
+        _ => super::debug::subcommand_syntax_error(&a[1], "debug"),
     }
 }
 
@@ -199,6 +206,19 @@ const HELP: &[&str] = &[
     "    Setting it to 0 disables expiring keys in background when they are not accessed.",
     "SLEEP <seconds>",
     "    Stop the server for <seconds>. Decimals allowed.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
+    "POPULATE <count> [<prefix>] [<size>]",
+    "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+    "    it is used instead of the 'key' prefix. These are not propagated to",
+    "    replicas. Cluster slots are not respected so keys not belonging to the",
+    "    current node can be created in cluster mode.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+    "CHANGE-REPL-ID",
+    "    Change the replication IDs of the instance.",
+    "    Dangerous: should be used only for testing the replication subsystem.",
     "HELP",
     "    Print this help.",
 ];
@@ -220,6 +240,8 @@ fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
             return Reply::error(format!("ERR Error trying to save the DB: {e}"));
         }
     }
+    // A running snapshot copies what it still needs before the keys are replaced.
+    s.settle_snapshot();
     let mut cfg = s.engine.cfg.clone();
     cfg.appendonly = false;
     let loaded = match Engine::open(cfg, Clock::System) {

@@ -117,7 +117,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("used_memory_peak_human", human(rss));
             kv("maxmemory", "0".into());
             kv("maxmemory_human", "0B".into());
-            kv("maxmemory_policy", "noeviction".into());
+            kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
             kv("mem_allocator", "libc".into());
         }
         "persistence" => {
@@ -126,8 +126,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("async_loading", "0".into());
             kv("current_cow_peak", "0".into());
             kv("current_fork_perc", "0.00".into());
-            kv("current_save_keys_processed", "0".into());
-            kv("current_save_keys_total", "0".into());
+            let (copied, total) = s.snapshot_progress();
+            kv("current_save_keys_processed", copied.to_string());
+            kv("current_save_keys_total", total.to_string());
             kv("rdb_changes_since_last_save", s.engine.stats.dirty.to_string());
             kv("rdb_bgsave_in_progress", u8::from(s.bgsave.is_some()).to_string());
             kv("rdb_last_save_time", s.last_save.to_string());
@@ -161,6 +162,8 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("pubsub_channels", s.pubsub.channels.len().to_string());
             kv("pubsub_patterns", s.pubsub.patterns.len().to_string());
             kv("pubsubshard_channels", s.pubsub.shard_channels.len().to_string());
+            kv("latest_fork_usec", s.latest_fork_usec.to_string());
+            kv("total_forks", s.total_forks.to_string());
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());

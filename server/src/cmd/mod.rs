@@ -13,7 +13,9 @@ pub mod blocking;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod debug;
 pub mod info;
+pub mod memory;
 pub mod multi;
 pub mod pubsub;
 
@@ -121,6 +123,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("bzmpop", -5, WRITE | BLOCKING | MOVABLE_KEYS, blocking::bzmpop),
     cmd("lmpop", -4, WRITE | MOVABLE_KEYS, blocking::lmpop),
     cmd("zmpop", -4, WRITE | MOVABLE_KEYS, blocking::zmpop),
+    cmd("memory", -2, 0, memory::memory),
 ];
 
 /// A command found by name: the server's or the engine's.
@@ -174,6 +177,14 @@ impl Found {
     pub fn key_positions(&self, argv: &[Vec<u8>]) -> Vec<usize> {
         match self {
             Found::Engine(s) => s.key_positions(argv),
+            // MEMORY USAGE's key, as Redis's memoryGetKeys (the container has none).
+            Found::Server(c) if c.name == "memory" => {
+                if argv.len() >= 3 && argv[1].eq_ignore_ascii_case(b"usage") {
+                    vec![2]
+                } else {
+                    Vec::new()
+                }
+            }
             Found::Server(c) => {
                 let (first, last, step) = c.keys;
                 if first <= 0 {

@@ -121,7 +121,15 @@ pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             ctx.rewrite(argv);
         }
     }
-    if let Some(secs) = idle {
+    // As Redis's objectSetLRUOrLFU: FREQ counts under an LFU policy, IDLETIME otherwise.
+    if let Some(f) = freq.filter(|_| ctx.cfg.lfu) {
+        let field = crate::keyspace::lfu::with_counter(ctx.now, f as u8);
+        let db = ctx.db;
+        if let Some(s) = ctx.ks.dbs[db].get_mut(key) {
+            s.lru = field;
+        }
+    }
+    if let Some(secs) = idle.filter(|_| !ctx.cfg.lfu) {
         // The LRU clock counts seconds in 24 bits.
         let back = u32::try_from(secs.min(i64::from(crate::keyspace::LRU_MAX))).unwrap_or(0);
         let lru = ctx.lru.wrapping_sub(back) & crate::keyspace::LRU_MAX;

@@ -1,0 +1,104 @@
+//! DEBUG subcommands beyond admin.rs's: POPULATE, LOADAOF, and the ones accepted for
+//! compatibility (QUICKLIST-PACKED-THRESHOLD, JMAP, CHANGE-REPL-ID).
+
+use ferrokv::command::parse_i64;
+use ferrokv::value::{Str, Value};
+use ferrokv::Reply;
+
+use crate::client::Client;
+use crate::server::{log, Server};
+
+/// DEBUG LOADAOF: fsync the AOF, then replace the dataset with what its files hold.
+pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
+    s.settle_snapshot();
+    let now = s.engine.clock.now_ms();
+    if let Some(aof) = s.engine.persist.aof.as_mut() {
+        aof.fsync(now);
+    }
+    match ferrokv::persist::load::load_aof_files(&s.engine.cfg) {
+        Ok(Some(ks)) => {
+            s.touch_all_watched(c);
+            s.engine.ks = ks;
+            s.engine.stats.dirty = 0;
+            log("Append Only File loaded by DEBUG LOADAOF");
+            Reply::ok()
+        }
+        // Redis exits here; keeping the dataset is kinder.
+        Ok(None) => Reply::err("ERR no AOF to load: the AOF manifest names no file"),
+        Err(e) => Reply::error(format!("ERR Error loading the AOF: {e}")),
+    }
+}
+
+/// DEBUG QUICKLIST-PACKED-THRESHOLD size: accepted (ferrokv keeps no plain nodes), with
+/// Redis's check of the argument.
+pub fn quicklist_packed_threshold(a: &[Vec<u8>]) -> Reply {
+    match crate::config::parse_memory(&String::from_utf8_lossy(&a[2])) {
+        Some(n) if (0..=(1i64 << 32) - (1 << 20)).contains(&n) => Reply::ok(),
+        _ => Reply::err("ERR argument must be a memory value bigger than 1 and smaller than 4gb"),
+    }
+}
+
+/// Redis's addReplySubcommandSyntaxError (commands without a subcommand table, as DEBUG).
+pub fn subcommand_syntax_error(sub: &[u8], cmd: &str) -> Reply {
+    Reply::error(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        String::from_utf8_lossy(&sub[..sub.len().min(128)]),
+        cmd.to_ascii_uppercase()
+    ))
+}
+
+/// C's atoi: optional spaces and sign, then the leading digits; 0 without any.
+pub fn atoi(b: &[u8]) -> i64 {
+    let t = String::from_utf8_lossy(b);
+    let t = t.trim_start();
+    let (neg, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    let n = digits
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .fold(0i64, |n, d| n.wrapping_mul(10).wrapping_add(i64::from(d - b'0')));
+    if neg {
+        -n
+    } else {
+        n
+    }
+}
+
+/// DEBUG POPULATE count [prefix] [size]: `prefix:N` (default `key:N`) set to `value:N`,
+/// padded with zero bytes (or cut) to `size`; existing keys are left alone. Nothing is
+/// propagated, as in Redis.
+pub fn populate(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if !(3..=5).contains(&a.len()) {
+        return crate::cmd::sub_arity("debug", &a[1]);
+    }
+    let positive = |b: &[u8]| parse_i64(b).filter(|n| *n >= 0);
+    let Some(count) = positive(&a[2]) else {
+        return Reply::err("ERR value is out of range, must be positive");
+    };
+    let size = match a.get(4) {
+        Some(b) => match positive(b) {
+            Some(n) => n as usize,
+            None => return Reply::err("ERR value is out of range, must be positive"),
+        },
+        None => 0,
+    };
+    let prefix: &[u8] = a.get(3).map_or(b"key", |p| p.as_slice());
+    let lru = s.engine.clock.lru();
+    let Some(db) = s.engine.ks.dbs.get_mut(c.session.db) else { return Reply::ok() };
+    db.reserve(count as usize);
+    let mut key = Vec::new();
+    for j in 0..count {
+        key.clear();
+        key.extend_from_slice(prefix);
+        key.extend_from_slice(format!(":{j}").as_bytes());
+        let mut val = format!("value:{j}").into_bytes();
+        if size > 0 {
+            val.resize(size, 0);
+        }
+        db.add_new(&key, Value::Str(Str::plain(&val)), lru);
+    }
+    Reply::ok()
+}
