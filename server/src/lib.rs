@@ -7,6 +7,7 @@ pub mod client;
 pub mod cmd;
 pub mod config;
 pub mod resp;
+pub mod script;
 pub mod server;
 
 pub use config::ServerConfig;

@@ -89,6 +89,8 @@ pub struct Server {
     signal: Arc<AtomicBool>,
     last_cron: Instant,
     pub run_id: String,
+    /// Lua scripting: the interpreter and the script cache.
+    pub scripts: crate::script::Scripts,
 }
 
 fn listener_token(i: usize) -> Token {
@@ -147,6 +149,7 @@ impl Server {
             signal,
             last_cron: Instant::now(),
             run_id,
+            scripts: crate::script::Scripts::new()?,
         })
     }
 

@@ -173,6 +173,10 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         b"object" if a.len() == 3 => debug_object(s, c, &a[2]),
         b"help" => Reply::bulks(HELP),
+        b"log" if a.len() == 3 => {
+            log(&format!("DEBUG LOG: {}", text(&a[2])));
+            Reply::ok()
+        }
         _ => unknown_subcommand(&a[1], "debug"),
     }
 }

@@ -119,6 +119,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("maxmemory_human", "0B".into());
             kv("maxmemory_policy", "noeviction".into());
             kv("mem_allocator", "libc".into());
+            for (k, v) in crate::script::info_memory(&s.scripts) {
+                kv(k, v);
+            }
         }
         "persistence" => {
             let aof_on = s.engine.persist.aof.as_ref().is_some_and(|a| a.is_open());

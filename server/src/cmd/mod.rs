@@ -57,6 +57,12 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, admin::wait),
+    cmd("eval", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::eval),
+    cmd("evalsha", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::evalsha),
+    cmd("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::eval_ro),
+    cmd("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::evalsha_ro),
+    cmd("script", -2, NOSCRIPT, crate::script::script),
+    cmd("function", -2, NOSCRIPT, crate::script::function),
 ];
 
 /// A command found by name: the server's or the engine's.

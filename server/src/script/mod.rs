@@ -1,0 +1,661 @@
+//! Lua scripting, as Redis 7.0: EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT, on Lua 5.1
+//! (mlua, vendored). Scripting lives in the server, beside the other commands that
+//! need a client: a script's `redis.call` runs commands through [`Server::call`], so it
+//! reaches the engine's commands and the server's (PING, INFO, TIME ...) alike.
+//!
+//! A script is atomic: it runs to its end on the event loop's thread. Its effects are
+//! what propagates (Redis 7.0's effects replication): the write commands it ran, as one
+//! unit, so several are wrapped in MULTI/EXEC; nothing when it wrote nothing. The AOF
+//! never sees EVAL, so the AOF loader needs no scripting. Lua only ever runs scripts
+//! that clients send; no file is parsed by it.
+
+pub mod cjson;
+pub mod convert;
+pub mod libs;
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use ferrokv::command::{eq_ic, flags, parse_i64};
+use ferrokv::keyspace::Clock;
+use ferrokv::{Reply, Session};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+
+use crate::client::Client;
+use crate::cmd;
+use crate::server::Server;
+
+/// The version scripts see (redis.REDIS_VERSION / _NUM).
+const VERSION: &str = "7.0.15";
+const VERSION_NUM: f64 = 0x07_00_0f as f64;
+
+/// Where Redis starts answering BUSY. There is no SCRIPT KILL here (the loop is not
+/// re-entered while a script runs), so a script still running then is stopped.
+const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
+
+/// Script flags (shebang `#!lua flags=...`).
+pub mod script_flags {
+    /// No shebang: Redis's compatibility mode.
+    pub const EVAL_COMPAT: u32 = 1 << 0;
+    pub const NO_WRITES: u32 = 1 << 1;
+    pub const ALLOW_OOM: u32 = 1 << 2;
+    pub const ALLOW_STALE: u32 = 1 << 3;
+    pub const NO_CLUSTER: u32 = 1 << 4;
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 5;
+
+    pub const NAMES: &[(&str, u32)] = &[
+        ("no-writes", NO_WRITES),
+        ("allow-oom", ALLOW_OOM),
+        ("allow-stale", ALLOW_STALE),
+        ("no-cluster", NO_CLUSTER),
+        ("allow-cross-slot-keys", ALLOW_CROSS_SLOT),
+    ];
+}
+
+/// State of the running script that the Lua-side functions change.
+#[derive(Debug, Default)]
+struct RunState {
+    /// redis.setresp(3) was called.
+    resp3: Cell<bool>,
+    /// redis.set_repl flags: 1 AOF, 2 replicas.
+    repl: Cell<u8>,
+    started: Cell<Option<Instant>>,
+}
+
+struct Cached {
+    func: Function,
+    flags: u32,
+}
+
+/// The Lua interpreter and the script cache (SHA1 → compiled script).
+pub struct Scripts {
+    lua: Lua,
+    hooks: Table,
+    compile: Function,
+    runner: Function,
+    cache: HashMap<String, Cached>,
+    /// Bytes of the cached bodies (INFO used_memory_scripts_eval).
+    cache_bytes: usize,
+    run: Rc<RunState>,
+    rng: libs::Lrand48,
+}
+
+impl Scripts {
+    pub fn new() -> Result<Scripts, String> {
+        Scripts::with_rng(libs::Lrand48::default()).map_err(|e| format!("Lua scripting: {e}"))
+    }
+
+    fn with_rng(rng: libs::Lrand48) -> mlua::Result<Scripts> {
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        let run = Rc::new(RunState::default());
+        let native = lua.create_table()?;
+        native.raw_set("version", VERSION)?;
+        native.raw_set("version_num", VERSION_NUM)?;
+        native.raw_set(
+            "sha1hex",
+            lua.create_function(|_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(raise("wrong number of arguments"));
+                }
+                let data = match &args[0] {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(i) => convert::lua_number_text(*i as f64).into_bytes(),
+                    Value::Number(n) => convert::lua_number_text(*n).into_bytes(),
+                    _ => Vec::new(),
+                };
+                Ok(libs::sha1hex(&data))
+            })?,
+        )?;
+        native.raw_set(
+            "log",
+            lua.create_function(|_, args: MultiValue| {
+                if args.len() < 2 {
+                    return Err(raise("redis.log() requires two arguments or more."));
+                }
+                let Some(level) = lua_number(&args[0]) else {
+                    return Err(raise("First argument must be a number (log level)."));
+                };
+                if !(0.0..4.0).contains(&level) {
+                    return Err(raise("Invalid debug level."));
+                }
+                let parts: Vec<String> = args.iter().skip(1).filter_map(lua_text).collect();
+                crate::server::log(&parts.join(" "));
+                Ok(())
+            })?,
+        )?;
+        let st = Rc::clone(&run);
+        native.raw_set(
+            "setresp",
+            lua.create_function(move |_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(raise("redis.setresp() requires one argument."));
+                }
+                let v = lua_number(&args[0]).unwrap_or(0.0) as i64;
+                if v != 2 && v != 3 {
+                    return Err(raise("RESP version must be 2 or 3."));
+                }
+                st.resp3.set(v == 3);
+                Ok(())
+            })?,
+        )?;
+        let st = Rc::clone(&run);
+        native.raw_set(
+            "set_repl",
+            lua.create_function(move |_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(raise("redis.set_repl() requires two arguments."));
+                }
+                let v = lua_number(&args[0]).unwrap_or(0.0) as i64;
+                if !(0..=3).contains(&v) {
+                    return Err(raise("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."));
+                }
+                st.repl.set(v as u8);
+                Ok(())
+            })?,
+        )?;
+        native.raw_set(
+            "acl_check_cmd",
+            lua.create_function(|_, args: MultiValue| {
+                if args.is_empty() {
+                    return Err(raise("Please specify at least one argument for this redis lib call"));
+                }
+                let exists = convert::call_arg(&args[0]).is_some_and(|n| cmd::lookup(&n).is_some());
+                if !exists {
+                    return Err(raise("Invalid command passed to redis.acl_check_cmd()"));
+                }
+                // One user, allowed everything.
+                Ok(true)
+            })?,
+        )?;
+        native.raw_set("unwrap", lua.create_function(|lua, v: Value| unwrap_error(lua, v))?)?;
+        native.raw_set(
+            "where",
+            lua.create_function(|lua, ()| {
+                let mut level = 1;
+                while let Some((what, source, line)) = lua.inspect_stack(level, |d| {
+                    let s = d.source();
+                    (s.what, s.source.map(|x| x.into_owned()).unwrap_or_default(), d.current_line())
+                }) {
+                    if what != "C" && !source.starts_with("=ferrokv") {
+                        return Ok((Some(source), line.map(|l| l as f64)));
+                    }
+                    level += 1;
+                }
+                Ok((None, None))
+            })?,
+        )?;
+        let (random, seed) = libs::random_functions(&lua, &rng)?;
+        native.raw_set("random", libs::located(&lua, random)?)?;
+        native.raw_set("randomseed", libs::located(&lua, seed)?)?;
+        let bit = libs::bit_library(&lua)?;
+        libs::locate_all(&lua, &bit)?;
+        native.raw_set("bit", bit)?;
+        let json = cjson::library(&lua)?;
+        libs::locate_all(&lua, &json)?;
+        native.raw_set("cjson", json)?;
+
+        let hooks = lua.create_table()?;
+        for (name, raises) in [("call", true), ("pcall", false)] {
+            let h = hooks.clone();
+            native.raw_set(
+                name,
+                lua.create_function(move |_, args: MultiValue| {
+                    let Ok(Value::Function(impl_fn)) = h.raw_get::<Value>("call") else {
+                        return Err(raise("redis.call/pcall can only be called inside a script invocation"));
+                    };
+                    let (failed, v): (bool, Value) = impl_fn.call(args)?;
+                    if failed && raises {
+                        let text = convert::error_parts(&v).0.unwrap_or_default();
+                        return Err(mlua::Error::external(ScriptError(text)));
+                    }
+                    Ok(v)
+                })?,
+            )?;
+        }
+        let (_env, compile, runner): (Table, Function, Function) =
+            lua.load(include_str!("sandbox.lua")).set_name("=ferrokv").call((native, hooks.clone()))?;
+
+        let st = Rc::clone(&run);
+        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| match st.started.get() {
+            Some(t) if t.elapsed() > SCRIPT_TIME_LIMIT => {
+                Err(mlua::Error::RuntimeError("Script killed: it ran past the time limit".into()))
+            }
+            _ => Ok(VmState::Continue),
+        })?;
+        Ok(Scripts { lua, hooks, compile, runner, cache: HashMap::new(), cache_bytes: 0, run, rng })
+    }
+
+    /// SCRIPT FLUSH: a new interpreter, an empty cache (the PRNG goes on, as in Redis).
+    pub fn flush(&mut self) -> Result<(), String> {
+        let fresh = Scripts::with_rng(self.rng.clone()).map_err(|e| e.to_string())?;
+        *self = fresh;
+        Ok(())
+    }
+
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Memory of the Lua interpreter, bytes.
+    pub fn lua_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    pub fn cache_memory(&self) -> usize {
+        self.cache_bytes + self.cache.len() * 64
+    }
+
+    /// Compile `body` into the cache (no-op when it is there); its SHA1, or the error reply.
+    fn create(&mut self, body: &[u8]) -> Result<String, Reply> {
+        let sha = libs::sha1hex(body);
+        if self.cache.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, shebang_len) = parse_shebang(body).map_err(|e| Reply::error(format!("ERR {e}")))?;
+        let code = self.lua.create_string(&body[shebang_len..]).map_err(lua_failure)?;
+        let (func, err): (Option<Function>, Option<mlua::LuaString>) = self.compile.call(code).map_err(lua_failure)?;
+        let Some(func) = func else {
+            let msg = err.map(|e| String::from_utf8_lossy(&e.as_bytes()).into_owned()).unwrap_or_default();
+            return Err(Reply::error(format!("ERR Error compiling script (new function): {msg}")));
+        };
+        self.cache_bytes += body.len() + 40;
+        self.cache.insert(sha.clone(), Cached { func, flags });
+        Ok(sha)
+    }
+}
+
+/// An error a redis.* function raises: the script sees the table `{err = text}`.
+#[derive(Debug)]
+struct ScriptError(String);
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// A redis.* argument error (`ERR ` + text, as Redis's luaPushError).
+fn raise(text: &str) -> mlua::Error {
+    mlua::Error::external(ScriptError(format!("ERR {text}")))
+}
+
+/// What a Lua error value raised by Rust stands for: an error table for
+/// [`ScriptError`], the message for other errors (as luaL_error raises it); any other
+/// value is returned as it is.
+fn unwrap_error(lua: &Lua, v: Value) -> mlua::Result<Value> {
+    let Value::Error(e) = v else {
+        return Ok(v);
+    };
+    let mut e: &mlua::Error = &e;
+    loop {
+        match e {
+            mlua::Error::CallbackError { cause, .. } => e = cause,
+            mlua::Error::WithContext { cause, .. } => e = cause,
+            mlua::Error::ExternalError(x) => {
+                if let Some(se) = x.downcast_ref::<ScriptError>() {
+                    return Ok(Value::Table(convert::error_table(lua, &se.0)?));
+                }
+                return Ok(Value::String(lua.create_string(x.to_string())?));
+            }
+            mlua::Error::RuntimeError(m) => return Ok(Value::String(lua.create_string(m)?)),
+            other => return Ok(Value::String(lua.create_string(other.to_string())?)),
+        }
+    }
+}
+
+fn lua_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(n) => Some(*n),
+        Value::String(s) => std::str::from_utf8(&s.as_bytes()).ok().and_then(|t| t.trim().parse().ok()),
+        _ => None,
+    }
+}
+
+fn lua_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+        Value::Integer(i) => Some(convert::lua_number_text(*i as f64)),
+        Value::Number(n) => Some(convert::lua_number_text(*n)),
+        _ => None,
+    }
+}
+
+fn lua_failure(e: mlua::Error) -> Reply {
+    Reply::error(format!("ERR Lua failure: {e}"))
+}
+
+/// The flags of a script's shebang line and the line's length (0 without one).
+fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((script_flags::EVAL_COMPAT, 0));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let parts = ferrokv::format::args::split_args(&body[..end]).unwrap_or_default();
+    let Some(engine) = parts.first() else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    if engine.as_slice() != b"#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {}", String::from_utf8_lossy(engine)));
+    }
+    let mut out = 0;
+    for p in &parts[1..] {
+        let Some(list) = p.strip_prefix(b"flags=") else {
+            return Err(format!("Unknown lua shebang option: {}", String::from_utf8_lossy(p)));
+        };
+        for f in list.split(|&b| b == b',') {
+            if f.is_empty() && list.is_empty() {
+                continue;
+            }
+            match script_flags::NAMES.iter().find(|(n, _)| n.as_bytes() == f) {
+                Some((_, bit)) => out |= bit,
+                None => return Err(format!("Unexpected flag in script shebang: {}", String::from_utf8_lossy(f))),
+            }
+        }
+    }
+    Ok((out, end))
+}
+
+fn noscript() -> Reply {
+    Reply::err("NOSCRIPT No matching script. Please use EVAL.")
+}
+
+pub fn eval(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, false, false)
+}
+
+pub fn eval_ro(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, false, true)
+}
+
+pub fn evalsha(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, true, false)
+}
+
+pub fn evalsha_ro(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, true, true)
+}
+
+/// EVAL's key positions: `numkeys` keys after it.
+pub fn eval_keys(argv: &[Vec<u8>]) -> Vec<usize> {
+    let n = argv.get(2).and_then(|b| parse_i64(b)).unwrap_or(0).max(0) as usize;
+    (3..argv.len()).take(n).collect()
+}
+
+fn eval_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], evalsha: bool, ro: bool) -> Reply {
+    if evalsha && a[1].len() != 40 {
+        return noscript();
+    }
+    let Some(numkeys) = parse_i64(&a[2]) else {
+        return Reply::not_integer();
+    };
+    if numkeys > (a.len() - 3) as i64 {
+        return Reply::err("ERR Number of keys can't be greater than number of args");
+    }
+    if numkeys < 0 {
+        return Reply::err("ERR Number of keys can't be negative");
+    }
+    let sha = if evalsha {
+        String::from_utf8_lossy(&a[1]).to_ascii_lowercase()
+    } else {
+        match s.scripts.create(&a[1]) {
+            Ok(sha) => sha,
+            Err(e) => return e,
+        }
+    };
+    let Some(cached) = s.scripts.cache.get(&sha) else {
+        return noscript();
+    };
+    let func = cached.func.clone();
+    let sflags = cached.flags;
+    let compat = sflags & script_flags::EVAL_COMPAT != 0;
+    if !compat && sflags & script_flags::NO_WRITES == 0 && ro {
+        return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    let readonly = ro || (!compat && sflags & script_flags::NO_WRITES != 0);
+    let numkeys = numkeys as usize;
+    run_script(s, c, func, &sha, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
+}
+
+fn string_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, it) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(it)?)?;
+    }
+    Ok(t)
+}
+
+/// Run a compiled script for client `c`: KEYS and ARGV set, the time frozen at its
+/// start (lazy expiry sees one instant, as in Redis 7.0), its commands' propagation
+/// gathered into one unit.
+fn run_script(
+    s: &mut Server,
+    c: &mut Client,
+    func: Function,
+    sha: &str,
+    keys: &[Vec<u8>],
+    args: &[Vec<u8>],
+    readonly: bool,
+) -> Reply {
+    let lua = s.scripts.lua.clone();
+    let hooks = s.scripts.hooks.clone();
+    let runner = s.scripts.runner.clone();
+    let st = Rc::clone(&s.scripts.run);
+    let globals = lua.globals();
+    let set_args = string_array(&lua, keys)
+        .and_then(|k| globals.raw_set("KEYS", k))
+        .and_then(|()| string_array(&lua, args))
+        .and_then(|v| globals.raw_set("ARGV", v));
+    if let Err(e) = set_args {
+        return lua_failure(e);
+    }
+    st.resp3.set(false);
+    st.repl.set(3);
+    st.started.set(Some(Instant::now()));
+
+    let mut session = Session { db: c.session.db };
+    let frozen = Clock::virtual_at(s.engine.clock.now_ms());
+    let saved_clock = std::mem::replace(&mut s.engine.clock, frozen);
+    let was_in_exec = c.in_exec;
+    // Engine commands join one propagation unit, flushed below (or by EXEC).
+    c.in_exec = true;
+
+    let outcome = lua.scope(|scope| {
+        let call = scope.create_function_mut(|lua, args: MultiValue| {
+            script_call(lua, &mut *s, &mut *c, &mut session, &st, readonly, args)
+        })?;
+        hooks.raw_set("call", call)?;
+        let (ok, v): (bool, Value) = runner.call(func)?;
+        hooks.raw_set("call", Value::Nil)?;
+        Ok(if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, sha) })
+    });
+
+    st.started.set(None);
+    c.in_exec = was_in_exec;
+    s.engine.clock = saved_clock;
+    if !was_in_exec {
+        s.engine.flush();
+    }
+    outcome.unwrap_or_else(lua_failure)
+}
+
+/// The reply for a script that raised an error: its message, and where it was raised.
+fn failure_reply(v: &Value, sha: &str) -> Reply {
+    let (msg, source, line) = convert::error_parts(v);
+    let msg = msg.unwrap_or_else(|| "ERR unknown error".into());
+    match (source, line) {
+        (Some(src), Some(line)) => Reply::error(format!("{msg} script: {sha}, on {src}:{line}.")),
+        _ => Reply::error(msg),
+    }
+}
+
+/// redis.call / redis.pcall: (failed, reply as a Lua value).
+fn script_call(
+    lua: &Lua,
+    s: &mut Server,
+    c: &mut Client,
+    session: &mut Session,
+    st: &RunState,
+    readonly: bool,
+    args: MultiValue,
+) -> mlua::Result<(bool, Value)> {
+    let fail = |text: &str| -> mlua::Result<(bool, Value)> {
+        let t = convert::error_table(lua, text)?;
+        Ok((true, Value::Table(t)))
+    };
+    if args.is_empty() {
+        return fail("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for v in args.iter() {
+        match convert::call_arg(v) {
+            Some(b) => argv.push(b),
+            None => return fail("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    let Some(found) = cmd::lookup(&argv[0]) else {
+        return fail("ERR Unknown Redis command called from script");
+    };
+    if !found.arity_ok(argv.len()) {
+        return fail("ERR Wrong number of args calling Redis command from script");
+    }
+    let f = found.flags();
+    if f & flags::NOSCRIPT != 0 {
+        return fail("ERR This Redis command is not allowed from script");
+    }
+    if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
+        return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    let before = s.engine.fx.propagate.len();
+    std::mem::swap(&mut c.session, session);
+    let caller_resp3 = std::mem::replace(&mut c.resp3, st.resp3.get());
+    let reply = s.call(c, found, &argv);
+    c.resp3 = caller_resp3;
+    std::mem::swap(&mut c.session, session);
+    if st.repl.get() & 1 == 0 {
+        // redis.set_repl without REPL_AOF: this command's effects are not logged.
+        s.engine.fx.propagate.truncate(before);
+    }
+    let failed = reply.is_error();
+    Ok((failed, convert::reply_to_lua(lua, &reply, st.resp3.get())?))
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
+
+pub fn script(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = &a[1];
+    if a.len() == 2 && eq_ic(sub, "help") {
+        return Reply::Array(SCRIPT_HELP.iter().map(|l| Reply::Simple((*l).into())).collect());
+    }
+    if eq_ic(sub, "flush") {
+        let ok = a.len() == 2 || (a.len() == 3 && (eq_ic(&a[2], "sync") || eq_ic(&a[2], "async")));
+        if !ok {
+            return Reply::err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+        }
+        return match s.scripts.flush() {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::error(format!("ERR {e}")),
+        };
+    }
+    if eq_ic(sub, "exists") {
+        return Reply::Array(
+            a[2..]
+                .iter()
+                .map(|sha| {
+                    let key = String::from_utf8_lossy(sha).to_ascii_lowercase();
+                    Reply::Int(i64::from(s.scripts.cache.contains_key(&key)))
+                })
+                .collect(),
+        );
+    }
+    if a.len() == 3 && eq_ic(sub, "load") {
+        return match s.scripts.create(&a[2]) {
+            Ok(sha) => Reply::Bulk(sha.into_bytes()),
+            Err(e) => e,
+        };
+    }
+    if a.len() == 2 && eq_ic(sub, "kill") {
+        // Scripts run to their end before any other command is read.
+        return Reply::err("NOTBUSY No scripts in execution right now.");
+    }
+    if a.len() == 3 && eq_ic(sub, "debug") {
+        return Reply::err("ERR SCRIPT DEBUG is not supported");
+    }
+    cmd::unknown_subcommand(sub, "script")
+}
+
+/// FUNCTION: only FLUSH (the suite's harness calls it between tests); there are no
+/// libraries to flush.
+pub fn function(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = &a[1];
+    if eq_ic(sub, "flush") {
+        return match a.len() {
+            2 => Reply::ok(),
+            3 if eq_ic(&a[2], "sync") || eq_ic(&a[2], "async") => Reply::ok(),
+            _ => Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"),
+        };
+    }
+    if eq_ic(sub, "list") {
+        return Reply::Array(Vec::new());
+    }
+    Reply::error(format!(
+        "ERR FUNCTION {} is not supported by ferrokv",
+        String::from_utf8_lossy(&sub[..sub.len().min(64)]).to_ascii_uppercase()
+    ))
+}
+
+/// INFO memory's scripting fields.
+pub fn info_memory(s: &Scripts) -> Vec<(&'static str, String)> {
+    let lua = s.lua_memory() as u64;
+    let scripts = s.cache_memory() as u64;
+    vec![
+        ("used_memory_lua", lua.to_string()),
+        ("used_memory_vm_eval", lua.to_string()),
+        ("used_memory_lua_human", human_bytes(lua)),
+        ("used_memory_scripts_eval", scripts.to_string()),
+        ("number_of_cached_scripts", s.cached().to_string()),
+        ("number_of_functions", "0".into()),
+        ("number_of_libraries", "0".into()),
+        ("used_memory_vm_functions", "0".into()),
+        ("used_memory_vm_total", lua.to_string()),
+        ("used_memory_vm_total_human", human_bytes(lua)),
+        ("used_memory_functions", "0".into()),
+        ("used_memory_scripts", scripts.to_string()),
+        ("used_memory_scripts_human", human_bytes(scripts)),
+    ]
+}
+
+fn human_bytes(b: u64) -> String {
+    let f = b as f64;
+    if f < 1024.0 {
+        format!("{b}B")
+    } else if f < 1024.0 * 1024.0 {
+        format!("{:.2}K", f / 1024.0)
+    } else {
+        format!("{:.2}M", f / (1024.0 * 1024.0))
+    }
+}
