@@ -63,6 +63,8 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::evalsha_ro),
     cmd("script", -2, NOSCRIPT, crate::script::script),
     cmd("function", -2, NOSCRIPT, crate::script::function),
+    cmd("fcall", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::fcall),
+    cmd("fcall_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::fcall_ro),
 ];
 
 /// A command found by name: the server's or the engine's.

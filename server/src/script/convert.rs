@@ -116,7 +116,8 @@ fn array<'a>(lua: &Lua, items: impl Iterator<Item = &'a Reply>, resp3: bool) -> 
 
 /// A Lua number as a reply integer (C's cast: truncation toward zero).
 fn number_to_int(n: f64) -> i64 {
-    if n.is_nan() {
+    // Out of range (and NaN) gives x86's "integer indefinite" value, as Redis shows.
+    if !(-9_223_372_036_854_775_808.0..9_223_372_036_854_775_808.0).contains(&n) {
         i64::MIN
     } else {
         n as i64

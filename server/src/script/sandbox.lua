@@ -251,11 +251,11 @@ local env = protect(G, global_index, env_meta_shown)
 G._G = env
 hooks.env = env
 
-local function compile(body)
+local function compile(body, chunkname)
     if byte(body, 1) == 27 then
-        return nil, "user_script: binary chunks are not allowed"
+        return nil, sub(chunkname, 2) .. ": binary chunks are not allowed"
     end
-    local f, e = orig_loadstring(body, "@user_script")
+    local f, e = orig_loadstring(body, chunkname)
     if not f then
         return nil, e
     end
@@ -268,4 +268,62 @@ local function run(f)
     return ok, v
 end
 
-return env, compile, run
+-- Functions (FUNCTION LOAD / FCALL). While a library's code runs, `redis` is the
+-- loading API: register_function and log, nothing else.
+local loading = false
+local load_api = {
+    register_function = native.register_function,
+    log = redis.log,
+    LOG_DEBUG = 0,
+    LOG_VERBOSE = 1,
+    LOG_NOTICE = 2,
+    LOG_WARNING = 3,
+    REDIS_VERSION = native.version,
+    REDIS_VERSION_NUM = native.version_num,
+    setresp = redis.setresp,
+}
+local load_redis = protect(load_api, function(_, k)
+    local v = load_api[k]
+    if v == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+end)
+local function library_index(_, k)
+    if k == "redis" and loading then
+        return load_redis
+    end
+    local v = G[k]
+    if v == nil then
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+    end
+    return v
+end
+local library_env = protect(G, library_index, env_meta_shown)
+
+local function load_library(body)
+    if byte(body, 1) == 27 then
+        return nil, "user_function: binary chunks are not allowed"
+    end
+    local f, e = orig_loadstring(body, "@user_function")
+    if not f then
+        return nil, e
+    end
+    orig_setfenv(f, library_env)
+    return f
+end
+
+local function run_library(f)
+    loading = true
+    local ok, v = orig_xpcall(f, err_handler)
+    loading = false
+    return ok, v
+end
+
+local function run_function(f, keys, args)
+    return orig_xpcall(function()
+        return f(keys, args)
+    end, err_handler)
+end
+
+return env, compile, run, load_library, run_library, run_function
