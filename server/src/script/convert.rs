@@ -219,7 +219,14 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
     }
     let mut items = Vec::new();
     for i in 1.. {
-        let v: Value = t.raw_get(i).unwrap_or(Value::Nil);
+        let v: Value = match t.raw_get(i) {
+            Ok(v) => v,
+            // Out of references to Lua values: a cycle, nested deeper than we can hold.
+            Err(_) => {
+                items.push(Reply::err("ERR reached lua stack limit"));
+                break;
+            }
+        };
         if v.is_nil() {
             break;
         }
