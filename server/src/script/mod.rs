@@ -89,7 +89,6 @@ struct FunctionEntry {
 /// in Redis, so SCRIPT FLUSH and FUNCTION FLUSH reset them apart).
 struct Vm {
     lua: Lua,
-    hooks: Table,
     compile: Function,
     runner: Function,
     load_library: Function,
@@ -98,6 +97,11 @@ struct Vm {
     run: Rc<RunState>,
     /// The functions the library being loaded registered (Some while loading).
     registered: Rc<RefCell<Option<Vec<Registered>>>>,
+    /// The real `redis` table: a running script's redis.call and redis.pcall are put
+    /// there, as C functions called straight from the script.
+    redis: Table,
+    /// redis.call and redis.pcall outside a script run.
+    stubs: (Function, Function),
 }
 
 /// The interpreters, the script cache (SHA1 → compiled script) and the function libraries.
@@ -288,20 +292,11 @@ impl Vm {
         native.raw_set("cjson", json)?;
 
         let hooks = lua.create_table()?;
-        for (name, raises) in [("call", true), ("pcall", false)] {
-            let h = hooks.clone();
+        for name in ["call", "pcall"] {
             native.raw_set(
                 name,
-                lua.create_function(move |_, args: MultiValue| {
-                    let Ok(Value::Function(impl_fn)) = h.raw_get::<Value>("call") else {
-                        return Err(raise("redis.call/pcall can only be called inside a script invocation"));
-                    };
-                    let (failed, v): (bool, Value) = impl_fn.call(args)?;
-                    if failed && raises {
-                        let text = convert::error_parts(&v).0.unwrap_or_default();
-                        return Err(mlua::Error::external(ScriptError(text)));
-                    }
-                    Ok(v)
+                lua.create_function(|_, _: MultiValue| -> mlua::Result<()> {
+                    Err(raise("redis.call/pcall can only be called inside a script invocation"))
                 })?,
             )?;
         }
@@ -310,13 +305,14 @@ impl Vm {
             "register_function",
             lua.create_function(move |_, args: MultiValue| register_function(&reg, args))?,
         )?;
-        let (_env, compile, runner, load_library, run_library, run_function): (
+        let (_env, compile, runner, load_library, run_library, run_function, redis): (
             Table,
             Function,
             Function,
             Function,
             Function,
             Function,
+            Table,
         ) = lua.load(include_str!("sandbox.lua")).set_name("=ferrokv").call((native, hooks.clone()))?;
 
         let st = Rc::clone(&run);
@@ -327,7 +323,8 @@ impl Vm {
             _ => Ok(VmState::Continue),
         })?;
         let _ = rng;
-        Ok(Vm { lua, hooks, compile, runner, load_library, run_library, run_function, run, registered })
+        let stubs = (redis.raw_get("call")?, redis.raw_get("pcall")?);
+        Ok(Vm { lua, compile, runner, load_library, run_library, run_function, run, registered, redis, stubs })
     }
 }
 
@@ -512,7 +509,8 @@ fn run_script(
 ) -> Reply {
     let vm = if is_function { &s.scripts.func } else { &s.scripts.eval };
     let lua = vm.lua.clone();
-    let hooks = vm.hooks.clone();
+    let redis_api = vm.redis.clone();
+    let stubs = vm.stubs.clone();
     let runner = if is_function { vm.run_function.clone() } else { vm.runner.clone() };
     let st = Rc::clone(&vm.run);
     let (keys, args) = match string_array(&lua, keys).and_then(|k| Ok((k, string_array(&lua, args)?))) {
@@ -537,15 +535,32 @@ fn run_script(
     // Engine commands join one propagation unit, flushed below (or by EXEC).
     c.in_exec = true;
 
+    let ctx = RefCell::new((&mut *s, &mut *c, &mut session));
     let outcome = lua.scope(|scope| {
-        let call = scope.create_function_mut(|lua, args: MultiValue| {
-            script_call(lua, &mut *s, &mut *c, &mut session, &st, readonly, args)
-        })?;
-        hooks.raw_set("call", call)?;
-        let (ok, v): (bool, Value) = if is_function { runner.call((func, keys, args))? } else { runner.call(func)? };
-        hooks.raw_set("call", Value::Nil)?;
+        let make = |raises: bool| {
+            let (ctx, st) = (&ctx, &st);
+            scope.create_function(move |lua, args: MultiValue| {
+                let argv = call_argv(args);
+                let mut guard = ctx.try_borrow_mut().map_err(|_| raise("recursive redis.call"))?;
+                let (s, c, session) = &mut *guard;
+                let (failed, v) = script_call(lua, s, c, session, st, readonly, argv)?;
+                if failed && raises {
+                    let text = convert::error_parts(&v).0.unwrap_or_default();
+                    return Err(mlua::Error::external(ScriptError(text)));
+                }
+                Ok(v)
+            })
+        };
+        redis_api.raw_set("call", make(true)?)?;
+        redis_api.raw_set("pcall", make(false)?)?;
+        let ran: mlua::Result<(bool, Value)> =
+            if is_function { runner.call((func, keys, args)) } else { runner.call(func) };
+        redis_api.raw_set("call", stubs.0.clone())?;
+        redis_api.raw_set("pcall", stubs.1.clone())?;
+        let (ok, v) = ran?;
         Ok(if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, name) })
     });
+    drop(ctx);
 
     st.started.set(None);
     c.in_exec = was_in_exec;
@@ -567,6 +582,50 @@ fn failure_reply(v: &Value, sha: &str) -> Reply {
 }
 
 /// redis.call / redis.pcall: (failed, reply as a Lua value).
+/// The argv of a redis.call, or the error text for its arguments.
+type CallArgv = Result<Vec<Vec<u8>>, &'static str>;
+
+fn call_argv(args: MultiValue) -> CallArgv {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for v in args {
+        match convert::call_arg(&v) {
+            Some(b) => argv.push(b),
+            None => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    Ok(argv)
+}
+
+/// Commands Redis 7.0 refuses in scripts that this server does not have (or not yet):
+/// a script gets Redis's refusal rather than "unknown command".
+const NOSCRIPT_ELSEWHERE: &[&str] = &[
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "blmove",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
+    "subscribe",
+    "psubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "ssubscribe",
+    "sunsubscribe",
+    "cluster",
+    "monitor",
+    "sync",
+    "psync",
+    "replicaof",
+    "slaveof",
+    "acl",
+    "failover",
+];
+
 fn script_call(
     lua: &Lua,
     s: &mut Server,
@@ -574,21 +633,19 @@ fn script_call(
     session: &mut Session,
     st: &RunState,
     readonly: bool,
-    args: MultiValue,
+    argv: CallArgv,
 ) -> mlua::Result<(bool, Value)> {
     let fail = |text: &str| -> mlua::Result<(bool, Value)> {
         let t = convert::error_table(lua, text)?;
         Ok((true, Value::Table(t)))
     };
-    if args.is_empty() {
-        return fail("ERR Please specify at least one argument for this redis lib call");
-    }
-    let mut argv = Vec::with_capacity(args.len());
-    for v in args.iter() {
-        match convert::call_arg(v) {
-            Some(b) => argv.push(b),
-            None => return fail("ERR Lua redis lib command arguments must be strings or integers"),
-        }
+    let argv = match argv {
+        Ok(argv) => argv,
+        Err(e) => return fail(e),
+    };
+    let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+    if NOSCRIPT_ELSEWHERE.contains(&name.as_str()) && cmd::lookup(&argv[0]).is_none() {
+        return fail("ERR This Redis command is not allowed from script");
     }
     let Some(found) = cmd::lookup(&argv[0]) else {
         return fail("ERR Unknown Redis command called from script");

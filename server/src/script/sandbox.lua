@@ -326,4 +326,4 @@ local function run_function(f, keys, args)
     end, err_handler)
 end
 
-return env, compile, run, load_library, run_library, run_function
+return env, compile, run, load_library, run_library, run_function, redis
