@@ -62,6 +62,8 @@ struct RunState {
     /// redis.set_repl flags: 1 AOF, 2 replicas.
     repl: Cell<u8>,
     started: Cell<Option<Instant>>,
+    /// Runs since the last garbage collection step.
+    runs: Cell<u32>,
 }
 
 struct Cached {
@@ -324,6 +326,7 @@ impl Vm {
         })?;
         let _ = rng;
         let stubs = (redis.raw_get("call")?, redis.raw_get("pcall")?);
+        lua.gc_collect()?;
         Ok(Vm { lua, compile, runner, load_library, run_library, run_function, run, registered, redis, stubs })
     }
 }
@@ -560,9 +563,18 @@ fn run_script(
         let (ok, v) = ran?;
         Ok(if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, name) })
     });
-    drop(ctx);
 
     st.started.set(None);
+    // A collection step every 50 runs, as Redis does, so garbage never piles up.
+    st.runs.set(st.runs.get() + 1);
+    if st.runs.get() >= 50 {
+        st.runs.set(0);
+        for _ in 0..50 {
+            if lua.gc_step().unwrap_or(true) {
+                break;
+            }
+        }
+    }
     c.in_exec = was_in_exec;
     s.engine.clock = saved_clock;
     if !was_in_exec {
