@@ -10,6 +10,7 @@
 //! that clients send; no file is parsed by it.
 
 pub mod cjson;
+pub mod cmsgpack;
 pub mod convert;
 pub mod libs;
 
@@ -292,6 +293,9 @@ impl Vm {
         let json = cjson::library(&lua)?;
         libs::locate_all(&lua, &json)?;
         native.raw_set("cjson", json)?;
+        let msgpack = cmsgpack::library(&lua)?;
+        libs::locate_all(&lua, &msgpack)?;
+        native.raw_set("cmsgpack", msgpack)?;
 
         let hooks = lua.create_table()?;
         for name in ["call", "pcall"] {

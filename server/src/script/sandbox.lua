@@ -108,6 +108,7 @@ math.randomseed = native.randomseed
 
 G.bit = native.bit
 G.cjson = native.cjson
+G.cmsgpack = native.cmsgpack
 
 -- A binary chunk is never loaded (Redis refuses them too).
 local function safe_loadstring(s, name)
@@ -234,7 +235,7 @@ end
 G.__redis__err__handler = err_handler
 
 G.redis = redis
-for _, name in orig_next, { "redis", "string", "math", "table", "coroutine", "bit", "cjson" } do
+for _, name in orig_next, { "redis", "string", "math", "table", "coroutine", "bit", "cjson", "cmsgpack" } do
     G[name] = protect(G[name])
 end
 
