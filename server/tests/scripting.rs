@@ -176,6 +176,10 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
                 vec!["EVAL", "redis.call('set', 'num', 9007199254740991); return redis.call('get', 'num')", "0"],
                 vec!["EVAL", "redis.call('set', 'num', 0.1); return redis.call('get', 'num')", "0"],
                 vec!["EVAL", "return {KEYS[1], KEYS[2], ARGV[1], ARGV[2], #KEYS, #ARGV}", "2", "a", "b", "c", "d"],
+                vec!["SADD", "myset", "b", "a", "zz", "c", "aa", "10", "9"],
+                vec!["EVAL", "return redis.call('sort', KEYS[1], 'by', '_')", "1", "myset"],
+                vec!["EVAL", "return redis.call('sort', KEYS[1], 'by', '_', 'get', '#', 'get', '_:*')", "1", "myset"],
+                vec!["EVAL", "return redis.call('sort', KEYS[1], 'alpha', 'desc')", "1", "myset"],
             ]),
         ),
         (

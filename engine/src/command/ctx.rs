@@ -50,6 +50,8 @@ pub struct Effects {
     /// Keys written (for WATCH), when `track_modified` is on.
     pub modified: Vec<(usize, Sds)>,
     pub track_modified: bool,
+    /// The commands run for a Lua script (SORT then orders a set's output, as Redis).
+    pub from_script: bool,
 }
 
 pub struct Ctx<'a> {

@@ -541,6 +541,7 @@ fn run_script(
     let was_in_exec = c.in_exec;
     // Engine commands join one propagation unit, flushed below (or by EXEC).
     c.in_exec = true;
+    s.engine.fx.from_script = true;
 
     let ctx = RefCell::new((&mut *s, &mut *c, &mut session));
     let outcome = lua.scope(|scope| {
@@ -569,6 +570,7 @@ fn run_script(
     });
 
     st.started.set(None);
+    s.engine.fx.from_script = false;
     // A collection step every 50 runs, as Redis does, so garbage never piles up.
     st.runs.set(st.runs.get() + 1);
     if st.runs.get() >= 50 {
