@@ -38,6 +38,21 @@ pub struct ServerStats {
     pub error_replies: u64,
     /// Per command: calls, microseconds, rejected calls, failed calls.
     pub commands: HashMap<&'static str, CommandStat>,
+    /// Error replies per error code (INFO errorstats).
+    pub errors: HashMap<String, u64>,
+}
+
+impl ServerStats {
+    /// Count an error reply under its code, as Redis does: the text up to its first
+    /// space (looked for in the first 32 bytes), else ERR.
+    pub fn count_error(&mut self, text: &str) {
+        let head = &text.as_bytes()[..text.len().min(32)];
+        let code = match head.iter().position(|&b| b == b' ') {
+            Some(sp) => &text[..sp],
+            None => "ERR",
+        };
+        *self.errors.entry(code.to_string()).or_default() += 1;
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -410,8 +425,9 @@ impl Server {
     }
 
     fn count_reply(&mut self, r: &Reply) {
-        if r.is_error() {
+        if let Reply::Error(text) = r {
             self.stats.error_replies += 1;
+            self.stats.count_error(text);
         }
     }
 
@@ -424,6 +440,9 @@ impl Server {
             self.stats.commands.entry(n).or_default().rejected += 1;
         }
         self.stats.error_replies += 1;
+        if let Reply::Error(text) = &e {
+            self.stats.count_error(text);
+        }
         c.reply(&e);
     }
 

@@ -182,6 +182,13 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("used_cpu_sys", format!("{sys:.6}"));
             kv("used_cpu_user", format!("{user:.6}"));
         }
+        "errorstats" => {
+            let mut codes: Vec<_> = s.stats.errors.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            codes.sort();
+            for (code, n) in codes {
+                kv(&format!("errorstat_{code}"), format!("count={n}"));
+            }
+        }
         "cluster" => kv("cluster_enabled", "0".into()),
         "keyspace" => {
             for (i, db) in s.engine.ks.dbs.iter().enumerate() {
