@@ -13,6 +13,7 @@ pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
 pub mod libs;
+pub mod lstruct;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -296,6 +297,9 @@ impl Vm {
         let msgpack = cmsgpack::library(&lua)?;
         libs::locate_all(&lua, &msgpack)?;
         native.raw_set("cmsgpack", msgpack)?;
+        let structs = lstruct::library(&lua)?;
+        libs::locate_all(&lua, &structs)?;
+        native.raw_set("struct", structs)?;
 
         let hooks = lua.create_table()?;
         for name in ["call", "pcall"] {

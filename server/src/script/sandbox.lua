@@ -109,6 +109,7 @@ math.randomseed = native.randomseed
 G.bit = native.bit
 G.cjson = native.cjson
 G.cmsgpack = native.cmsgpack
+G.struct = native.struct
 
 -- A binary chunk is never loaded (Redis refuses them too).
 local function safe_loadstring(s, name)
@@ -235,7 +236,7 @@ end
 G.__redis__err__handler = err_handler
 
 G.redis = redis
-for _, name in orig_next, { "redis", "string", "math", "table", "coroutine", "bit", "cjson", "cmsgpack" } do
+for _, name in orig_next, { "redis", "string", "math", "table", "coroutine", "bit", "cjson", "cmsgpack", "struct" } do
     G[name] = protect(G[name])
 end
 
