@@ -30,6 +30,8 @@ pub struct ServerConfig {
     pub enable_protected_configs: Protected,
     pub enable_debug_command: Protected,
     pub loglevel: String,
+    /// Milliseconds a script runs before other clients get BUSY (lua-time-limit).
+    pub busy_reply_threshold: u64,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +51,7 @@ impl Default for ServerConfig {
             enable_protected_configs: Protected::No,
             enable_debug_command: Protected::Yes,
             loglevel: "notice".into(),
+            busy_reply_threshold: 5000,
         }
     }
 }
@@ -132,6 +135,7 @@ const PARAMS: &[Param] = &[
     fixed("enable-debug-command", Kind::Enum(YES_NO_LOCAL)),
     fixed("daemonize", Kind::Bool),
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
+    alias("busy-reply-threshold", "lua-time-limit", Kind::Int { min: 0, max: i64::MAX }),
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -220,6 +224,7 @@ impl ServerConfig {
             "enable-debug-command" => protected_name(self.enable_debug_command),
             "daemonize" => "no".into(),
             "loglevel" => self.loglevel.clone(),
+            "busy-reply-threshold" => self.busy_reply_threshold.to_string(),
             _ => return None,
         })
     }
@@ -308,6 +313,7 @@ impl ServerConfig {
             "hz" => e.hz = n.min(500) as u32,
             "maxclients" => self.maxclients = n as u64,
             "timeout" => self.timeout = n as u64,
+            "busy-reply-threshold" => self.busy_reply_threshold = n.max(0) as u64,
             "proto-max-bulk-len" => self.proto_max_bulk_len = n,
             "hash-max-listpack-entries" => e.limits.hash_max_listpack_entries = u,
             "hash-max-listpack-value" => e.limits.hash_max_listpack_value = u,

@@ -340,6 +340,32 @@ impl Server {
         }
     }
 
+    /// While a script runs past busy-reply-threshold: one non-blocking round of the
+    /// loop, so other clients are answered (BUSY, or SCRIPT KILL and SHUTDOWN NOSAVE).
+    /// The script's own client is out of the client table meanwhile and is skipped.
+    pub fn serve_while_busy(&mut self) {
+        let mut events = Events::with_capacity(256);
+        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
+            return;
+        }
+        let tokens: Vec<Token> = events.iter().map(|e| e.token()).collect();
+        for t in tokens {
+            if t.0 > usize::MAX - self.listeners.len() {
+                self.accept(usize::MAX - t.0);
+            } else {
+                self.serve(t.0 as u64);
+            }
+        }
+        for _ in 0..self.pending.len() {
+            match self.pending.pop_front() {
+                Some(id) if self.clients.contains_key(&id) => self.serve(id),
+                // The script's client: its own turn goes on after the script.
+                Some(id) => self.pending.push_back(id),
+                None => {}
+            }
+        }
+    }
+
     fn drop_client(&mut self, mut c: Client) {
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);
@@ -381,6 +407,10 @@ impl Server {
         }
         if !c.authenticated && found.flags() & ferrokv::command::flags::NO_AUTH == 0 {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
+            return;
+        }
+        if let Some(busy) = crate::script::busy_refusal(self, &argv) {
+            self.reject(c, busy, Some(found.name()));
             return;
         }
         if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {

@@ -18,7 +18,7 @@ pub mod lstruct;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ferrokv::command::{eq_ic, flags, parse_i64};
 use ferrokv::keyspace::Clock;
@@ -32,10 +32,6 @@ use crate::server::Server;
 /// The version scripts see (redis.REDIS_VERSION / _NUM).
 const VERSION: &str = "7.0.15";
 const VERSION_NUM: f64 = 0x07_00_0f as f64;
-
-/// Where Redis starts answering BUSY. There is no SCRIPT KILL here (the loop is not
-/// re-entered while a script runs), so a script still running then is stopped.
-const SCRIPT_TIME_LIMIT: Duration = Duration::from_secs(5);
 
 /// Script flags (shebang `#!lua flags=...`).
 pub mod script_flags {
@@ -66,6 +62,14 @@ struct RunState {
     started: Cell<Option<Instant>>,
     /// Runs since the last garbage collection step.
     runs: Cell<u32>,
+    /// busy-reply-threshold (ms) for this run: past it, other clients are served BUSY.
+    limit_ms: Cell<u64>,
+    /// The script ran past the threshold: other clients get BUSY.
+    busy: Cell<bool>,
+    /// SCRIPT KILL / FUNCTION KILL (or SHUTDOWN) asked for it to stop.
+    killed: Cell<bool>,
+    /// It ran a write command (it can no longer be killed).
+    wrote: Cell<bool>,
 }
 
 struct Cached {
@@ -93,6 +97,8 @@ struct FunctionEntry {
 /// in Redis, so SCRIPT FLUSH and FUNCTION FLUSH reset them apart).
 struct Vm {
     lua: Lua,
+    /// Where a running script's "serve the other clients" function is put.
+    hooks: Table,
     compile: Function,
     runner: Function,
     load_library: Function,
@@ -326,16 +332,34 @@ impl Vm {
         ) = lua.load(include_str!("sandbox.lua")).set_name("=ferrokv").call((native, hooks.clone()))?;
 
         let st = Rc::clone(&run);
-        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| match st.started.get() {
-            Some(t) if t.elapsed() > SCRIPT_TIME_LIMIT => {
-                Err(mlua::Error::RuntimeError("Script killed: it ran past the time limit".into()))
+        let busy_hooks = hooks.clone();
+        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+            let Some(started) = st.started.get() else {
+                return Ok(VmState::Continue);
+            };
+            let limit = st.limit_ms.get();
+            if !st.killed.get() && limit > 0 && started.elapsed().as_millis() as u64 >= limit {
+                if !st.busy.get() {
+                    st.busy.set(true);
+                    crate::server::log(&format!(
+                        "Slow script detected: still in execution after {} milliseconds. \
+                         You can try killing the script using the SCRIPT KILL command.",
+                        started.elapsed().as_millis()
+                    ));
+                }
+                // Serve the other clients (BUSY, SCRIPT KILL, SHUTDOWN NOSAVE) meanwhile.
+                if let Ok(Value::Function(serve)) = busy_hooks.raw_get::<Value>("busy") {
+                    let _ = serve.call::<()>(());
+                }
             }
-            _ => Ok(VmState::Continue),
+            if st.killed.get() {
+                return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
+            }
+            Ok(VmState::Continue)
         })?;
-        let _ = rng;
         let stubs = (redis.raw_get("call")?, redis.raw_get("pcall")?);
         lua.gc_collect()?;
-        Ok(Vm { lua, compile, runner, load_library, run_library, run_function, run, registered, redis, stubs })
+        Ok(Vm { lua, hooks, compile, runner, load_library, run_library, run_function, run, registered, redis, stubs })
     }
 }
 
@@ -537,7 +561,12 @@ fn run_script(
     }
     st.resp3.set(false);
     st.repl.set(3);
+    st.busy.set(false);
+    st.killed.set(false);
+    st.wrote.set(false);
+    st.limit_ms.set(s.cfg.busy_reply_threshold);
     st.started.set(Some(Instant::now()));
+    let hooks = if is_function { s.scripts.func.hooks.clone() } else { s.scripts.eval.hooks.clone() };
 
     let mut session = Session { db: c.session.db };
     let frozen = Clock::virtual_at(s.engine.clock.now_ms());
@@ -565,15 +594,29 @@ fn run_script(
         };
         redis_api.raw_set("call", make(true)?)?;
         redis_api.raw_set("pcall", make(false)?)?;
+        let busy = scope.create_function(|_, ()| {
+            if let Ok(mut guard) = ctx.try_borrow_mut() {
+                let (s, _, _) = &mut *guard;
+                s.serve_while_busy();
+                if s.exit {
+                    // SHUTDOWN while the script ran: it stops here.
+                    st.killed.set(true);
+                }
+            }
+            Ok(())
+        })?;
+        hooks.raw_set("busy", busy)?;
         let ran: mlua::Result<(bool, Value)> =
             if is_function { runner.call((func, keys, args)) } else { runner.call(func) };
         redis_api.raw_set("call", stubs.0.clone())?;
         redis_api.raw_set("pcall", stubs.1.clone())?;
+        hooks.raw_set("busy", Value::Nil)?;
         let (ok, v) = ran?;
         Ok(if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, name) })
     });
 
     st.started.set(None);
+    st.busy.set(false);
     s.engine.fx.from_script = false;
     // A collection step every 50 runs, as Redis does, so garbage never piles up.
     st.runs.set(st.runs.get() + 1);
@@ -682,6 +725,9 @@ fn script_call(
     if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
+    if f & flags::WRITE != 0 {
+        st.wrote.set(true);
+    }
     let before = s.engine.fx.propagate.len();
     std::mem::swap(&mut c.session, session);
     let caller_resp3 = std::mem::replace(&mut c.resp3, st.resp3.get());
@@ -749,8 +795,7 @@ pub fn script(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         };
     }
     if a.len() == 2 && eq_ic(sub, "kill") {
-        // Scripts run to their end before any other command is read.
-        return Reply::err("NOTBUSY No scripts in execution right now.");
+        return kill(s, true);
     }
     if a.len() == 3 && eq_ic(sub, "debug") {
         return Reply::err("ERR SCRIPT DEBUG is not supported");
@@ -987,7 +1032,7 @@ pub fn function(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         );
     }
     if eq_ic(sub, "kill") && a.len() == 2 {
-        return Reply::err("NOTBUSY No scripts in execution right now.");
+        return kill(s, false);
     }
     cmd::unknown_subcommand(sub, "function")
 }
@@ -1022,6 +1067,56 @@ fn fcall_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], ro: bool) -> Rep
     let readonly = ro || fflags & script_flags::NO_WRITES != 0;
     let numkeys = numkeys as usize;
     run_script(s, c, true, func, &name, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
+}
+
+const BUSY_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+const BUSY_FUNCTION: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// SCRIPT KILL (`eval`) or FUNCTION KILL of the script running past its threshold.
+fn kill(s: &mut Server, eval: bool) -> Reply {
+    let (e, f) = (&s.scripts.eval.run, &s.scripts.func.run);
+    let running = if e.busy.get() {
+        e
+    } else if f.busy.get() {
+        f
+    } else {
+        return Reply::err("NOTBUSY No scripts in execution right now.");
+    };
+    if running.wrote.get() {
+        return Reply::err(
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either \
+             wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+        );
+    }
+    if eval && !e.busy.get() {
+        return Reply::err(BUSY_FUNCTION);
+    }
+    if !eval && !f.busy.get() {
+        return Reply::err(BUSY_EVAL);
+    }
+    running.killed.set(true);
+    Reply::ok()
+}
+
+/// While a script runs past its threshold, the reply to any other client's command but
+/// those Redis allows then (SCRIPT/FUNCTION KILL, SHUTDOWN, AUTH, HELLO ...).
+pub fn busy_refusal(s: &Server, argv: &[Vec<u8>]) -> Option<Reply> {
+    let eval_busy = s.scripts.eval.run.busy.get();
+    if !eval_busy && !s.scripts.func.run.busy.get() {
+        return None;
+    }
+    let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
+    let sub_is = |what: &str| argv.get(1).is_some_and(|x| eq_ic(x, what));
+    let allowed = match name.as_slice() {
+        b"auth" | b"hello" | b"shutdown" | b"quit" | b"client" => true,
+        b"script" => sub_is("kill"),
+        b"function" => sub_is("kill") || sub_is("stats"),
+        _ => false,
+    };
+    if allowed {
+        return None;
+    }
+    Some(Reply::err(if eval_busy { BUSY_EVAL } else { BUSY_FUNCTION }))
 }
 
 /// INFO memory's scripting fields.
