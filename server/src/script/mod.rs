@@ -231,6 +231,8 @@ impl Vm {
             })?,
         )?;
         let st = Rc::clone(&run);
+        native.raw_set("killed", lua.create_function(move |_, ()| Ok(st.killed.get()))?)?;
+        let st = Rc::clone(&run);
         native.raw_set(
             "setresp",
             lua.create_function(move |_, args: MultiValue| {
@@ -283,7 +285,8 @@ impl Vm {
                     let s = d.source();
                     (s.what, s.source.map(|x| x.into_owned()).unwrap_or_default(), d.current_line())
                 }) {
-                    if what != "C" && !source.starts_with("=ferrokv") {
+                    // Skip C functions, the sandbox's own Lua and tail-call placeholders.
+                    if what != "C" && what != "tail" && !source.starts_with("=ferrokv") && source != "=(tail call)" {
                         return Ok((Some(source), line.map(|l| l as f64)));
                     }
                     level += 1;

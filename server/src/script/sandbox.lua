@@ -140,9 +140,14 @@ end
 
 -- pcall hands back the message of an error table, as Redis's pcall does.
 local unwrap = native.unwrap
+local killed = native.killed
 local function pcall_result(ok, ...)
     if ok then
         return true, ...
+    end
+    -- A killed script cannot catch its end.
+    if killed() then
+        error((...), 0)
     end
     local e = unwrap((...))
     if type(e) == "table" then
@@ -156,10 +161,19 @@ end
 G.pcall = function(...)
     return pcall_result(orig_pcall(...))
 end
+local function xpcall_result(ok, ...)
+    if not ok and killed() then
+        error((...), 0)
+    end
+    return ok, ...
+end
 G.xpcall = function(f, h)
-    return orig_xpcall(f, function(e)
+    return xpcall_result(orig_xpcall(f, function(e)
+        if killed() then
+            return e
+        end
         return h(unwrap(e))
-    end)
+    end))
 end
 
 -- The protected tables look like the real ones to the iteration functions.
