@@ -565,3 +565,71 @@ fn script_time_stands_still_and_the_lock_pattern_works() {
     let exists: i64 = redis::cmd("EXISTS").arg("lock").query(&mut con).unwrap();
     assert_eq!(exists, 0);
 }
+
+/// Read one reply line (errors and simple replies are all these tests need).
+fn read_line(s: &mut TcpStream) -> String {
+    let mut out = Vec::new();
+    let mut b = [0u8; 1];
+    while !out.ends_with(b"\r\n") {
+        match s.read(&mut b) {
+            Ok(1) => out.push(b[0]),
+            _ => break,
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// PING until the server answers BUSY (the script passed lua-time-limit).
+fn wait_busy(port: u16) -> String {
+    let start = Instant::now();
+    loop {
+        let r = cli(port, &["PING"]);
+        if r.starts_with("BUSY") || start.elapsed() > Duration::from_secs(20) {
+            return r;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn busy_scripts_answer_busy_and_die_by_script_kill_as_in_redis() {
+    let redis = ferrokv_testkit::Server::start();
+    let dir = TempDir::new("scripting-busy");
+    let ours = Ours::start(dir.path(), &[]);
+    let mut got = Vec::new();
+    for port in [redis.port, ours.port] {
+        let mut seen = Vec::new();
+        cli(port, &["CONFIG", "SET", "lua-time-limit", "50"]);
+        // A read-only loop, even one that catches errors, is killed.
+        let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        a.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+        let body = "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end";
+        a.write_all(&resp(&[vec!["EVAL", body, "0"], vec!["PING"]])).unwrap();
+        seen.push(wait_busy(port));
+        seen.push(cli(port, &["FUNCTION", "KILL"]));
+        seen.push(cli(port, &["SCRIPT", "KILL"]));
+        seen.push(read_line(&mut a));
+        seen.push(read_line(&mut a));
+        seen.push(cli(port, &["SCRIPT", "KILL"]));
+        // After a write it cannot be killed.
+        a.write_all(&resp(&[vec!["EVAL", "redis.call('set', 'x', '1') while true do end", "0"]])).unwrap();
+        seen.push(wait_busy(port));
+        seen.push(cli(port, &["SCRIPT", "KILL"]));
+        got.push(seen);
+    }
+    assert_eq!(got[1], got[0]);
+    let seen = &got[1];
+    assert!(seen[0].starts_with("BUSY"), "{seen:?}");
+    assert!(seen[3].contains("Script killed by user with SCRIPT KILL..."), "{seen:?}");
+    assert_eq!(seen[4], "+PONG\r\n");
+    assert!(seen[7].starts_with("UNKILLABLE"), "{seen:?}");
+    // SHUTDOWN NOSAVE ends it (and the server).
+    for port in [redis.port, ours.port] {
+        cli(port, &["SHUTDOWN", "NOSAVE"]);
+    }
+    let start = Instant::now();
+    while !cli(ours.port, &["PING"]).is_empty() {
+        assert!(start.elapsed() < Duration::from_secs(20), "ferrokv-server still answers after SHUTDOWN NOSAVE");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
