@@ -410,6 +410,13 @@ impl Server {
             return;
         }
         if let Some(busy) = crate::script::busy_refusal(self, &argv) {
+            let busy = if found.name() == "exec" && c.multi.is_some() {
+                c.reset_multi();
+                self.unwatch_all(c);
+                crate::script::exec_abort(&busy)
+            } else {
+                busy
+            };
             self.reject(c, busy, Some(found.name()));
             return;
         }

@@ -1111,7 +1111,8 @@ pub fn busy_refusal(s: &Server, argv: &[Vec<u8>]) -> Option<Reply> {
     let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
     let sub_is = |what: &str| argv.get(1).is_some_and(|x| eq_ic(x, what));
     let allowed = match name.as_slice() {
-        b"auth" | b"hello" | b"shutdown" | b"quit" | b"client" => true,
+        // Redis 7.0's allow-busy commands.
+        b"auth" | b"hello" | b"shutdown" | b"quit" | b"reset" | b"multi" | b"discard" | b"watch" | b"unwatch" => true,
         b"script" => sub_is("kill"),
         b"function" => sub_is("kill") || sub_is("stats"),
         _ => false,
@@ -1120,6 +1121,14 @@ pub fn busy_refusal(s: &Server, argv: &[Vec<u8>]) -> Option<Reply> {
         return None;
     }
     Some(Reply::err(if eval_busy { BUSY_EVAL } else { BUSY_FUNCTION }))
+}
+
+/// EXEC refused while busy: the transaction is discarded with the refusal's text.
+pub fn exec_abort(refusal: &Reply) -> Reply {
+    match refusal {
+        Reply::Error(text) => Reply::error(format!("EXECABORT Transaction discarded because of: {text}")),
+        other => other.clone(),
+    }
 }
 
 /// INFO memory's scripting fields.
