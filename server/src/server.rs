@@ -356,13 +356,11 @@ impl Server {
                 self.serve(t.0 as u64);
             }
         }
-        for _ in 0..self.pending.len() {
-            match self.pending.pop_front() {
-                Some(id) if self.clients.contains_key(&id) => self.serve(id),
-                // The script's client: its own turn goes on after the script.
-                Some(id) => self.pending.push_back(id),
-                None => {}
-            }
+        // Events the loop fetched before the script started are in its own batch, not
+        // here: give every client a turn (an idle one costs one read that would block).
+        let ids: Vec<u64> = self.clients.keys().copied().collect();
+        for id in ids {
+            self.serve(id);
         }
     }
 
