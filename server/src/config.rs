@@ -41,6 +41,8 @@ pub struct ServerConfig {
     pub maxmemory_policy: String,
     /// list-compress-depth: accepted and reported; lists are never compressed.
     pub list_compress_depth: i64,
+    /// Milliseconds a script runs before other clients get BUSY (lua-time-limit).
+    pub busy_reply_threshold: u64,
 }
 
 impl Default for ServerConfig {
@@ -65,6 +67,7 @@ impl Default for ServerConfig {
             obuf_limits: Default::default(),
             maxmemory_policy: "noeviction".into(),
             list_compress_depth: 0,
+            busy_reply_threshold: 5000,
         }
     }
 }
@@ -164,7 +167,6 @@ const PARAMS: &[Param] = &[
     stored("maxmemory-clients", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
     stored("stream-node-max-entries", None, Kind::Int { min: 0, max: i64::MAX }, "100"),
     stored("stream-node-max-bytes", None, Kind::Memory { min: 0, max: i64::MAX }, "4096"),
-    stored("busy-reply-threshold", Some("lua-time-limit"), Kind::Int { min: 0, max: i64::MAX }, "5000"),
     stored("min-replicas-to-write", Some("min-slaves-to-write"), Kind::Int { min: 0, max: INT_MAX }, "0"),
     stored("min-replicas-max-lag", Some("min-slaves-max-lag"), Kind::Int { min: 0, max: INT_MAX }, "10"),
     stored("client-query-buffer-limit", None, Kind::Memory { min: 1024 * 1024, max: i64::MAX }, "1073741824"),
@@ -200,6 +202,7 @@ const PARAMS: &[Param] = &[
     ),
     p("lfu-log-factor", Kind::Int { min: 0, max: INT_MAX }),
     p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }),
+    alias("busy-reply-threshold", "lua-time-limit", Kind::Int { min: 0, max: i64::MAX }),
 ];
 
 fn find(name: &str) -> Option<&'static Param> {
@@ -297,6 +300,7 @@ impl ServerConfig {
             "lfu-log-factor" => e.lfu_log_factor.to_string(),
             "lfu-decay-time" => e.lfu_decay_time.to_string(),
             "list-compress-depth" => self.list_compress_depth.to_string(),
+            "busy-reply-threshold" => self.busy_reply_threshold.to_string(),
             _ => return None,
         })
     }
@@ -386,6 +390,7 @@ impl ServerConfig {
             "hz" => e.hz = n.min(500) as u32,
             "maxclients" => self.maxclients = n as u64,
             "timeout" => self.timeout = n as u64,
+            "busy-reply-threshold" => self.busy_reply_threshold = n.max(0) as u64,
             "proto-max-bulk-len" => self.proto_max_bulk_len = n,
             "hash-max-listpack-entries" => e.limits.hash_max_listpack_entries = u,
             "hash-max-listpack-value" => e.limits.hash_max_listpack_value = u,

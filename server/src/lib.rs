@@ -12,6 +12,7 @@ pub mod notify;
 pub mod obuf;
 pub mod pubsub;
 pub mod resp;
+pub mod script;
 pub mod server;
 
 pub use config::ServerConfig;

@@ -38,6 +38,21 @@ pub struct ServerStats {
     pub error_replies: u64,
     /// Per command: calls, microseconds, rejected calls, failed calls.
     pub commands: HashMap<&'static str, CommandStat>,
+    /// Error replies per error code (INFO errorstats).
+    pub errors: HashMap<String, u64>,
+}
+
+impl ServerStats {
+    /// Count an error reply under its code, as Redis does: the text up to its first
+    /// space (looked for in the first 32 bytes), else ERR.
+    pub fn count_error(&mut self, text: &str) {
+        let head = &text.as_bytes()[..text.len().min(32)];
+        let code = match head.iter().position(|&b| b == b' ') {
+            Some(sp) => &text[..sp],
+            None => "ERR",
+        };
+        *self.errors.entry(code.to_string()).or_default() += 1;
+    }
 }
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -98,6 +113,8 @@ pub struct Server {
     /// Microseconds the loop spent starting the last snapshot (Redis's fork time).
     pub latest_fork_usec: u64,
     pub total_forks: u64,
+    /// Lua scripting: the interpreter and the script cache.
+    pub scripts: crate::script::Scripts,
 }
 
 fn listener_token(i: usize) -> Token {
@@ -162,6 +179,7 @@ impl Server {
             snapshot: None,
             latest_fork_usec: 0,
             total_forks: 0,
+            scripts: crate::script::Scripts::new()?,
         })
     }
 
@@ -378,6 +396,30 @@ impl Server {
         self.pending.extend(self.woken.drain());
     }
 
+    /// While a script runs past busy-reply-threshold: one non-blocking round of the
+    /// loop, so other clients are answered (BUSY, or SCRIPT KILL and SHUTDOWN NOSAVE).
+    /// The script's own client is out of the client table meanwhile and is skipped.
+    pub fn serve_while_busy(&mut self) {
+        let mut events = Events::with_capacity(256);
+        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
+            return;
+        }
+        let tokens: Vec<Token> = events.iter().map(|e| e.token()).collect();
+        for t in tokens {
+            if t.0 > usize::MAX - self.listeners.len() {
+                self.accept(usize::MAX - t.0);
+            } else {
+                self.serve(t.0 as u64);
+            }
+        }
+        // Events the loop fetched before the script started are in its own batch, not
+        // here: give every client a turn (an idle one costs one read that would block).
+        let ids: Vec<u64> = self.clients.keys().copied().collect();
+        for id in ids {
+            self.serve(id);
+        }
+    }
+
     fn drop_client(&mut self, mut c: Client) {
         self.forget_client(&mut c);
         self.unwatch_all(&mut c);
@@ -424,6 +466,17 @@ impl Server {
         }
         if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, &argv) {
             self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if let Some(busy) = crate::script::busy_refusal(self, &argv) {
+            let busy = if found.name() == "exec" && c.multi.is_some() {
+                c.reset_multi();
+                self.unwatch_all(c);
+                crate::script::exec_abort(&busy)
+            } else {
+                busy
+            };
+            self.reject(c, busy, Some(found.name()));
             return;
         }
         if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
@@ -474,8 +527,9 @@ impl Server {
     }
 
     fn count_reply(&mut self, r: &Reply) {
-        if r.is_error() {
+        if let Reply::Error(text) = r {
             self.stats.error_replies += 1;
+            self.stats.count_error(text);
         }
     }
 
@@ -488,6 +542,9 @@ impl Server {
             self.stats.commands.entry(n).or_default().rejected += 1;
         }
         self.stats.error_replies += 1;
+        if let Reply::Error(text) = &e {
+            self.stats.count_error(text);
+        }
         c.reply(&e);
     }
 

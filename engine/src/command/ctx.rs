@@ -53,6 +53,8 @@ pub struct Effects {
     /// Databases SWAPDB exchanged (for WATCH: the watcher checks its own keys), when
     /// `track_modified` is on.
     pub swapped_dbs: Vec<(usize, usize)>,
+    /// The commands run for a Lua script (SORT then orders a set's output, as Redis).
+    pub from_script: bool,
 }
 
 pub struct Ctx<'a> {

@@ -29,6 +29,8 @@ pub enum Reply {
     Bool(bool),
     /// A RESP3 verbatim string of plain text (INFO, CLIENT LIST); a bulk string in RESP2.
     Verbatim(Vec<u8>),
+    /// A RESP3 big number (`(digits`); a bulk string in RESP2 (scripts return them).
+    BigNumber(Vec<u8>),
 }
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -141,6 +143,13 @@ impl Reply {
                     out.extend_from_slice(b"txt:");
                     out.extend_from_slice(b);
                     out.extend_from_slice(b"\r\n");
+                } else {
+                    bulk(out, b);
+                }
+            }
+            Reply::BigNumber(b) => {
+                if resp3 {
+                    line(out, b'(', b);
                 } else {
                     bulk(out, b);
                 }

@@ -130,14 +130,6 @@ pub fn wait(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// FUNCTION: no libraries exist, so FLUSH has nothing to do.
-pub fn function(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
-    if a[1].eq_ignore_ascii_case(b"flush") && a.len() <= 3 {
-        return Reply::ok();
-    }
-    crate::cmd::unknown_subcommand(&a[1], "function")
-}
-
 pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     if eq_ic(&a[1], "reload") {
         // Every key is replaced: WATCHes fail.
@@ -188,6 +180,10 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"object" if a.len() == 3 => debug_object(s, c, &a[2]),
         b"populate" => super::debug::populate(s, c, a),
         b"help" => Reply::bulks(HELP),
+        b"log" if a.len() == 3 => {
+            log(&format!("DEBUG LOG: {}", text(&a[2])));
+            Reply::ok()
+        }
         _ => super::debug::subcommand_syntax_error(&a[1], "debug"),
     }
 }

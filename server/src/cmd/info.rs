@@ -119,6 +119,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("maxmemory_human", "0B".into());
             kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
             kv("mem_allocator", "libc".into());
+            for (k, v) in crate::script::info_memory(&s.scripts) {
+                kv(k, v);
+            }
         }
         "persistence" => {
             let aof_on = s.engine.persist.aof.as_ref().is_some_and(|a| a.is_open());
@@ -182,6 +185,13 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             let (user, sys) = cpu_seconds();
             kv("used_cpu_sys", format!("{sys:.6}"));
             kv("used_cpu_user", format!("{user:.6}"));
+        }
+        "errorstats" => {
+            let mut codes: Vec<_> = s.stats.errors.iter().map(|(k, v)| (k.clone(), *v)).collect();
+            codes.sort();
+            for (code, n) in codes {
+                kv(&format!("errorstat_{code}"), format!("count={n}"));
+            }
         }
         "cluster" => kv("cluster_enabled", "0".into()),
         "keyspace" => {

@@ -61,7 +61,6 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, admin::wait),
-    cmd("function", -2, NOSCRIPT, admin::function),
     cmd("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::subscribe),
     cmd("psubscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::psubscribe),
     cmd("unsubscribe", -1, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::unsubscribe),
@@ -124,6 +123,14 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("lmpop", -4, WRITE | MOVABLE_KEYS, blocking::lmpop),
     cmd("zmpop", -4, WRITE | MOVABLE_KEYS, blocking::zmpop),
     cmd("memory", -2, 0, memory::memory),
+    cmd("eval", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::eval),
+    cmd("evalsha", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::evalsha),
+    cmd("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::eval_ro),
+    cmd("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::evalsha_ro),
+    cmd("script", -2, NOSCRIPT, crate::script::script),
+    cmd("function", -2, NOSCRIPT, crate::script::function),
+    cmd("fcall", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::fcall),
+    cmd("fcall_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::fcall_ro),
 ];
 
 /// A command found by name: the server's or the engine's.

@@ -177,8 +177,9 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], readonly: bool) -> Reply {
         Some(Value::Zset(z)) => Source::Zset(z.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(_) => return Reply::wrongtype(),
     };
-    // A set has no order of its own: sort it when the result is stored.
-    if o.dont_sort && matches!(source, Source::Set(_)) && o.store.is_some() {
+    // A set has no order of its own: sort it when the result is stored or goes to a
+    // script, so it is the same everywhere.
+    if o.dont_sort && matches!(source, Source::Set(_)) && (o.store.is_some() || ctx.fx.from_script) {
         o.dont_sort = false;
         o.alpha = true;
         o.by = None;

@@ -1,0 +1,1164 @@
+//! Lua scripting, as Redis 7.0: EVAL EVALSHA EVAL_RO EVALSHA_RO and SCRIPT, on Lua 5.1
+//! (mlua, vendored). Scripting lives in the server, beside the other commands that
+//! need a client: a script's `redis.call` runs commands through [`Server::call`], so it
+//! reaches the engine's commands and the server's (PING, INFO, TIME ...) alike.
+//!
+//! A script is atomic: it runs to its end on the event loop's thread. Its effects are
+//! what propagates (Redis 7.0's effects replication): the write commands it ran, as one
+//! unit, so several are wrapped in MULTI/EXEC; nothing when it wrote nothing. The AOF
+//! never sees EVAL, so the AOF loader needs no scripting. Lua only ever runs scripts
+//! that clients send; no file is parsed by it.
+
+pub mod cjson;
+pub mod cmsgpack;
+pub mod convert;
+pub mod libs;
+pub mod lstruct;
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+use ferrokv::command::{eq_ic, flags, parse_i64};
+use ferrokv::keyspace::Clock;
+use ferrokv::{Reply, Session};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+
+use crate::client::Client;
+use crate::cmd;
+use crate::server::Server;
+
+/// The version scripts see (redis.REDIS_VERSION / _NUM).
+const VERSION: &str = "7.0.15";
+const VERSION_NUM: f64 = 0x07_00_0f as f64;
+
+/// Script flags (shebang `#!lua flags=...`).
+pub mod script_flags {
+    /// No shebang: Redis's compatibility mode.
+    pub const EVAL_COMPAT: u32 = 1 << 0;
+    pub const NO_WRITES: u32 = 1 << 1;
+    pub const ALLOW_OOM: u32 = 1 << 2;
+    pub const ALLOW_STALE: u32 = 1 << 3;
+    pub const NO_CLUSTER: u32 = 1 << 4;
+    pub const ALLOW_CROSS_SLOT: u32 = 1 << 5;
+
+    pub const NAMES: &[(&str, u32)] = &[
+        ("no-writes", NO_WRITES),
+        ("allow-oom", ALLOW_OOM),
+        ("allow-stale", ALLOW_STALE),
+        ("no-cluster", NO_CLUSTER),
+        ("allow-cross-slot-keys", ALLOW_CROSS_SLOT),
+    ];
+}
+
+/// State of the running script that the Lua-side functions change.
+#[derive(Debug, Default)]
+struct RunState {
+    /// redis.setresp(3) was called.
+    resp3: Cell<bool>,
+    /// redis.set_repl flags: 1 AOF, 2 replicas.
+    repl: Cell<u8>,
+    started: Cell<Option<Instant>>,
+    /// Runs since the last garbage collection step.
+    runs: Cell<u32>,
+    /// busy-reply-threshold (ms) for this run: past it, other clients are served BUSY.
+    limit_ms: Cell<u64>,
+    /// The script ran past the threshold: other clients get BUSY.
+    busy: Cell<bool>,
+    /// SCRIPT KILL / FUNCTION KILL (or SHUTDOWN) asked for it to stop.
+    killed: Cell<bool>,
+    /// It ran a write command (it can no longer be killed).
+    wrote: Cell<bool>,
+}
+
+struct Cached {
+    func: Function,
+    flags: u32,
+}
+
+/// A function registered by FUNCTION LOAD.
+struct Registered {
+    name: String,
+    func: Function,
+    flags: u32,
+}
+
+struct Library {
+    functions: Vec<String>,
+}
+
+struct FunctionEntry {
+    func: Function,
+    flags: u32,
+}
+
+/// One Lua interpreter with the sandbox: EVAL scripts have one, functions another (as
+/// in Redis, so SCRIPT FLUSH and FUNCTION FLUSH reset them apart).
+struct Vm {
+    lua: Lua,
+    /// Where a running script's "serve the other clients" function is put.
+    hooks: Table,
+    compile: Function,
+    runner: Function,
+    load_library: Function,
+    run_library: Function,
+    run_function: Function,
+    run: Rc<RunState>,
+    /// The functions the library being loaded registered (Some while loading).
+    registered: Rc<RefCell<Option<Vec<Registered>>>>,
+    /// The real `redis` table: a running script's redis.call and redis.pcall are put
+    /// there, as C functions called straight from the script.
+    redis: Table,
+    /// redis.call and redis.pcall outside a script run.
+    stubs: (Function, Function),
+}
+
+/// The interpreters, the script cache (SHA1 → compiled script) and the function libraries.
+pub struct Scripts {
+    eval: Vm,
+    func: Vm,
+    cache: HashMap<String, Cached>,
+    /// Bytes of the cached bodies (INFO used_memory_scripts_eval).
+    cache_bytes: usize,
+    libraries: HashMap<String, Library>,
+    functions: HashMap<String, FunctionEntry>,
+    rng: libs::Lrand48,
+}
+
+impl Scripts {
+    pub fn new() -> Result<Scripts, String> {
+        let rng = libs::Lrand48::default();
+        let mk = |rng: &libs::Lrand48| Vm::new(rng.clone()).map_err(|e| format!("Lua scripting: {e}"));
+        Ok(Scripts {
+            eval: mk(&rng)?,
+            func: mk(&rng)?,
+            cache: HashMap::new(),
+            cache_bytes: 0,
+            libraries: HashMap::new(),
+            functions: HashMap::new(),
+            rng,
+        })
+    }
+
+    /// SCRIPT FLUSH: a new interpreter, an empty cache (the PRNG goes on, as in Redis).
+    pub fn flush(&mut self) -> Result<(), String> {
+        self.eval = Vm::new(self.rng.clone()).map_err(|e| e.to_string())?;
+        self.cache.clear();
+        self.cache_bytes = 0;
+        Ok(())
+    }
+
+    /// FUNCTION FLUSH.
+    pub fn flush_functions(&mut self) -> Result<(), String> {
+        self.func = Vm::new(self.rng.clone()).map_err(|e| e.to_string())?;
+        self.libraries.clear();
+        self.functions.clear();
+        Ok(())
+    }
+
+    pub fn cached(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// Memory of the EVAL interpreter, bytes.
+    pub fn lua_memory(&self) -> usize {
+        self.eval.lua.used_memory()
+    }
+
+    pub fn cache_memory(&self) -> usize {
+        self.cache_bytes + self.cache.len() * 64
+    }
+
+    /// Compile `body` into the cache (no-op when it is there); its SHA1, or the error reply.
+    fn create(&mut self, body: &[u8]) -> Result<String, Reply> {
+        let sha = libs::sha1hex(body);
+        if self.cache.contains_key(&sha) {
+            return Ok(sha);
+        }
+        let (flags, shebang_len) = parse_shebang(body).map_err(|e| Reply::error(format!("ERR {e}")))?;
+        let code = self.eval.lua.create_string(&body[shebang_len..]).map_err(lua_failure)?;
+        let (func, err): (Option<Function>, Option<mlua::LuaString>) =
+            self.eval.compile.call((code, "@user_script")).map_err(lua_failure)?;
+        let Some(func) = func else {
+            let msg = err.map(|e| String::from_utf8_lossy(&e.as_bytes()).into_owned()).unwrap_or_default();
+            return Err(Reply::error(format!("ERR Error compiling script (new function): {msg}")));
+        };
+        self.cache_bytes += body.len() + 40;
+        self.cache.insert(sha.clone(), Cached { func, flags });
+        Ok(sha)
+    }
+}
+
+impl Vm {
+    fn new(rng: libs::Lrand48) -> mlua::Result<Vm> {
+        let registered: Rc<RefCell<Option<Vec<Registered>>>> = Rc::new(RefCell::new(None));
+        let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
+        let run = Rc::new(RunState::default());
+        let native = lua.create_table()?;
+        native.raw_set("version", VERSION)?;
+        native.raw_set("version_num", VERSION_NUM)?;
+        native.raw_set(
+            "sha1hex",
+            lua.create_function(|_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(raise("wrong number of arguments"));
+                }
+                let data = match &args[0] {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    Value::Integer(i) => convert::lua_number_text(*i as f64).into_bytes(),
+                    Value::Number(n) => convert::lua_number_text(*n).into_bytes(),
+                    _ => Vec::new(),
+                };
+                Ok(libs::sha1hex(&data))
+            })?,
+        )?;
+        native.raw_set(
+            "log",
+            lua.create_function(|_, args: MultiValue| {
+                if args.len() < 2 {
+                    return Err(raise("redis.log() requires two arguments or more."));
+                }
+                let Some(level) = lua_number(&args[0]) else {
+                    return Err(raise("First argument must be a number (log level)."));
+                };
+                if !(0.0..4.0).contains(&level) {
+                    return Err(raise("Invalid debug level."));
+                }
+                let parts: Vec<String> = args.iter().skip(1).filter_map(lua_text).collect();
+                crate::server::log(&parts.join(" "));
+                Ok(())
+            })?,
+        )?;
+        let st = Rc::clone(&run);
+        native.raw_set("killed", lua.create_function(move |_, ()| Ok(st.killed.get()))?)?;
+        let st = Rc::clone(&run);
+        native.raw_set(
+            "setresp",
+            lua.create_function(move |_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(raise("redis.setresp() requires one argument."));
+                }
+                let v = lua_number(&args[0]).unwrap_or(0.0) as i64;
+                if v != 2 && v != 3 {
+                    return Err(raise("RESP version must be 2 or 3."));
+                }
+                st.resp3.set(v == 3);
+                Ok(())
+            })?,
+        )?;
+        let st = Rc::clone(&run);
+        native.raw_set(
+            "set_repl",
+            lua.create_function(move |_, args: MultiValue| {
+                if args.len() != 1 {
+                    return Err(raise("redis.set_repl() requires two arguments."));
+                }
+                let v = lua_number(&args[0]).unwrap_or(0.0) as i64;
+                if !(0..=3).contains(&v) {
+                    return Err(raise("Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE."));
+                }
+                st.repl.set(v as u8);
+                Ok(())
+            })?,
+        )?;
+        native.raw_set(
+            "acl_check_cmd",
+            lua.create_function(|_, args: MultiValue| {
+                if args.is_empty() {
+                    return Err(raise("Please specify at least one argument for this redis lib call"));
+                }
+                let exists = convert::call_arg(&args[0]).is_some_and(|n| cmd::lookup(&n).is_some());
+                if !exists {
+                    return Err(raise("Invalid command passed to redis.acl_check_cmd()"));
+                }
+                // One user, allowed everything.
+                Ok(true)
+            })?,
+        )?;
+        native.raw_set("unwrap", lua.create_function(|lua, v: Value| unwrap_error(lua, v))?)?;
+        native.raw_set(
+            "where",
+            lua.create_function(|lua, ()| {
+                let mut level = 1;
+                while let Some((what, source, line)) = lua.inspect_stack(level, |d| {
+                    let s = d.source();
+                    (s.what, s.source.map(|x| x.into_owned()).unwrap_or_default(), d.current_line())
+                }) {
+                    // Skip C functions, the sandbox's own Lua and tail-call placeholders.
+                    if what != "C" && what != "tail" && !source.starts_with("=ferrokv") && source != "=(tail call)" {
+                        return Ok((Some(source), line.map(|l| l as f64)));
+                    }
+                    level += 1;
+                }
+                Ok((None, None))
+            })?,
+        )?;
+        let (random, seed) = libs::random_functions(&lua, &rng)?;
+        native.raw_set("random", libs::located(&lua, random)?)?;
+        native.raw_set("randomseed", libs::located(&lua, seed)?)?;
+        let bit = libs::bit_library(&lua)?;
+        libs::locate_all(&lua, &bit)?;
+        native.raw_set("bit", bit)?;
+        let json = cjson::library(&lua)?;
+        libs::locate_all(&lua, &json)?;
+        native.raw_set("cjson", json)?;
+        let msgpack = cmsgpack::library(&lua)?;
+        libs::locate_all(&lua, &msgpack)?;
+        native.raw_set("cmsgpack", msgpack)?;
+        let structs = lstruct::library(&lua)?;
+        libs::locate_all(&lua, &structs)?;
+        native.raw_set("struct", structs)?;
+
+        let hooks = lua.create_table()?;
+        for name in ["call", "pcall"] {
+            native.raw_set(
+                name,
+                lua.create_function(|_, _: MultiValue| -> mlua::Result<()> {
+                    Err(raise("redis.call/pcall can only be called inside a script invocation"))
+                })?,
+            )?;
+        }
+        let reg = Rc::clone(&registered);
+        native.raw_set(
+            "register_function",
+            lua.create_function(move |_, args: MultiValue| register_function(&reg, args))?,
+        )?;
+        let (_env, compile, runner, load_library, run_library, run_function, redis): (
+            Table,
+            Function,
+            Function,
+            Function,
+            Function,
+            Function,
+            Table,
+        ) = lua.load(include_str!("sandbox.lua")).set_name("=ferrokv").call((native, hooks.clone()))?;
+
+        let st = Rc::clone(&run);
+        let busy_hooks = hooks.clone();
+        lua.set_hook(HookTriggers::new().every_nth_instruction(100_000), move |_, _| {
+            let Some(started) = st.started.get() else {
+                return Ok(VmState::Continue);
+            };
+            let limit = st.limit_ms.get();
+            if !st.killed.get() && limit > 0 && started.elapsed().as_millis() as u64 >= limit {
+                if !st.busy.get() {
+                    st.busy.set(true);
+                    crate::server::log(&format!(
+                        "Slow script detected: still in execution after {} milliseconds. \
+                         You can try killing the script using the SCRIPT KILL command.",
+                        started.elapsed().as_millis()
+                    ));
+                }
+                // Serve the other clients (BUSY, SCRIPT KILL, SHUTDOWN NOSAVE) meanwhile.
+                if let Ok(Value::Function(serve)) = busy_hooks.raw_get::<Value>("busy") {
+                    let _ = serve.call::<()>(());
+                }
+            }
+            if st.killed.get() {
+                return Err(mlua::Error::RuntimeError("Script killed by user with SCRIPT KILL...".into()));
+            }
+            Ok(VmState::Continue)
+        })?;
+        let stubs = (redis.raw_get("call")?, redis.raw_get("pcall")?);
+        lua.gc_collect()?;
+        Ok(Vm { lua, hooks, compile, runner, load_library, run_library, run_function, run, registered, redis, stubs })
+    }
+}
+
+/// An error a redis.* function raises: the script sees the table `{err = text}`.
+#[derive(Debug)]
+struct ScriptError(String);
+
+impl std::fmt::Display for ScriptError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ScriptError {}
+
+/// A redis.* argument error (`ERR ` + text, as Redis's luaPushError).
+fn raise(text: &str) -> mlua::Error {
+    mlua::Error::external(ScriptError(format!("ERR {text}")))
+}
+
+/// What a Lua error value raised by Rust stands for: an error table for
+/// [`ScriptError`], the message for other errors (as luaL_error raises it); any other
+/// value is returned as it is.
+fn unwrap_error(lua: &Lua, v: Value) -> mlua::Result<Value> {
+    let Value::Error(e) = v else {
+        return Ok(v);
+    };
+    let mut e: &mlua::Error = &e;
+    loop {
+        match e {
+            mlua::Error::CallbackError { cause, .. } => e = cause,
+            mlua::Error::WithContext { cause, .. } => e = cause,
+            mlua::Error::ExternalError(x) => {
+                if let Some(se) = x.downcast_ref::<ScriptError>() {
+                    return Ok(Value::Table(convert::error_table(lua, &se.0)?));
+                }
+                return Ok(Value::String(lua.create_string(x.to_string())?));
+            }
+            mlua::Error::RuntimeError(m) => return Ok(Value::String(lua.create_string(m)?)),
+            other => return Ok(Value::String(lua.create_string(other.to_string())?)),
+        }
+    }
+}
+
+fn lua_number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Integer(i) => Some(*i as f64),
+        Value::Number(n) => Some(*n),
+        Value::String(s) => std::str::from_utf8(&s.as_bytes()).ok().and_then(|t| t.trim().parse().ok()),
+        _ => None,
+    }
+}
+
+fn lua_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(String::from_utf8_lossy(&s.as_bytes()).into_owned()),
+        Value::Integer(i) => Some(convert::lua_number_text(*i as f64)),
+        Value::Number(n) => Some(convert::lua_number_text(*n)),
+        _ => None,
+    }
+}
+
+fn lua_failure(e: mlua::Error) -> Reply {
+    Reply::error(format!("ERR Lua failure: {e}"))
+}
+
+/// The flags of a script's shebang line and the line's length (0 without one).
+fn parse_shebang(body: &[u8]) -> Result<(u32, usize), String> {
+    if !body.starts_with(b"#!") {
+        return Ok((script_flags::EVAL_COMPAT, 0));
+    }
+    let Some(end) = body.iter().position(|&b| b == b'\n') else {
+        return Err("Invalid script shebang".into());
+    };
+    let parts = ferrokv::format::args::split_args(&body[..end]).unwrap_or_default();
+    let Some(engine) = parts.first() else {
+        return Err("Invalid engine in script shebang".into());
+    };
+    if engine.as_slice() != b"#!lua" {
+        return Err(format!("Unexpected engine in script shebang: {}", String::from_utf8_lossy(engine)));
+    }
+    let mut out = 0;
+    for p in &parts[1..] {
+        let Some(list) = p.strip_prefix(b"flags=") else {
+            return Err(format!("Unknown lua shebang option: {}", String::from_utf8_lossy(p)));
+        };
+        for f in list.split(|&b| b == b',') {
+            if f.is_empty() && list.is_empty() {
+                continue;
+            }
+            match script_flags::NAMES.iter().find(|(n, _)| n.as_bytes() == f) {
+                Some((_, bit)) => out |= bit,
+                None => return Err(format!("Unexpected flag in script shebang: {}", String::from_utf8_lossy(f))),
+            }
+        }
+    }
+    Ok((out, end))
+}
+
+fn noscript() -> Reply {
+    Reply::err("NOSCRIPT No matching script. Please use EVAL.")
+}
+
+pub fn eval(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, false, false)
+}
+
+pub fn eval_ro(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, false, true)
+}
+
+pub fn evalsha(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, true, false)
+}
+
+pub fn evalsha_ro(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    eval_generic(s, c, a, true, true)
+}
+
+/// EVAL's key positions: `numkeys` keys after it.
+pub fn eval_keys(argv: &[Vec<u8>]) -> Vec<usize> {
+    let n = argv.get(2).and_then(|b| parse_i64(b)).unwrap_or(0).max(0) as usize;
+    (3..argv.len()).take(n).collect()
+}
+
+fn eval_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], evalsha: bool, ro: bool) -> Reply {
+    if evalsha && a[1].len() != 40 {
+        return noscript();
+    }
+    let Some(numkeys) = parse_i64(&a[2]) else {
+        return Reply::not_integer();
+    };
+    if numkeys > (a.len() - 3) as i64 {
+        return Reply::err("ERR Number of keys can't be greater than number of args");
+    }
+    if numkeys < 0 {
+        return Reply::err("ERR Number of keys can't be negative");
+    }
+    let sha = if evalsha {
+        String::from_utf8_lossy(&a[1]).to_ascii_lowercase()
+    } else {
+        match s.scripts.create(&a[1]) {
+            Ok(sha) => sha,
+            Err(e) => return e,
+        }
+    };
+    let Some(cached) = s.scripts.cache.get(&sha) else {
+        return noscript();
+    };
+    let func = cached.func.clone();
+    let sflags = cached.flags;
+    let compat = sflags & script_flags::EVAL_COMPAT != 0;
+    if !compat && sflags & script_flags::NO_WRITES == 0 && ro {
+        return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    let readonly = ro || (!compat && sflags & script_flags::NO_WRITES != 0);
+    let numkeys = numkeys as usize;
+    run_script(s, c, false, func, &sha, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
+}
+
+fn string_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(items.len(), 0)?;
+    for (i, it) in items.iter().enumerate() {
+        t.raw_set(i + 1, lua.create_string(it)?)?;
+    }
+    Ok(t)
+}
+
+/// Run a compiled script for client `c`: KEYS and ARGV set, the time frozen at its
+/// start (lazy expiry sees one instant, as in Redis 7.0), its commands' propagation
+/// gathered into one unit.
+#[allow(clippy::too_many_arguments)]
+fn run_script(
+    s: &mut Server,
+    c: &mut Client,
+    is_function: bool,
+    func: Function,
+    name: &str,
+    keys: &[Vec<u8>],
+    args: &[Vec<u8>],
+    readonly: bool,
+) -> Reply {
+    let vm = if is_function { &s.scripts.func } else { &s.scripts.eval };
+    let lua = vm.lua.clone();
+    let redis_api = vm.redis.clone();
+    let stubs = vm.stubs.clone();
+    let runner = if is_function { vm.run_function.clone() } else { vm.runner.clone() };
+    let st = Rc::clone(&vm.run);
+    let (keys, args) = match string_array(&lua, keys).and_then(|k| Ok((k, string_array(&lua, args)?))) {
+        Ok(x) => x,
+        Err(e) => return lua_failure(e),
+    };
+    if !is_function {
+        // EVAL scripts see them as globals; functions get them as arguments.
+        let globals = lua.globals();
+        if let Err(e) = globals.raw_set("KEYS", keys.clone()).and_then(|()| globals.raw_set("ARGV", args.clone())) {
+            return lua_failure(e);
+        }
+    }
+    st.resp3.set(false);
+    st.repl.set(3);
+    st.busy.set(false);
+    st.killed.set(false);
+    st.wrote.set(false);
+    st.limit_ms.set(s.cfg.busy_reply_threshold);
+    st.started.set(Some(Instant::now()));
+    let hooks = if is_function { s.scripts.func.hooks.clone() } else { s.scripts.eval.hooks.clone() };
+
+    let mut session = Session { db: c.session.db };
+    let frozen = Clock::virtual_at(s.engine.clock.now_ms());
+    let saved_clock = std::mem::replace(&mut s.engine.clock, frozen);
+    let was_in_exec = c.in_exec;
+    // Engine commands join one propagation unit, flushed below (or by EXEC).
+    c.in_exec = true;
+    s.engine.fx.from_script = true;
+
+    let ctx = RefCell::new((&mut *s, &mut *c, &mut session));
+    let outcome = lua.scope(|scope| {
+        let make = |raises: bool| {
+            let (ctx, st) = (&ctx, &st);
+            scope.create_function(move |lua, args: MultiValue| {
+                let argv = call_argv(args);
+                let mut guard = ctx.try_borrow_mut().map_err(|_| raise("recursive redis.call"))?;
+                let (s, c, session) = &mut *guard;
+                let (failed, v) = script_call(lua, s, c, session, st, readonly, argv)?;
+                if failed && raises {
+                    let text = convert::error_parts(&v).0.unwrap_or_default();
+                    return Err(mlua::Error::external(ScriptError(text)));
+                }
+                Ok(v)
+            })
+        };
+        redis_api.raw_set("call", make(true)?)?;
+        redis_api.raw_set("pcall", make(false)?)?;
+        let busy = scope.create_function(|_, ()| {
+            if let Ok(mut guard) = ctx.try_borrow_mut() {
+                let (s, _, _) = &mut *guard;
+                s.serve_while_busy();
+                if s.exit {
+                    // SHUTDOWN while the script ran: it stops here.
+                    st.killed.set(true);
+                }
+            }
+            Ok(())
+        })?;
+        hooks.raw_set("busy", busy)?;
+        let ran: mlua::Result<(bool, Value)> =
+            if is_function { runner.call((func, keys, args)) } else { runner.call(func) };
+        redis_api.raw_set("call", stubs.0.clone())?;
+        redis_api.raw_set("pcall", stubs.1.clone())?;
+        hooks.raw_set("busy", Value::Nil)?;
+        let (ok, v) = ran?;
+        Ok(if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, name) })
+    });
+
+    st.started.set(None);
+    st.busy.set(false);
+    s.engine.fx.from_script = false;
+    // A collection step every 50 runs, as Redis does, so garbage never piles up.
+    st.runs.set(st.runs.get() + 1);
+    if st.runs.get() >= 50 {
+        st.runs.set(0);
+        for _ in 0..50 {
+            if lua.gc_step().unwrap_or(true) {
+                break;
+            }
+        }
+    }
+    c.in_exec = was_in_exec;
+    s.engine.clock = saved_clock;
+    if !was_in_exec {
+        s.engine.flush();
+    }
+    outcome.unwrap_or_else(lua_failure)
+}
+
+/// The reply for a script that raised an error: its message, and where it was raised.
+fn failure_reply(v: &Value, sha: &str) -> Reply {
+    let (msg, source, line) = convert::error_parts(v);
+    let msg = msg.unwrap_or_else(|| "ERR unknown error".into());
+    match (source, line) {
+        (Some(src), Some(line)) => Reply::error(format!("{msg} script: {sha}, on {src}:{line}.")),
+        _ => Reply::error(msg),
+    }
+}
+
+/// redis.call / redis.pcall: (failed, reply as a Lua value).
+/// The argv of a redis.call, or the error text for its arguments.
+type CallArgv = Result<Vec<Vec<u8>>, &'static str>;
+
+fn call_argv(args: MultiValue) -> CallArgv {
+    if args.is_empty() {
+        return Err("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for v in args {
+        match convert::call_arg(&v) {
+            Some(b) => argv.push(b),
+            None => return Err("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    Ok(argv)
+}
+
+/// Commands Redis 7.0 refuses in scripts that this server does not have (or not yet):
+/// a script gets Redis's refusal rather than "unknown command".
+const NOSCRIPT_ELSEWHERE: &[&str] = &[
+    "blpop",
+    "brpop",
+    "brpoplpush",
+    "blmove",
+    "blmpop",
+    "bzpopmin",
+    "bzpopmax",
+    "bzmpop",
+    "subscribe",
+    "psubscribe",
+    "unsubscribe",
+    "punsubscribe",
+    "ssubscribe",
+    "sunsubscribe",
+    "cluster",
+    "monitor",
+    "sync",
+    "psync",
+    "replicaof",
+    "slaveof",
+    "acl",
+    "failover",
+];
+
+fn script_call(
+    lua: &Lua,
+    s: &mut Server,
+    c: &mut Client,
+    session: &mut Session,
+    st: &RunState,
+    readonly: bool,
+    argv: CallArgv,
+) -> mlua::Result<(bool, Value)> {
+    let fail = |text: &str| -> mlua::Result<(bool, Value)> {
+        let t = convert::error_table(lua, text)?;
+        Ok((true, Value::Table(t)))
+    };
+    let argv = match argv {
+        Ok(argv) => argv,
+        Err(e) => return fail(e),
+    };
+    let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+    if NOSCRIPT_ELSEWHERE.contains(&name.as_str()) && cmd::lookup(&argv[0]).is_none() {
+        return fail("ERR This Redis command is not allowed from script");
+    }
+    let Some(found) = cmd::lookup(&argv[0]) else {
+        return fail("ERR Unknown Redis command called from script");
+    };
+    if !found.arity_ok(argv.len()) {
+        return fail("ERR Wrong number of args calling Redis command from script");
+    }
+    let f = found.flags();
+    if f & flags::NOSCRIPT != 0 {
+        return fail("ERR This Redis command is not allowed from script");
+    }
+    if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
+        return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if f & flags::WRITE != 0 {
+        st.wrote.set(true);
+    }
+    let before = s.engine.fx.propagate.len();
+    std::mem::swap(&mut c.session, session);
+    let caller_resp3 = std::mem::replace(&mut c.resp3, st.resp3.get());
+    let reply = s.call(c, found, &argv);
+    c.resp3 = caller_resp3;
+    std::mem::swap(&mut c.session, session);
+    if st.repl.get() & 1 == 0 {
+        // redis.set_repl without REPL_AOF: this command's effects are not logged.
+        s.engine.fx.propagate.truncate(before);
+    }
+    let failed = reply.is_error();
+    Ok((failed, convert::reply_to_lua(lua, &reply, st.resp3.get())?))
+}
+
+const SCRIPT_HELP: &[&str] = &[
+    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
+    "EXISTS <sha1> [<sha1> ...]",
+    "    Return information about the existence of the scripts in the script cache.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Flush the Lua scripts cache. Very dangerous on replicas.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the scripts cache.",
+    "    * SYNC: Synchronously flush the scripts cache.",
+    "KILL",
+    "    Kill the currently executing Lua script.",
+    "LOAD <script>",
+    "    Load a script into the scripts cache without executing it.",
+    "HELP",
+    "    Prints this help.",
+];
+
+pub fn script(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = &a[1];
+    if a.len() == 2 && eq_ic(sub, "help") {
+        return Reply::Array(SCRIPT_HELP.iter().map(|l| Reply::Simple((*l).into())).collect());
+    }
+    if eq_ic(sub, "flush") {
+        let ok = a.len() == 2 || (a.len() == 3 && (eq_ic(&a[2], "sync") || eq_ic(&a[2], "async")));
+        if !ok {
+            return Reply::err("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+        }
+        return match s.scripts.flush() {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::error(format!("ERR {e}")),
+        };
+    }
+    if eq_ic(sub, "exists") {
+        return Reply::Array(
+            a[2..]
+                .iter()
+                .map(|sha| {
+                    let key = String::from_utf8_lossy(sha).to_ascii_lowercase();
+                    Reply::Int(i64::from(s.scripts.cache.contains_key(&key)))
+                })
+                .collect(),
+        );
+    }
+    if a.len() == 3 && eq_ic(sub, "load") {
+        return match s.scripts.create(&a[2]) {
+            Ok(sha) => Reply::Bulk(sha.into_bytes()),
+            Err(e) => e,
+        };
+    }
+    if a.len() == 2 && eq_ic(sub, "kill") {
+        return kill(s, true);
+    }
+    if a.len() == 3 && eq_ic(sub, "debug") {
+        return Reply::err("ERR SCRIPT DEBUG is not supported");
+    }
+    cmd::unknown_subcommand(sub, "script")
+}
+
+/// redis.register_function(name, callback) or redis.register_function{function_name=,
+/// callback=, flags=, description=}, while a library loads.
+fn register_function(reg: &RefCell<Option<Vec<Registered>>>, args: MultiValue) -> mlua::Result<()> {
+    let (name, func, flags) = match (args.len(), args.front()) {
+        (1, Some(Value::Table(t))) => {
+            let mut name = None;
+            let mut func = None;
+            let mut flags = 0;
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                let key = match &k {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    _ => return Err(raise("named argument key given to redis.register_function is not a string")),
+                };
+                match (key.as_slice(), v) {
+                    (b"function_name", Value::String(s)) => name = Some(s.as_bytes().to_vec()),
+                    (b"function_name", _) => {
+                        return Err(raise("function_name argument given to redis.register_function must be a string"))
+                    }
+                    (b"callback", Value::Function(f)) => func = Some(f),
+                    (b"callback", _) => {
+                        return Err(raise("callback argument given to redis.register_function must be a function"))
+                    }
+                    (b"description", Value::String(_)) => {}
+                    (b"description", _) => {
+                        return Err(raise("description argument given to redis.register_function must be a string"))
+                    }
+                    (b"flags", Value::Table(ft)) => {
+                        for f in ft.sequence_values::<Value>() {
+                            let Value::String(f) = f? else {
+                                return Err(raise("unknown flag given"));
+                            };
+                            match script_flags::NAMES.iter().find(|(n, _)| n.as_bytes() == &f.as_bytes()[..]) {
+                                Some((_, bit)) => flags |= bit,
+                                None => return Err(raise("unknown flag given")),
+                            }
+                        }
+                    }
+                    (b"flags", _) => {
+                        return Err(raise(
+                            "flags argument to redis.register_function must be a table representing function flags",
+                        ))
+                    }
+                    _ => return Err(raise("unknown argument given to redis.register_function")),
+                }
+            }
+            let Some(name) = name else {
+                return Err(raise("redis.register_function must get a function name argument"));
+            };
+            let Some(func) = func else {
+                return Err(raise("redis.register_function must get a callback argument"));
+            };
+            (name, func, flags)
+        }
+        (2, _) => {
+            let mut it = args.into_iter();
+            let (Some(Value::String(n)), Some(Value::Function(f))) = (it.next(), it.next()) else {
+                return Err(raise("wrong argument types given to redis.register_function"));
+            };
+            (n.as_bytes().to_vec(), f, 0)
+        }
+        _ => return Err(raise("wrong number of arguments to redis.register_function")),
+    };
+    if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        return Err(raise(
+            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+        ));
+    }
+    let name = String::from_utf8_lossy(&name).into_owned();
+    let mut guard = reg.borrow_mut();
+    let Some(list) = guard.as_mut() else {
+        return Err(raise("redis.register_function can only be called on FUNCTION LOAD command"));
+    };
+    if list.iter().any(|r| r.name == name) {
+        return Err(raise("Function already exists in the library"));
+    }
+    list.push(Registered { name, func, flags });
+    Ok(())
+}
+
+/// The library name of a FUNCTION LOAD body (`#!lua name=<lib>`) and the shebang's length.
+fn library_metadata(code: &[u8]) -> Result<(String, usize), Reply> {
+    if !code.starts_with(b"#!") {
+        return Err(Reply::err("ERR Missing library metadata"));
+    }
+    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
+    let parts = ferrokv::format::args::split_args(&code[..end]).unwrap_or_default();
+    let engine = parts.first().map(|e| e[2..].to_vec()).unwrap_or_default();
+    if !engine.eq_ignore_ascii_case(b"lua") {
+        return Err(Reply::error(format!("ERR Engine '{}' not found", String::from_utf8_lossy(&engine))));
+    }
+    let mut name = None;
+    for p in &parts[1..] {
+        match p.strip_prefix(b"name=") {
+            Some(n) => name = Some(String::from_utf8_lossy(n).into_owned()),
+            None => {
+                return Err(Reply::error(format!("ERR Invalid metadata value given: {}", String::from_utf8_lossy(p))))
+            }
+        }
+    }
+    match name {
+        Some(n) => Ok((n, end)),
+        None => Err(Reply::err("ERR Library name was not given")),
+    }
+}
+
+fn function_load(s: &mut Server, code: &[u8], replace: bool) -> Reply {
+    let (lib, shebang_len) = match library_metadata(code) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if lib.is_empty() || !lib.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        return Reply::err(
+            "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+        );
+    }
+    if s.scripts.libraries.contains_key(&lib) && !replace {
+        return Reply::error(format!("ERR Library '{lib}' already exists"));
+    }
+    let vm = &s.scripts.func;
+    let loaded = vm.lua.create_string(&code[shebang_len..]).and_then(|body| {
+        let (f, err): (Option<Function>, Option<mlua::LuaString>) = vm.load_library.call(body)?;
+        Ok((f, err))
+    });
+    let (func, err) = match loaded {
+        Ok(x) => x,
+        Err(e) => return lua_failure(e),
+    };
+    let Some(func) = func else {
+        let msg = err.map(|e| String::from_utf8_lossy(&e.as_bytes()).into_owned()).unwrap_or_default();
+        return Reply::error(format!("ERR Error compiling function: {msg}"));
+    };
+    *vm.registered.borrow_mut() = Some(Vec::new());
+    vm.run.started.set(Some(Instant::now()));
+    let ran: mlua::Result<(bool, Value)> = vm.run_library.call(func);
+    vm.run.started.set(None);
+    let registered = vm.registered.borrow_mut().take().unwrap_or_default();
+    match ran {
+        Err(e) => return lua_failure(e),
+        Ok((false, v)) => {
+            let msg = convert::error_parts(&v).0.unwrap_or_default();
+            return Reply::error(format!("ERR Error registering functions: {msg}"));
+        }
+        Ok((true, _)) => {}
+    }
+    if registered.is_empty() {
+        return Reply::err("ERR No functions registered");
+    }
+    for r in &registered {
+        if let Some(owner) = s.scripts.libraries.iter().find(|(n, l)| **n != lib && l.functions.contains(&r.name)) {
+            let _ = owner;
+            return Reply::error(format!("ERR Function {} already exists", r.name));
+        }
+    }
+    if let Some(old) = s.scripts.libraries.remove(&lib) {
+        for f in old.functions {
+            s.scripts.functions.remove(&f);
+        }
+    }
+    let mut names = Vec::with_capacity(registered.len());
+    for r in registered {
+        names.push(r.name.clone());
+        s.scripts.functions.insert(r.name, FunctionEntry { func: r.func, flags: r.flags });
+    }
+    s.scripts.libraries.insert(lib.clone(), Library { functions: names });
+    Reply::Bulk(lib.into_bytes())
+}
+
+/// FUNCTION LOAD [REPLACE] / DELETE / FLUSH / LIST (names only).
+pub fn function(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = &a[1];
+    if eq_ic(sub, "load") {
+        return match a.len() {
+            3 => function_load(s, &a[2], false),
+            4 if eq_ic(&a[2], "replace") => function_load(s, &a[3], true),
+            4 => Reply::error(format!("ERR Unknown option given: {}", String::from_utf8_lossy(&a[2]))),
+            _ => cmd::sub_arity("function", sub),
+        };
+    }
+    if eq_ic(sub, "flush") {
+        let ok = a.len() == 2 || (a.len() == 3 && (eq_ic(&a[2], "sync") || eq_ic(&a[2], "async")));
+        if !ok {
+            return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+        }
+        return match s.scripts.flush_functions() {
+            Ok(()) => Reply::ok(),
+            Err(e) => Reply::error(format!("ERR {e}")),
+        };
+    }
+    if eq_ic(sub, "delete") && a.len() == 3 {
+        let lib = String::from_utf8_lossy(&a[2]).into_owned();
+        return match s.scripts.libraries.remove(&lib) {
+            Some(l) => {
+                for f in l.functions {
+                    s.scripts.functions.remove(&f);
+                }
+                Reply::ok()
+            }
+            None => Reply::err("ERR Library not found"),
+        };
+    }
+    if eq_ic(sub, "list") {
+        let mut names: Vec<&String> = s.scripts.libraries.keys().collect();
+        names.sort();
+        return Reply::Array(
+            names
+                .into_iter()
+                .map(|n| {
+                    let fns = s.scripts.libraries[n]
+                        .functions
+                        .iter()
+                        .map(|f| {
+                            Reply::Map(vec![
+                                (Reply::bulk(b"name"), Reply::bulk(f.as_bytes())),
+                                (Reply::bulk(b"description"), Reply::Nil),
+                                (Reply::bulk(b"flags"), Reply::Set(Vec::new())),
+                            ])
+                        })
+                        .collect();
+                    Reply::Map(vec![
+                        (Reply::bulk(b"library_name"), Reply::bulk(n.as_bytes())),
+                        (Reply::bulk(b"engine"), Reply::bulk(b"LUA")),
+                        (Reply::bulk(b"functions"), Reply::Array(fns)),
+                    ])
+                })
+                .collect(),
+        );
+    }
+    if eq_ic(sub, "kill") && a.len() == 2 {
+        return kill(s, false);
+    }
+    cmd::unknown_subcommand(sub, "function")
+}
+
+pub fn fcall(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    fcall_generic(s, c, a, false)
+}
+
+pub fn fcall_ro(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    fcall_generic(s, c, a, true)
+}
+
+fn fcall_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], ro: bool) -> Reply {
+    let name = String::from_utf8_lossy(&a[1]).into_owned();
+    let Some(entry) = s.scripts.functions.get(&name) else {
+        return Reply::err("ERR Function not found");
+    };
+    let func = entry.func.clone();
+    let fflags = entry.flags;
+    let Some(numkeys) = parse_i64(&a[2]) else {
+        return Reply::err("ERR Bad number of keys provided");
+    };
+    if numkeys > (a.len() - 3) as i64 {
+        return Reply::err("ERR Number of keys can't be greater than number of args");
+    }
+    if numkeys < 0 {
+        return Reply::err("ERR Number of keys can't be negative");
+    }
+    if fflags & script_flags::NO_WRITES == 0 && ro {
+        return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    let readonly = ro || fflags & script_flags::NO_WRITES != 0;
+    let numkeys = numkeys as usize;
+    run_script(s, c, true, func, &name, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
+}
+
+const BUSY_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+const BUSY_FUNCTION: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+
+/// SCRIPT KILL (`eval`) or FUNCTION KILL of the script running past its threshold.
+fn kill(s: &mut Server, eval: bool) -> Reply {
+    let (e, f) = (&s.scripts.eval.run, &s.scripts.func.run);
+    let running = if e.busy.get() {
+        e
+    } else if f.busy.get() {
+        f
+    } else {
+        return Reply::err("NOTBUSY No scripts in execution right now.");
+    };
+    if running.wrote.get() {
+        return Reply::err(
+            "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either \
+             wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.",
+        );
+    }
+    if eval && !e.busy.get() {
+        return Reply::err(BUSY_FUNCTION);
+    }
+    if !eval && !f.busy.get() {
+        return Reply::err(BUSY_EVAL);
+    }
+    running.killed.set(true);
+    Reply::ok()
+}
+
+/// While a script runs past its threshold, the reply to any other client's command but
+/// those Redis allows then (SCRIPT/FUNCTION KILL, SHUTDOWN, AUTH, HELLO ...).
+pub fn busy_refusal(s: &Server, argv: &[Vec<u8>]) -> Option<Reply> {
+    let eval_busy = s.scripts.eval.run.busy.get();
+    if !eval_busy && !s.scripts.func.run.busy.get() {
+        return None;
+    }
+    let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
+    let sub_is = |what: &str| argv.get(1).is_some_and(|x| eq_ic(x, what));
+    let allowed = match name.as_slice() {
+        // Redis 7.0's allow-busy commands.
+        b"auth" | b"hello" | b"shutdown" | b"quit" | b"reset" | b"multi" | b"discard" | b"watch" | b"unwatch" => true,
+        b"script" => sub_is("kill"),
+        b"function" => sub_is("kill") || sub_is("stats"),
+        _ => false,
+    };
+    if allowed {
+        return None;
+    }
+    Some(Reply::err(if eval_busy { BUSY_EVAL } else { BUSY_FUNCTION }))
+}
+
+/// EXEC refused while busy: the transaction is discarded with the refusal's text.
+pub fn exec_abort(refusal: &Reply) -> Reply {
+    match refusal {
+        Reply::Error(text) => Reply::error(format!("EXECABORT Transaction discarded because of: {text}")),
+        other => other.clone(),
+    }
+}
+
+/// INFO memory's scripting fields.
+pub fn info_memory(s: &Scripts) -> Vec<(&'static str, String)> {
+    let lua = s.lua_memory() as u64;
+    let scripts = s.cache_memory() as u64;
+    vec![
+        ("used_memory_lua", lua.to_string()),
+        ("used_memory_vm_eval", lua.to_string()),
+        ("used_memory_lua_human", human_bytes(lua)),
+        ("used_memory_scripts_eval", scripts.to_string()),
+        ("number_of_cached_scripts", s.cached().to_string()),
+        ("number_of_functions", "0".into()),
+        ("number_of_libraries", "0".into()),
+        ("used_memory_vm_functions", "0".into()),
+        ("used_memory_vm_total", lua.to_string()),
+        ("used_memory_vm_total_human", human_bytes(lua)),
+        ("used_memory_functions", "0".into()),
+        ("used_memory_scripts", scripts.to_string()),
+        ("used_memory_scripts_human", human_bytes(scripts)),
+    ]
+}
+
+fn human_bytes(b: u64) -> String {
+    let f = b as f64;
+    if f < 1024.0 {
+        format!("{b}B")
+    } else if f < 1024.0 * 1024.0 {
+        format!("{:.2}K", f / 1024.0)
+    } else {
+        format!("{:.2}M", f / (1024.0 * 1024.0))
+    }
+}
