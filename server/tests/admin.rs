@@ -1,51 +1,13 @@
 //! Admin commands against a real redis-server 7.0: DEBUG LOADAOF / RELOAD / POPULATE /
 //! SET-ACTIVE-EXPIRE / QUICKLIST-PACKED-THRESHOLD / CHANGE-REPL-ID, OBJECT FREQ, MEMORY.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrokv_testkit::{cli, free_port, Server, TempDir};
+mod support;
+use support::Ours;
 
-/// A running ferrokv-server, killed when dropped.
-struct Ours {
-    child: Child,
-    port: u16,
-}
-
-impl Ours {
-    fn start(dir: &Path, extra: &[&str]) -> Ours {
-        let port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-            .args(["--port", &port.to_string(), "--save", "", "--enable-debug-command", "yes"])
-            .arg("--dir")
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ferrokv-server");
-        let start = Instant::now();
-        while cli(port, &["PING"]) != "PONG" {
-            if start.elapsed() > Duration::from_secs(60) {
-                let _ = child.kill();
-                panic!("ferrokv-server did not start");
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ours { child, port }
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        cli(self.port, args)
-    }
-}
-
-impl Drop for Ours {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use ferrokv_testkit::{cli, Server, TempDir};
 
 /// Both servers, each with its own directory.
 fn pair(extra: &[&str]) -> (Ours, Server, TempDir) {

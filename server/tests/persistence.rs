@@ -7,68 +7,14 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use ferrokv_testkit::{cli, encode_command, free_port, TempDir};
+mod support;
+use support::Ours;
 
-/// A running ferrokv-server, killed when dropped.
-struct Ours {
-    child: Option<Child>,
-    port: u16,
-}
-
-impl Ours {
-    fn start(dir: &Path, extra: &[&str]) -> Ours {
-        let port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-            .args(["--port", &port.to_string(), "--save", "", "--enable-debug-command", "yes"])
-            .arg("--dir")
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ferrokv-server");
-        let start = Instant::now();
-        while cli(port, &["PING"]) != "PONG" {
-            if start.elapsed() > Duration::from_secs(60) || child.try_wait().ok().flatten().is_some() {
-                let _ = child.kill();
-                panic!("ferrokv-server did not start on {}", dir.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        Ours { child: Some(child), port }
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        cli(self.port, args)
-    }
-
-    fn info(&self, field: &str) -> String {
-        let text = self.cli(&["INFO", "everything"]);
-        text.lines()
-            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
-            .unwrap_or_default()
-    }
-
-    fn kill9(mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Drop for Ours {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
+use ferrokv_testkit::{cli, encode_command, TempDir};
 
 /// A blocking RESP client for simple and integer replies; None once the server is gone.
 struct Conn {

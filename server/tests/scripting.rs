@@ -5,85 +5,12 @@
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrokv_testkit::{cli, free_port, TempDir};
+mod support;
+use support::{mask_ids, raw_session, resp_vecs, Ours};
 
-/// A running ferrokv-server, killed when dropped.
-struct Ours {
-    child: Child,
-    port: u16,
-}
-
-impl Ours {
-    fn start(dir: &Path, extra: &[&str]) -> Ours {
-        let port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-            .args(["--port", &port.to_string(), "--save", ""])
-            .arg("--dir")
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ferrokv-server");
-        let start = Instant::now();
-        while cli(port, &["PING"]).is_empty() {
-            if start.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                panic!("ferrokv-server did not start");
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        Ours { child, port }
-    }
-}
-
-impl Drop for Ours {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Send `input` in one write; collect the replies until the server is quiet.
-fn raw_session(port: u16, input: &[u8]) -> Vec<u8> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(input).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(400))).unwrap();
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => return out,
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(_) => return out,
-        }
-    }
-}
-
-fn resp(cmds: &[Vec<&str>]) -> Vec<u8> {
-    let mut v = Vec::new();
-    for c in cmds {
-        let argv: Vec<Vec<u8>> = c.iter().map(|a| a.as_bytes().to_vec()).collect();
-        v.extend(ferrokv_testkit::encode_command(&argv));
-    }
-    v
-}
-
-/// Client ids differ between servers: blank HELLO's `id` field.
-fn mask_ids(out: &[u8]) -> Vec<u8> {
-    let mut v = out.to_vec();
-    let tag = b"$2\r\nid\r\n:";
-    let mut i = 0;
-    while let Some(p) = v[i..].windows(tag.len()).position(|w| w == tag) {
-        let start = i + p + tag.len();
-        let end = start + v[start..].iter().position(|&b| b == b'\r').unwrap_or(0);
-        v.splice(start..end, *b"N");
-        i = start;
-    }
-    v
-}
+use ferrokv_testkit::{cli, TempDir};
 
 const LOCK_RELEASE: &str =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
@@ -98,7 +25,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
     vec![
         (
             "lock pattern",
-            resp(&[
+            resp_vecs(&[
                 vec!["SET", "lock", "token-a", "NX", "PX", "30000"],
                 vec!["SET", "lock", "token-b", "NX", "PX", "30000"],
                 vec!["EVAL", LOCK_RELEASE, "1", "lock", "token-b"],
@@ -115,7 +42,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "lua to resp",
-            resp(&[
+            resp_vecs(&[
                 vec!["EVAL", "return 100.5", "0"],
                 vec!["EVAL", "return -2.9", "0"],
                 vec!["EVAL", "return 1e20", "0"],
@@ -139,8 +66,8 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
                 vec!["EVAL", "return {double=3.5}", "0"],
                 vec!["EVAL", "return {big_number='123456789012345678901234567890'}", "0"],
                 vec!["EVAL", "return {verbatim_string={format='txt',string='hi'}}", "0"],
-                vec!["EVAL", "redis.setresp(3); return true", "0"],
-                vec!["EVAL", "redis.setresp(3); return false", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return true", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return false", "0"],
                 vec!["EVAL", "return redis.status_reply('MY_OK custom')", "0"],
                 vec!["EVAL", "return redis.error_reply('MY_ERR custom msg')", "0"],
                 vec!["EVAL", "return redis.error_reply('x')", "0"],
@@ -151,7 +78,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "resp to lua",
-            resp(&[
+            resp_vecs(&[
                 vec!["SET", "s", "v"],
                 vec!["RPUSH", "l", "a", "b", "c"],
                 vec!["HSET", "h", "f", "v", "g", "w"],
@@ -167,11 +94,11 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
                 vec!["EVAL", "return redis.call('zscore', 'z', 'm')", "0"],
                 vec!["EVAL", "return redis.call('zrange', 'z', 0, -1, 'withscores')", "0"],
                 vec!["EVAL", "return redis.call('ping')", "0"],
-                vec!["EVAL", "redis.setresp(3); return redis.call('hgetall', 'h')", "0"],
-                vec!["EVAL", "redis.setresp(3); return redis.call('smembers', 'set')", "0"],
-                vec!["EVAL", "redis.setresp(3); return redis.call('zscore', 'z', 'm')", "0"],
-                vec!["EVAL", "redis.setresp(3); return redis.call('get', 'nosuch') == nil", "0"],
-                vec!["EVAL", "redis.setresp(3); local m = redis.call('hgetall', 'h'); return m.map.f", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return redis.call('hgetall', 'h')", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return redis.call('smembers', 'set')", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return redis.call('zscore', 'z', 'm')", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return redis.call('get', 'nosuch') == nil", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); local m = redis.call('hgetall', 'h'); return m.map.f", "0"],
                 vec!["EVAL", "return redis.call('set', 'num', 3.25)", "0"],
                 vec!["EVAL", "redis.call('set', 'num', 9007199254740991); return redis.call('get', 'num')", "0"],
                 vec!["EVAL", "redis.call('set', 'num', 0.1); return redis.call('get', 'num')", "0"],
@@ -184,29 +111,29 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "resp3 client",
-            resp(&[
+            resp_vecs(&[
                 vec!["HELLO", "3"],
                 vec!["HSET", "h", "f", "v"],
                 vec!["SADD", "set", "m"],
                 vec!["EVAL", "return redis.call('hgetall', 'h')", "0"],
-                vec!["EVAL", "redis.setresp(3); return redis.call('hgetall', 'h')", "0"],
-                vec!["EVAL", "redis.setresp(3); return redis.call('smembers', 'set')", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return redis.call('hgetall', 'h')", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return redis.call('smembers', 'set')", "0"],
                 vec!["EVAL", "return {double=3.5}", "0"],
                 vec!["EVAL", "return {big_number='12'}", "0"],
                 vec!["EVAL", "return {map={a=1,b=2}}", "0"],
                 vec!["EVAL", "return {set={x=true}}", "0"],
                 vec!["EVAL", "return true", "0"],
                 vec!["EVAL", "return false", "0"],
-                vec!["EVAL", "redis.setresp(3); return false", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return false", "0"],
                 vec!["EVAL", "return nil", "0"],
                 vec!["EVAL", "return {verbatim_string={format='txt',string='hi'}}", "0"],
-                vec!["EVAL", "redis.setresp(3); return redis.call('get', 'nosuch')", "0"],
+                vec!["EVAL", "redis.setresp_vecs(3); return redis.call('get', 'nosuch')", "0"],
                 vec!["HELLO", "2"],
             ]),
         ),
         (
             "errors",
-            resp(&[
+            resp_vecs(&[
                 vec!["EVAL", "return a", "0"],
                 vec!["EVAL", "a = 10", "0"],
                 vec!["EVAL", "redis = 1", "0"],
@@ -230,7 +157,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
                 vec!["EVAL", "return redis.pcall()", "0"],
                 vec!["EVAL", "return redis.call({})", "0"],
                 vec!["EVAL", "return redis.sha1hex()", "0"],
-                vec!["EVAL", "return redis.setresp(4)", "0"],
+                vec!["EVAL", "return redis.setresp_vecs(4)", "0"],
                 vec!["EVAL", "return redis.set_repl(12345)", "0"],
                 vec!["EVAL", "return redis.log(9, 'x')", "0"],
                 vec!["EVAL", "return redis.log(1)", "0"],
@@ -258,7 +185,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "pcall",
-            resp(&[
+            resp_vecs(&[
                 vec!["EVAL", "return {pcall(function() redis.call('nosuch') end)}", "0"],
                 vec!["EVAL", "return {pcall(function() return foo end)}", "0"],
                 vec!["EVAL", "return {pcall(redis.call, 'incr')}", "0"],
@@ -273,7 +200,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "evalsha and script",
-            resp(&[
+            resp_vecs(&[
                 vec!["SET", "mykey", "myval"],
                 vec!["EVAL", "return redis.call('get',KEYS[1])", "1", "mykey"],
                 vec!["EVALSHA", "fd758d1589d044dd850a6f05d52f2eefd27f033f", "1", "mykey"],
@@ -298,7 +225,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "read-only scripts",
-            resp(&[
+            resp_vecs(&[
                 vec!["SET", "foo", "bar"],
                 vec!["EVAL_RO", "return redis.call('get', KEYS[1])", "1", "foo"],
                 vec!["EVAL_RO", "redis.call('del', KEYS[1])", "1", "foo"],
@@ -311,7 +238,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "selected db",
-            resp(&[
+            resp_vecs(&[
                 vec!["SELECT", "1"],
                 vec!["SET", "k", "db1"],
                 vec!["EVAL", "return redis.call('get', 'k')", "0"],
@@ -324,7 +251,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "libraries",
-            resp(&[
+            resp_vecs(&[
                 vec!["EVAL", "return cjson.encode({1,2,'a'})", "0"],
                 vec!["EVAL", "return cjson.encode({a={1,2,{b='x/y\\n'}}, n=3.25})", "0"],
                 vec!["EVAL", "return cjson.encode(cjson.decode('{\"a\":[1,2.5,\"\\\\u00e9\",null,true]}'))", "0"],
@@ -369,7 +296,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "scripts in multi",
-            resp(&[
+            resp_vecs(&[
                 vec!["MULTI"],
                 vec!["EVAL", "return redis.call('incr', 'c')", "0"],
                 vec!["EVAL", "return redis.call('nosuch')", "0"],
@@ -383,7 +310,7 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         (
             "functions",
-            resp(&[
+            resp_vecs(&[
                 vec!["FUNCTION", "FLUSH"],
                 vec!["FUNCTION", "LOAD", "#!lua name=test\nredis.register_function('test', function(KEYS, ARGV)\n return a \nend)"],
                 vec!["FCALL", "test", "0"],
@@ -499,7 +426,7 @@ fn script_effects_reach_the_aof_as_in_redis() {
         vec!["EVAL", "return redis.call('spop', 'nosuch')", "0"],
         vec!["EVAL", "redis.call('del', 'nosuch')", "0"],
     ];
-    let input = resp(&script);
+    let input = resp_vecs(&script);
     let want = raw_session(redis.port, &input);
     let got = raw_session(ours.port, &input);
     assert_eq!(String::from_utf8_lossy(&got), String::from_utf8_lossy(&want));
@@ -522,7 +449,7 @@ fn script_effects_reach_the_aof_as_in_redis() {
 fn a_recursive_table_ends_in_an_error_and_the_connection_lives() {
     let dir = TempDir::new("scripting-recursive");
     let ours = Ours::start(dir.path(), &[]);
-    let input = resp(&[vec!["EVAL", "local a = {}; local b = {a}; a[1] = b; return a", "0"], vec!["PING"]]);
+    let input = resp_vecs(&[vec!["EVAL", "local a = {}; local b = {a}; a[1] = b; return a", "0"], vec!["PING"]]);
     let out = raw_session(ours.port, &input);
     // Redis stops at 7995 levels (its Lua stack); we stop where mlua's references run
     // out, a little earlier, with the same error.
@@ -604,7 +531,7 @@ fn busy_scripts_answer_busy_and_die_by_script_kill_as_in_redis() {
         let mut a = TcpStream::connect(("127.0.0.1", port)).unwrap();
         a.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
         let body = "local f = function() while 1 do redis.call('ping') end end while 1 do pcall(f) end";
-        a.write_all(&resp(&[vec!["EVAL", body, "0"], vec!["PING"]])).unwrap();
+        a.write_all(&resp_vecs(&[vec!["EVAL", body, "0"], vec!["PING"]])).unwrap();
         seen.push(wait_busy(port));
         seen.push(cli(port, &["FUNCTION", "KILL"]));
         seen.push(cli(port, &["SCRIPT", "KILL"]));
@@ -612,7 +539,7 @@ fn busy_scripts_answer_busy_and_die_by_script_kill_as_in_redis() {
         seen.push(read_line(&mut a));
         seen.push(cli(port, &["SCRIPT", "KILL"]));
         // After a write it cannot be killed.
-        a.write_all(&resp(&[vec!["EVAL", "redis.call('set', 'x', '1') while true do end", "0"]])).unwrap();
+        a.write_all(&resp_vecs(&[vec!["EVAL", "redis.call('set', 'x', '1') while true do end", "0"]])).unwrap();
         seen.push(wait_busy(port));
         seen.push(cli(port, &["SCRIPT", "KILL"]));
         got.push(seen);

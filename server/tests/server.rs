@@ -3,111 +3,13 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrokv_testkit::{cli, free_port, TempDir};
+mod support;
+use support::{mask_ids, raw_session, resp, Ours};
 
-/// A running ferrokv-server, killed when dropped.
-struct Ours {
-    child: Option<Child>,
-    port: u16,
-}
-
-impl Ours {
-    fn start(dir: &Path, extra: &[&str]) -> Ours {
-        let port = free_port();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-            .args(["--port", &port.to_string(), "--save", ""])
-            .arg("--dir")
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("start ferrokv-server");
-        let start = Instant::now();
-        // PONG, or NOAUTH when a password is required.
-        while cli(port, &["PING"]).is_empty() {
-            if start.elapsed() > Duration::from_secs(30) {
-                let _ = child.kill();
-                panic!("ferrokv-server did not start");
-            }
-            std::thread::sleep(Duration::from_millis(30));
-        }
-        Ours { child: Some(child), port }
-    }
-
-    fn cli(&self, args: &[&str]) -> String {
-        cli(self.port, args)
-    }
-
-    fn redis(&self) -> redis::Connection {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).unwrap().get_connection().unwrap()
-    }
-
-    fn kill9(mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-
-    /// Wait for the process to exit by itself (after SHUTDOWN or SIGTERM).
-    fn wait_exit(mut self) -> std::process::ExitStatus {
-        let mut c = self.child.take().unwrap();
-        let start = Instant::now();
-        loop {
-            if let Some(st) = c.try_wait().unwrap() {
-                return st;
-            }
-            assert!(start.elapsed() < Duration::from_secs(20), "server did not exit");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
-    }
-}
-
-impl Drop for Ours {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-/// Send `input` in one write and collect everything the server sends back until it
-/// closes the connection or is quiet for a while.
-fn raw_session(port: u16, input: &[u8]) -> Vec<u8> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.write_all(input).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-    let mut out = Vec::new();
-    let mut buf = [0u8; 65536];
-    loop {
-        match s.read(&mut buf) {
-            Ok(0) => {
-                out.extend_from_slice(b"<closed>");
-                return out;
-            }
-            Ok(n) => out.extend_from_slice(&buf[..n]),
-            Err(_) => return out,
-        }
-    }
-}
-
-fn resp(cmds: &[&[&str]]) -> Vec<u8> {
-    let mut v = Vec::new();
-    for c in cmds {
-        let argv: Vec<Vec<u8>> = c.iter().map(|a| a.as_bytes().to_vec()).collect();
-        v.extend(ferrokv_testkit::encode_command(&argv));
-    }
-    v
-}
+use ferrokv_testkit::{cli, TempDir};
 
 /// Sessions whose replies must equal real Redis 7.0's, byte for byte.
 fn sessions() -> Vec<(&'static str, Vec<u8>)> {
@@ -231,20 +133,6 @@ fn sessions() -> Vec<(&'static str, Vec<u8>)> {
         ),
         ("bgsave args", resp(&[&["BGSAVE", "foo"], &["LASTSAVE", "x"], &["SHUTDOWN", "foo"]])),
     ]
-}
-
-/// Client ids differ between servers: blank HELLO's `id` field.
-fn mask_ids(out: &[u8]) -> Vec<u8> {
-    let mut v = out.to_vec();
-    let tag = b"$2\r\nid\r\n:";
-    let mut i = 0;
-    while let Some(p) = v[i..].windows(tag.len()).position(|w| w == tag) {
-        let start = i + p + tag.len();
-        let end = start + v[start..].iter().position(|&b| b == b'\r').unwrap_or(0);
-        v.splice(start..end, *b"N");
-        i = start;
-    }
-    v
 }
 
 #[test]

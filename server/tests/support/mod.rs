@@ -13,16 +13,18 @@ use ferrokv_testkit::{cli, encode_command, free_port};
 
 /// A running ferrokv-server, killed when dropped.
 pub struct Ours {
-    child: Child,
+    child: Option<Child>,
     pub port: u16,
 }
 
 impl Ours {
+    /// Start the binary on a free port with no save points and data (and its log,
+    /// `server.log`) in `dir`; wait until it answers (PONG, or NOAUTH with a password).
     pub fn start(dir: &Path, extra: &[&str]) -> Ours {
         let port = free_port();
         let log = std::fs::File::create(dir.join("server.log")).expect("log file");
         let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-            .args(["--port", &port.to_string(), "--save", ""])
+            .args(["--port", &port.to_string(), "--save", "", "--enable-debug-command", "yes"])
             .arg("--dir")
             .arg(dir)
             .args(extra)
@@ -31,21 +33,112 @@ impl Ours {
             .expect("start ferrokv-server");
         let start = Instant::now();
         while cli(port, &["PING"]).is_empty() {
-            if start.elapsed() > Duration::from_secs(30) {
+            if start.elapsed() > Duration::from_secs(60) || child.try_wait().ok().flatten().is_some() {
                 let _ = child.kill();
-                panic!("ferrokv-server did not start");
+                panic!("ferrokv-server did not start on {}", dir.display());
             }
-            std::thread::sleep(Duration::from_millis(30));
+            std::thread::sleep(Duration::from_millis(20));
         }
-        Ours { child, port }
+        Ours { child: Some(child), port }
+    }
+
+    pub fn cli(&self, args: &[&str]) -> String {
+        cli(self.port, args)
+    }
+
+    /// One field of INFO everything.
+    pub fn info(&self, field: &str) -> String {
+        let text = self.cli(&["INFO", "everything"]);
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+            .unwrap_or_default()
+    }
+
+    pub fn redis(&self) -> redis::Connection {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port)).unwrap().get_connection().unwrap()
+    }
+
+    pub fn kill9(mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    /// Wait for the process to exit by itself (after SHUTDOWN or SIGTERM).
+    pub fn wait_exit(mut self) -> std::process::ExitStatus {
+        let mut c = self.child.take().unwrap();
+        let start = Instant::now();
+        loop {
+            if let Some(st) = c.try_wait().unwrap() {
+                return st;
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "server did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
     }
 }
 
 impl Drop for Ours {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
     }
+}
+
+/// Send `input` in one write and collect everything the server sends back until it
+/// closes the connection (`<closed>` is appended) or is quiet for a while.
+pub fn raw_session(port: u16, input: &[u8]) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(input).unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 65536];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => {
+                out.extend_from_slice(b"<closed>");
+                return out;
+            }
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+            Err(_) => return out,
+        }
+    }
+}
+
+/// Commands as RESP multibulks.
+pub fn resp(cmds: &[&[&str]]) -> Vec<u8> {
+    let mut v = Vec::new();
+    for c in cmds {
+        let argv: Vec<Vec<u8>> = c.iter().map(|a| a.as_bytes().to_vec()).collect();
+        v.extend(encode_command(&argv));
+    }
+    v
+}
+
+/// [`resp`] for commands built at run time.
+pub fn resp_vecs(cmds: &[Vec<&str>]) -> Vec<u8> {
+    resp(&cmds.iter().map(Vec::as_slice).collect::<Vec<_>>())
+}
+
+/// Client ids differ between servers: blank HELLO's `id` field.
+pub fn mask_ids(out: &[u8]) -> Vec<u8> {
+    let mut v = out.to_vec();
+    let tag = b"$2\r\nid\r\n:";
+    let mut i = 0;
+    while let Some(p) = v[i..].windows(tag.len()).position(|w| w == tag) {
+        let start = i + p + tag.len();
+        let end = start + v[start..].iter().position(|&b| b == b'\r').unwrap_or(0);
+        v.splice(start..end, *b"N");
+        i = start;
+    }
+    v
 }
 
 /// One step of a session over numbered connections.
