@@ -151,8 +151,8 @@ const PARAMS: &[Param] = &[
     stored("lfu-log-factor", None, Kind::Int { min: 0, max: INT_MAX }, "10"),
     stored("lfu-decay-time", None, Kind::Int { min: 0, max: INT_MAX }, "1"),
     stored("list-compress-depth", None, Kind::Int { min: 0, max: INT_MAX }, "0"),
-    stored("stream-node-max-entries", None, Kind::Int { min: 0, max: i64::MAX }, "100"),
-    stored("stream-node-max-bytes", None, Kind::Memory { min: 0, max: i64::MAX }, "4096"),
+    p("stream-node-max-entries", Kind::Int { min: 0, max: i64::MAX }),
+    p("stream-node-max-bytes", Kind::Memory { min: 0, max: i64::MAX }),
     stored("busy-reply-threshold", Some("lua-time-limit"), Kind::Int { min: 0, max: i64::MAX }, "5000"),
     stored("min-replicas-to-write", Some("min-slaves-to-write"), Kind::Int { min: 0, max: INT_MAX }, "0"),
     stored("min-replicas-max-lag", Some("min-slaves-max-lag"), Kind::Int { min: 0, max: INT_MAX }, "10"),
@@ -272,6 +272,8 @@ impl ServerConfig {
             "zset-max-listpack-entries" => l.zset_max_listpack_entries.to_string(),
             "zset-max-listpack-value" => l.zset_max_listpack_value.to_string(),
             "list-max-listpack-size" => l.list_max_listpack_size.to_string(),
+            "stream-node-max-entries" => l.stream_node_max_entries.to_string(),
+            "stream-node-max-bytes" => l.stream_node_max_bytes.to_string(),
             "enable-protected-configs" => protected_name(self.enable_protected_configs),
             "enable-debug-command" => protected_name(self.enable_debug_command),
             "daemonize" => "no".into(),
@@ -372,6 +374,8 @@ impl ServerConfig {
             "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,
             "zset-max-listpack-value" => e.limits.zset_max_listpack_value = u,
             "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
+            "stream-node-max-entries" => e.limits.stream_node_max_entries = u,
+            "stream-node-max-bytes" => e.limits.stream_node_max_bytes = u,
             _ => {}
         }
         Ok(())
