@@ -155,9 +155,9 @@ pub fn canonical_stream_meta(m: &mut StreamMeta<'static>, entries: &[Entry]) {
         } else if id > last {
             -1
         } else if id < first {
-            added as i64 - len as i64
+            (added as i64).wrapping_sub(len as i64)
         } else if id == first {
-            added as i64 - len as i64 + 1
+            (added as i64).wrapping_sub(len as i64).wrapping_add(1)
         } else {
             -1
         };

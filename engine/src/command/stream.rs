@@ -652,7 +652,7 @@ fn read_group(
                         out.push(entry_reply(id, f));
                         if let Some(n) = g.pel.get_mut(&id) {
                             n.delivery_time = now;
-                            n.delivery_count += 1;
+                            n.delivery_count = n.delivery_count.wrapping_add(1);
                         }
                     }
                     None => out.push(Reply::Array(vec![id_bulk(id), Reply::NilArray])),
@@ -666,7 +666,7 @@ fn read_group(
             for id in served {
                 if id > g.last_id {
                     if g.entries_read != -1 && !s.range_has_tombstones(id, MAX_ID) {
-                        g.entries_read += 1;
+                        g.entries_read = g.entries_read.wrapping_add(1);
                     } else if s.entries_added > 0 {
                         g.entries_read = s.estimate_distance(id).unwrap_or(-1);
                     }
@@ -1111,7 +1111,7 @@ fn xpending(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             break;
         }
         let Some(n) = g.pel.get(&id) else { continue };
-        let idle = now - n.delivery_time;
+        let idle = now.saturating_sub(n.delivery_time);
         if min_idle != 0 && idle < min_idle {
             continue;
         }
@@ -1220,7 +1220,7 @@ fn xclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             g.pel.insert(id, Nack { delivery_time: now, delivery_count: 1, consumer: None });
         }
         let Some(n) = g.pel.get(&id) else { continue };
-        if n.consumer.is_some() && min_idle != 0 && now - n.delivery_time < min_idle {
+        if n.consumer.is_some() && min_idle != 0 && now.saturating_sub(n.delivery_time) < min_idle {
             continue;
         }
         if !have_consumer {
@@ -1240,7 +1240,7 @@ fn xclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         if retry >= 0 {
             n.delivery_count = retry as u64;
         } else if !justid {
-            n.delivery_count += 1;
+            n.delivery_count = n.delivery_count.wrapping_add(1);
         }
         if justid {
             out.push(id_bulk(id));
@@ -1327,7 +1327,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             count -= 1;
             continue;
         }
-        if min_idle != 0 && g.pel.get(&id).is_some_and(|n| now - n.delivery_time < min_idle) {
+        if min_idle != 0 && g.pel.get(&id).is_some_and(|n| now.saturating_sub(n.delivery_time) < min_idle) {
             continue;
         }
         if !have_consumer {
@@ -1345,7 +1345,7 @@ fn xautoclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         let Some(n) = g.pel.get_mut(&id) else { continue };
         n.delivery_time = now;
         if !justid {
-            n.delivery_count += 1;
+            n.delivery_count = n.delivery_count.wrapping_add(1);
         }
         if justid {
             out.push(id_bulk(id));
@@ -1416,7 +1416,7 @@ fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
                         Reply::Map(vec![
                             field("name", Reply::bulk(n)),
                             field("pending", Reply::Int(c.pel.len() as i64)),
-                            field("idle", Reply::Int((now - c.seen_time).max(0))),
+                            field("idle", Reply::Int(now.saturating_sub(c.seen_time).max(0))),
                         ])
                     })
                     .collect(),

@@ -358,9 +358,9 @@ impl Stream {
         let len = self.entries.len() as i64;
         if self.max_deleted_id == MIN_ID || self.max_deleted_id < self.first_id {
             if id < self.first_id {
-                return Some(added - len);
+                return Some(added.wrapping_sub(len));
             } else if id == self.first_id {
-                return Some(added - len + 1);
+                return Some(added.wrapping_sub(len).wrapping_add(1));
             }
         }
         None
@@ -372,9 +372,9 @@ impl Stream {
             return Some(0);
         }
         if g.entries_read != -1 && !self.range_has_tombstones(g.last_id, MAX_ID) {
-            return Some(self.entries_added as i64 - g.entries_read);
+            return Some((self.entries_added as i64).wrapping_sub(g.entries_read));
         }
-        self.estimate_distance(g.last_id).map(|r| self.entries_added as i64 - r)
+        self.estimate_distance(g.last_id).map(|r| (self.entries_added as i64).wrapping_sub(r))
     }
 
     // ------------------------------------------------------------ persistence
