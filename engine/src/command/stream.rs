@@ -19,12 +19,13 @@ pub const SPECS: &[Spec] = &[
     Spec::new("xsetid", -3, WRITE | DENYOOM | FAST, (1, 1, 1), xsetid),
     Spec::new("xread", -4, READONLY | BLOCKING, (0, 0, 0), xread).movable(xread_keys),
     Spec::new("xreadgroup", -7, WRITE | BLOCKING, (0, 0, 0), xread).movable(xread_keys),
-    Spec::new("xgroup", -2, WRITE | DENYOOM, (2, 2, 1), xgroup),
+    // Containers: Redis declares flags and keys per subcommand and none on the command.
+    Spec { keys: Some(subcommand_key), ..Spec::new("xgroup", -2, 0, (0, 0, 0), xgroup) },
     Spec::new("xack", -4, WRITE | FAST, (1, 1, 1), xack),
     Spec::new("xpending", -3, READONLY, (1, 1, 1), xpending),
     Spec::new("xclaim", -6, WRITE | FAST, (1, 1, 1), xclaim),
     Spec::new("xautoclaim", -6, WRITE | FAST, (1, 1, 1), xautoclaim),
-    Spec::new("xinfo", -2, READONLY, (2, 2, 1), xinfo),
+    Spec { keys: Some(subcommand_key), ..Spec::new("xinfo", -2, 0, (0, 0, 0), xinfo) },
 ];
 
 /// The keys of XREAD / XREADGROUP: the first half of what follows STREAMS.
@@ -35,6 +36,15 @@ fn xread_keys(a: &[Vec<u8>]) -> Vec<usize> {
     let first = pos + 2;
     let n = (a.len() - first) / 2;
     (first..first + n).collect()
+}
+
+/// The key of XGROUP / XINFO subcommands (all but HELP): the argument after the name.
+fn subcommand_key(a: &[Vec<u8>]) -> Vec<usize> {
+    if a.len() > 2 && !eq_ic(&a[1], "help") {
+        vec![2]
+    } else {
+        Vec::new()
+    }
 }
 
 // ------------------------------------------------------------------ helpers
