@@ -138,14 +138,30 @@ fn own(e: &Elem<'_>) -> Elem<'static> {
 
 /// Fill what older stream layouts leave out the way Redis does when it loads them, so a
 /// stream reads the same whatever RDB version held it: first ID = first entry (0-0 when
-/// empty), max deleted ID 0-0, entries added = length, entries read -1 (unknown),
-/// consumer active time = seen time.
+/// empty), max deleted ID 0-0, entries added = length, entries read estimated from the
+/// group's last ID (-1 when it cannot be known), consumer active time = seen time.
 pub fn canonical_stream_meta(m: &mut StreamMeta<'static>, entries: &[Entry]) {
-    m.first_id.get_or_insert_with(|| entries.first().map(|e| e.0).unwrap_or_default());
+    let first = *m.first_id.get_or_insert_with(|| entries.first().map(|e| e.0).unwrap_or_default());
     m.max_deleted_id.get_or_insert_with(StreamId::default);
-    m.entries_added.get_or_insert(m.length);
+    let added = *m.entries_added.get_or_insert(m.length);
+    let (len, last) = (m.length, m.last_id);
     for g in &mut m.groups {
-        g.entries_read.get_or_insert(-1);
+        // Redis's streamEstimateDistanceFromFirstEverEntry with no deletion recorded.
+        let id = g.last_delivered;
+        let estimate = if added == 0 {
+            0
+        } else if (len == 0 && id <= last) || id == last {
+            added as i64
+        } else if id > last {
+            -1
+        } else if id < first {
+            (added as i64).wrapping_sub(len as i64)
+        } else if id == first {
+            (added as i64).wrapping_sub(len as i64).wrapping_add(1)
+        } else {
+            -1
+        };
+        g.entries_read.get_or_insert(estimate);
         for c in &mut g.consumers {
             c.active_time.get_or_insert(c.seen_time);
         }

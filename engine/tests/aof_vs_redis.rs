@@ -41,17 +41,20 @@ fn lines(b: &[u8]) -> Vec<&[u8]> {
     b.split(|&c| c == b'\n').filter(|l| !l.is_empty()).collect()
 }
 
-fn unix_ms(l: &[u8]) -> Option<i64> {
+/// A unix-ms number, or a stream ID generated from the clock (`ms-seq`): the ms and the
+/// rest, which must match exactly.
+fn unix_ms(l: &[u8]) -> Option<(i64, &str)> {
     let s = std::str::from_utf8(l.strip_suffix(b"\r").unwrap_or(l)).ok()?;
-    let v: i64 = s.parse().ok()?;
-    (v > 1_000_000_000_000).then_some(v)
+    let (ms, rest) = s.find('-').map_or((s, ""), |d| s.split_at(d));
+    let v: i64 = ms.parse().ok()?;
+    (v > 1_000_000_000_000).then_some((v, rest))
 }
 
 fn same_lines(a: &[&[u8]], b: &[&[u8]]) -> bool {
     a.len() == b.len()
-        && a.iter()
-            .zip(b)
-            .all(|(x, y)| x == y || matches!((unix_ms(x), unix_ms(y)), (Some(p), Some(q)) if (p - q).abs() <= 2000))
+        && a.iter().zip(b).all(|(x, y)| {
+            x == y || matches!((unix_ms(x), unix_ms(y)), (Some(p), Some(q)) if (p.0 - q.0).abs() <= 2000 && p.1 == q.1)
+        })
 }
 
 /// Commands of an AOF chunk, each as its RESP text (for the sorted comparison).

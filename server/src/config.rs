@@ -165,8 +165,8 @@ const PARAMS: &[Param] = &[
     stored("maxmemory", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
     stored("maxmemory-samples", None, Kind::Int { min: 1, max: 64 }, "5"),
     stored("maxmemory-clients", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
-    stored("stream-node-max-entries", None, Kind::Int { min: 0, max: i64::MAX }, "100"),
-    stored("stream-node-max-bytes", None, Kind::Memory { min: 0, max: i64::MAX }, "4096"),
+    p("stream-node-max-entries", Kind::Int { min: 0, max: i64::MAX }),
+    p("stream-node-max-bytes", Kind::Memory { min: 0, max: i64::MAX }),
     stored("min-replicas-to-write", Some("min-slaves-to-write"), Kind::Int { min: 0, max: INT_MAX }, "0"),
     stored("min-replicas-max-lag", Some("min-slaves-max-lag"), Kind::Int { min: 0, max: INT_MAX }, "10"),
     stored("client-query-buffer-limit", None, Kind::Memory { min: 1024 * 1024, max: i64::MAX }, "1073741824"),
@@ -290,6 +290,8 @@ impl ServerConfig {
             "zset-max-listpack-entries" => l.zset_max_listpack_entries.to_string(),
             "zset-max-listpack-value" => l.zset_max_listpack_value.to_string(),
             "list-max-listpack-size" => l.list_max_listpack_size.to_string(),
+            "stream-node-max-entries" => l.stream_node_max_entries.to_string(),
+            "stream-node-max-bytes" => l.stream_node_max_bytes.to_string(),
             "enable-protected-configs" => protected_name(self.enable_protected_configs),
             "enable-debug-command" => protected_name(self.enable_debug_command),
             "daemonize" => "no".into(),
@@ -401,6 +403,8 @@ impl ServerConfig {
             "lfu-log-factor" => e.lfu_log_factor = n as u32,
             "lfu-decay-time" => e.lfu_decay_time = n as u32,
             "list-compress-depth" => self.list_compress_depth = n,
+            "stream-node-max-entries" => e.limits.stream_node_max_entries = u,
+            "stream-node-max-bytes" => e.limits.stream_node_max_bytes = u,
             _ => {}
         }
         Ok(())

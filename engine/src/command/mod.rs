@@ -14,6 +14,7 @@ pub mod keys;
 pub mod list;
 pub mod long_double;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod zset;
 

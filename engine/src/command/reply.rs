@@ -21,6 +21,8 @@ pub enum Reply {
     /// Pairs (HRANDFIELD WITHVALUES, ZRANGE WITHSCORES): a flat array in RESP2, an
     /// array of two-element arrays in RESP3.
     Pairs(Vec<(Reply, Reply)>),
+    /// A RESP3 map; in RESP2 an array of two-element arrays (XREAD's streams).
+    KeyedArrays(Vec<(Reply, Reply)>),
     /// A RESP3 set; an array in RESP2.
     Set(Vec<Reply>),
     /// A RESP3 double; a bulk string in RESP2.
@@ -114,6 +116,16 @@ impl Reply {
                     line(out, b'*', (v.len() * 2).to_string().as_bytes());
                 }
                 for (k, x) in v {
+                    k.write_resp(out, resp3);
+                    x.write_resp(out, resp3);
+                }
+            }
+            Reply::KeyedArrays(v) => {
+                line(out, if resp3 { b'%' } else { b'*' }, v.len().to_string().as_bytes());
+                for (k, x) in v {
+                    if !resp3 {
+                        out.extend_from_slice(b"*2\r\n");
+                    }
                     k.write_resp(out, resp3);
                     x.write_resp(out, resp3);
                 }

@@ -311,11 +311,10 @@ impl RewriteJob {
     }
 }
 
-/// Whether a base of `ks` is an RDB: with aof-use-rdb-preamble, and whenever it holds a
-/// stream (a RESP base would hold XADD & co., which the engine cannot replay yet).
-fn rdb_base(cfg: &Config, ks: &Keyspace) -> bool {
+/// Whether a base of `ks` is an RDB: with aof-use-rdb-preamble (a RESP base holds streams
+/// as XADD, XSETID, XGROUP and XCLAIM, as Redis writes them).
+fn rdb_base(cfg: &Config, _ks: &Keyspace) -> bool {
     cfg.aof_use_rdb_preamble
-        || ks.dbs.iter().any(|db| db.slots().iter().any(|s| matches!(s.value, crate::value::Value::Stream(_))))
 }
 
 /// A base file at `path`: an RDB with `aof-base` 1, or RESP commands.

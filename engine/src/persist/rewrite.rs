@@ -173,7 +173,7 @@ impl<W: Write> RespBaseWriter<W> {
                 let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
                 self.hash(key, fields.into_iter())?
             }
-            Value::Stream(st) => self.stream(key, st)?,
+            Value::Stream(st) => self.stream(key, &st.to_stream_value())?,
         }
         match expire_ms {
             Some(t) => self.pexpireat(key, t),

@@ -8,6 +8,7 @@ pub mod hash;
 pub mod list;
 pub mod set;
 pub mod str;
+pub mod stream;
 mod varint;
 pub mod zset;
 
@@ -17,10 +18,11 @@ pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
 pub use str::Str;
+pub use stream::Stream;
 pub use zset::Zset;
 
 use crate::format::rdb::LogicalType;
-use crate::logical::{Logical, StreamValue};
+use crate::logical::Logical;
 
 /// Bytes of a key or element: inline up to 16 bytes, on the heap beyond.
 pub type Sds = SmallVec<[u8; 16]>;
@@ -44,6 +46,9 @@ pub struct Limits {
     pub zset_max_listpack_value: usize,
     /// Entries (positive) or bytes class (-1..-5) per quicklist node.
     pub list_max_listpack_size: i64,
+    /// Stream listpack node limits (0: no limit).
+    pub stream_node_max_bytes: usize,
+    pub stream_node_max_entries: usize,
 }
 
 impl Default for Limits {
@@ -58,6 +63,8 @@ impl Default for Limits {
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
             list_max_listpack_size: -2,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
         }
     }
 }
@@ -70,9 +77,7 @@ pub enum Value {
     Hash(Box<Hash>),
     Set(Box<Set>),
     Zset(Box<Zset>),
-    /// Kept whole as loaded (entries, groups, PEL) until stream commands exist, so a stream
-    /// survives load, save, rewrite, DUMP/RESTORE and COPY unchanged.
-    Stream(Box<StreamValue>),
+    Stream(Box<Stream>),
 }
 
 impl Value {
@@ -119,7 +124,7 @@ impl Value {
             Value::Hash(h) => h.len(),
             Value::Set(s) => s.len(),
             Value::Zset(z) => z.len(),
-            Value::Stream(s) => s.entries.len(),
+            Value::Stream(s) => s.len(),
         }
     }
 
@@ -158,7 +163,7 @@ impl Value {
             ),
             Value::Set(s) => Logical::Set(s.members()),
             Value::Zset(z) => Logical::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
-            Value::Stream(s) => Logical::Stream(s.clone()),
+            Value::Stream(s) => Logical::Stream(Box::new(s.to_stream_value())),
         }
     }
 
@@ -167,7 +172,7 @@ impl Value {
     pub fn from_logical_owned(v: Logical, limits: &Limits) -> Result<Value, String> {
         match v {
             Logical::String(b) if b.len() > str::EMBSTR_MAX => Ok(Value::Str(Str::Raw(b))),
-            Logical::Stream(s) => Ok(Value::Stream(s)),
+            Logical::Stream(s) => Ok(Value::Stream(Box::new(Stream::from_stream_value(&s, limits)))),
             other => Value::from_logical(&other, limits),
         }
     }
@@ -206,7 +211,7 @@ impl Value {
                 }
                 Value::Zset(Box::new(z))
             }
-            Logical::Stream(s) => Value::Stream(s.clone()),
+            Logical::Stream(s) => Value::Stream(Box::new(Stream::from_stream_value(s, limits))),
             Logical::Module(m) => return Err(format!("module type '{}' is not supported", m.name)),
         })
     }

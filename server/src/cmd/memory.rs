@@ -146,8 +146,8 @@ pub fn value_size(v: &Value, samples: usize, list_fill: i64) -> usize {
         Value::Stream(st) => {
             // A rough figure: the entries' listpacks and a radix tree node per 100 entries.
             let bytes: usize =
-                st.entries.iter().map(|(_, f)| f.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 16).sum();
-            ROBJ + 64 + jemalloc(bytes) + st.entries.len().div_ceil(100) * 64
+                st.entries().map(|(_, f)| f.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 16).sum();
+            ROBJ + 64 + jemalloc(bytes) + st.len().div_ceil(100) * 64
         }
     }
 }

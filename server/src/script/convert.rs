@@ -85,7 +85,9 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
             single_field(lua, "map", map)?
         }
         Reply::Pairs(pairs) if !resp3 => array(lua, pairs.iter().flat_map(|(k, v)| [k, v]), resp3)?,
-        Reply::Pairs(pairs) => {
+        // RESP3: a map; RESP2: an array of [key, value] arrays (XREAD), as Pairs in RESP3.
+        Reply::KeyedArrays(pairs) if resp3 => reply_to_lua(lua, &Reply::Map(pairs.clone()), resp3)?,
+        Reply::Pairs(pairs) | Reply::KeyedArrays(pairs) => {
             let t = lua.create_table_with_capacity(pairs.len(), 0)?;
             for (i, (k, v)) in pairs.iter().enumerate() {
                 let pair = lua.create_table_with_capacity(2, 0)?;
