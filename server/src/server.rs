@@ -328,7 +328,11 @@ impl Server {
             }
             let mut n = 0;
             match c.read_some(&mut n) {
-                ReadOutcome::Data => self.stats.net_input_bytes += n as u64,
+                ReadOutcome::Data => {
+                    self.stats.net_input_bytes += n as u64;
+                    // Once per read, not per command: the clock is not free.
+                    c.last_interaction = Instant::now();
+                }
                 ReadOutcome::WouldBlock => return true,
                 ReadOutcome::Closed => return false,
             }
@@ -442,7 +446,6 @@ impl Server {
     /// Run one command from `c` as Redis's processCommand does: lookup, arity, auth,
     /// MULTI queueing, then the command itself.
     pub fn dispatch(&mut self, c: &mut Client, argv: Argv) {
-        c.last_interaction = Instant::now();
         self.stats.commands_processed += 1;
         let Some(found) = cmd::lookup(&argv[0]) else {
             self.reject(c, ferrokv::command::unknown_command(&argv), None);

@@ -207,10 +207,11 @@ impl Found {
 
 /// The command named `name` (any case).
 pub fn lookup(name: &[u8]) -> Option<Found> {
-    if let Some(c) = COMMANDS.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name)) {
-        return Some(Found::Server(c));
+    // The engine's table is hashed and holds most commands (no name is in both tables).
+    if let Some(s) = ferrokv::command::lookup(name) {
+        return Some(Found::Engine(s));
     }
-    ferrokv::command::lookup(name).map(Found::Engine)
+    COMMANDS.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name)).map(Found::Server)
 }
 
 /// Every command, the server's then the engine's.
