@@ -1235,13 +1235,9 @@ fn xclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         }
         if !have_consumer {
             have_consumer = true;
-            match g.consumers.get_mut(name.as_slice()) {
-                Some(c) => c.seen_time = now,
-                None => {
-                    g.consumers.insert(sds(name), Consumer::new(now));
-                    created = true;
-                    dirty += 1;
-                }
+            if consumer_seen(&mut g, name, now) {
+                created = true;
+                dirty += 1;
             }
         }
         g.assign(id, name);
@@ -1342,13 +1338,9 @@ fn xautoclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         }
         if !have_consumer {
             have_consumer = true;
-            match g.consumers.get_mut(name.as_slice()) {
-                Some(c) => c.seen_time = now,
-                None => {
-                    g.consumers.insert(sds(name), Consumer::new(now));
-                    created = true;
-                    dirty += 1;
-                }
+            if consumer_seen(&mut g, name, now) {
+                created = true;
+                dirty += 1;
             }
         }
         g.assign(id, name);
@@ -1553,4 +1545,19 @@ fn xinfo_stream(s: &Stream, a: &[Vec<u8>]) -> Reply {
         .collect();
     m.push(field("groups", Reply::Array(groups)));
     Reply::Map(m)
+}
+
+/// The consumer `name` of `g`, created if missing, seen now (XCLAIM, XAUTOCLAIM); true when
+/// it was created.
+fn consumer_seen(g: &mut Group, name: &[u8], now: i64) -> bool {
+    match g.consumers.get_mut(name) {
+        Some(c) => {
+            c.seen_time = now;
+            false
+        }
+        None => {
+            g.consumers.insert(sds(name), Consumer::new(now));
+            true
+        }
+    }
 }
