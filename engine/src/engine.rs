@@ -16,7 +16,7 @@
 //! assert_eq!(engine.execute(&mut s, &argv(&["GET", "k"])), Reply::bulk(b"v"));
 //! ```
 
-use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Stats};
+use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Spec, Stats};
 use crate::config::Config;
 use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker};
 use crate::persist::{self, PersistError, Persistence, RewriteJob, RewrittenBase};
@@ -162,18 +162,47 @@ impl Engine {
     /// Run one command and write what it propagates. The unit of atomicity: several
     /// propagated commands are wrapped in MULTI/EXEC, as Redis 7.0 does.
     pub fn execute(&mut self, sess: &mut Session, argv: &[Vec<u8>]) -> Reply {
-        let r = self.call(sess, argv);
-        self.flush();
+        self.execute_with(sess, argv, None)
+    }
+
+    /// [`Engine::execute`] for a command the caller already looked up.
+    pub fn execute_spec(&mut self, sess: &mut Session, spec: &'static Spec, argv: &[Vec<u8>]) -> Reply {
+        self.execute_with(sess, argv, Some(spec))
+    }
+
+    fn execute_with(&mut self, sess: &mut Session, argv: &[Vec<u8>], spec: Option<&'static Spec>) -> Reply {
+        // With no AOF nothing reads what this command propagates: skip building it.
+        let unlogged = self.persist.aof.is_none();
+        self.fx.propagation_off = unlogged;
+        let r = self.call_with(sess, argv, spec);
+        self.fx.propagation_off = false;
+        if unlogged {
+            self.fx.propagate.clear();
+        } else {
+            self.flush();
+        }
         r
     }
 
     /// Run one command without flushing its propagation (for MULTI/EXEC and scripts,
     /// whose commands propagate as one unit).
     pub fn call(&mut self, sess: &mut Session, argv: &[Vec<u8>]) -> Reply {
+        self.call_with(sess, argv, None)
+    }
+
+    /// [`Engine::call`] for a command the caller already looked up.
+    pub fn call_spec(&mut self, sess: &mut Session, spec: &'static Spec, argv: &[Vec<u8>]) -> Reply {
+        self.call_with(sess, argv, Some(spec))
+    }
+
+    fn call_with(&mut self, sess: &mut Session, argv: &[Vec<u8>], spec: Option<&'static Spec>) -> Reply {
         let now = self.clock.now_ms();
         let mut ctx =
             Ctx::new(&mut self.ks, &self.cfg, sess.db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);
-        let r = command::execute(&mut ctx, argv);
+        let r = match spec {
+            Some(spec) => command::execute_spec(&mut ctx, spec, argv),
+            None => command::execute(&mut ctx, argv),
+        };
         sess.db = ctx.db;
         r
     }

@@ -247,6 +247,12 @@ impl Server {
     /// Serve the clients waiting on keys that became ready, first blocked first,
     /// until no candidate is left (a served BLMOVE can make its destination ready).
     pub fn serve_ready_keys(&mut self) {
+        if self.blocking.ready.is_empty() {
+            return;
+        }
+        // The time may have moved during the command (DEBUG SLEEP in a transaction): a
+        // key that expired meanwhile serves nobody, as Redis re-reads its clock here.
+        self.refresh_time();
         while !self.blocking.ready.is_empty() {
             let ready = std::mem::take(&mut self.blocking.ready);
             for (db, key) in ready {

@@ -46,7 +46,7 @@ pub struct Client {
     pub created: Instant,
     pub last_interaction: Instant,
     /// The last command run, as CLIENT LIST shows it (`cmd=`).
-    pub last_cmd: String,
+    pub last_cmd: std::borrow::Cow<'static, str>,
     /// Where socket reads land before joining `query`.
     chunk: Vec<u8>,
     /// The last read returned less than asked: the socket had nothing more then.

@@ -36,8 +36,9 @@ pub struct ServerStats {
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     pub error_replies: u64,
-    /// Per command: calls, microseconds, rejected calls, failed calls.
-    pub commands: HashMap<&'static str, CommandStat>,
+    /// Per command: calls, microseconds, rejected calls, failed calls. Updated on every
+    /// command, so hashed with a fast fixed hasher (the keys are our own names).
+    pub commands: HashMap<&'static str, CommandStat, foldhash::fast::FixedState>,
     /// Error replies per error code (INFO errorstats).
     pub errors: HashMap<String, u64>,
 }
@@ -115,6 +116,19 @@ pub struct Server {
     pub total_forks: u64,
     /// Lua scripting: the interpreter and the script cache.
     pub scripts: crate::script::Scripts,
+    /// The time the engine reads (Redis's cached time): set before each top-level command
+    /// and at every loop wake-up, so a command reads the clock once, not on each lookup.
+    time: Clock,
+    /// A clock reading (unix µs) taken when the last command ended, still fresh for the
+    /// next command of the same batch; cleared when the batch ends.
+    fresh_us: Option<i64>,
+    /// Nesting of [`Server::call`]: EXEC's and scripts' commands share their caller's time.
+    call_depth: u32,
+}
+
+/// Unix time in microseconds (the wall clock, as Redis's ustime).
+fn unix_us() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
 }
 
 fn listener_token(i: usize) -> Token {
@@ -124,7 +138,9 @@ fn listener_token(i: usize) -> Token {
 impl Server {
     /// Load the data directory and bind the listeners.
     pub fn new(cfg: ServerConfig) -> Result<Server, String> {
-        let engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
+        let mut engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
+        let time = Clock::virtual_at(unix_us() / 1000);
+        engine.clock = time.clone();
         let poll = Poll::new().map_err(|e| e.to_string())?;
         let mut listeners = Vec::new();
         for (i, addr) in cfg.bind.iter().enumerate() {
@@ -180,6 +196,9 @@ impl Server {
             latest_fork_usec: 0,
             total_forks: 0,
             scripts: crate::script::Scripts::new()?,
+            time,
+            fresh_us: None,
+            call_depth: 0,
         })
     }
 
@@ -211,6 +230,7 @@ impl Server {
                     return Err(e.to_string());
                 }
             }
+            self.refresh_time();
             for ev in events.iter() {
                 let t = ev.token();
                 if t.0 > usize::MAX - self.listeners.len() {
@@ -356,6 +376,13 @@ impl Server {
     /// Run every complete command in the query buffer, stopping while too much output
     /// waits. True when it stopped with input left to parse (write backpressure).
     fn process_input(&mut self, c: &mut Client) -> bool {
+        self.fresh_us = None;
+        let stopped_early = self.process_queries(c);
+        self.fresh_us = None;
+        stopped_early
+    }
+
+    fn process_queries(&mut self, c: &mut Client) -> bool {
         loop {
             if c.close_after_reply || c.close_asap || c.blocked.is_some() {
                 return false;
@@ -454,9 +481,9 @@ impl Server {
         c.last_cmd = match (found, argv.get(1)) {
             // Container commands show their subcommand, as Redis 7.0 (`client|list`).
             (Found::Server(cmd), Some(sub)) if matches!(cmd.name, "client" | "config" | "command" | "debug") => {
-                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase())
+                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
             }
-            _ => found.name().to_string(),
+            _ => found.name().into(),
         };
         if !found.arity_ok(argv.len()) {
             let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name()));
@@ -500,17 +527,34 @@ impl Server {
         }
     }
 
+    /// Read the clock into the engine's time (outside a command).
+    pub fn refresh_time(&mut self) {
+        if self.call_depth == 0 {
+            self.time.set_ms(unix_us() / 1000);
+        }
+    }
+
     /// Run a command (directly or from EXEC) and account for it.
     pub fn call(&mut self, c: &mut Client, found: Found, argv: &[Vec<u8>]) -> Reply {
-        let start = Instant::now();
+        // One clock reading per command: a top-level command's start is the engine's time
+        // (the end of the previous command of the batch when there was one).
+        let top = self.call_depth == 0;
+        let start = match self.fresh_us.take() {
+            Some(t) if top => t,
+            _ => unix_us(),
+        };
+        if top {
+            self.time.set_ms(start / 1000);
+        }
+        self.call_depth += 1;
         let reply = match found {
             Found::Server(cmd) => (cmd.run)(self, c, argv),
-            Found::Engine(_) => {
+            Found::Engine(spec) => {
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
-                    self.engine.call(&mut c.session, argv)
+                    self.engine.call_spec(&mut c.session, spec, argv)
                 } else {
-                    self.engine.execute(&mut c.session, argv)
+                    self.engine.execute_spec(&mut c.session, spec, argv)
                 };
                 self.touch_modified(c);
                 self.deliver_events(Some(c));
@@ -520,9 +564,14 @@ impl Server {
                 r
             }
         };
+        self.call_depth -= 1;
+        let end = unix_us();
+        if top {
+            self.fresh_us = Some(end);
+        }
         let st = self.stats.commands.entry(found.name()).or_default();
         st.calls += 1;
-        st.usec += start.elapsed().as_micros() as u64;
+        st.usec += end.saturating_sub(start).max(0) as u64;
         if reply.is_error() {
             st.failed += 1;
         }

@@ -109,7 +109,28 @@ impl Server {
     }
 
     /// Stop the server without saving, keeping its directory.
-    pub fn stop(mut self) -> TempDir {
+    pub fn stop(self) -> TempDir {
+        self.stop_with(false)
+    }
+
+    /// Stop with SHUTDOWN NOSAVE, which writes out and fsyncs what the AOF buffer holds:
+    /// with `appendfsync everysec` Redis may still hold acknowledged writes there (it
+    /// postpones its write while a slow fsync runs), and a kill would lose them.
+    pub fn shutdown(self) -> TempDir {
+        self.stop_with(true)
+    }
+
+    fn stop_with(mut self, graceful: bool) -> TempDir {
+        if graceful {
+            let _ = cli(self.port, &["SHUTDOWN", "NOSAVE"]);
+            let start = Instant::now();
+            while start.elapsed() < Duration::from_secs(30) {
+                if let Ok(Some(_)) = self.child.try_wait() {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let dir = TempDir(std::mem::take(&mut self.dir.0));

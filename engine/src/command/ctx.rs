@@ -53,6 +53,9 @@ pub struct Effects {
     /// Databases SWAPDB exchanged (for WATCH: the watcher checks its own keys), when
     /// `track_modified` is on.
     pub swapped_dbs: Vec<(usize, usize)>,
+    /// Nothing reads the propagation of the running command (no AOF): writes skip
+    /// building it. Set by [`crate::Engine::execute`] around one command.
+    pub propagation_off: bool,
     /// The commands run for a Lua script (SORT then orders a set's output, as Redis).
     pub from_script: bool,
 }
@@ -102,7 +105,7 @@ impl<'a> Ctx<'a> {
 
     pub(super) fn end_command(&mut self, argv: &[Vec<u8>]) {
         self.stats.dirty += self.dirty;
-        if self.dirty > 0 && !self.suppress {
+        if self.dirty > 0 && !self.suppress && !self.fx.propagation_off {
             let argv = self.rewrite.take().unwrap_or_else(|| argv.to_vec());
             self.fx.propagate.push((self.db, argv));
         }
@@ -183,14 +186,6 @@ impl<'a> Ctx<'a> {
         true
     }
 
-    /// The expiry check of a write lookup: as a read on a master; nothing on a replica,
-    /// whose writes come from its master.
-    fn expire_for_write(&mut self, db: usize, key: &[u8]) {
-        if self.mode == ExpireMode::Master {
-            self.expire_if_needed_in(db, key);
-        }
-    }
-
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let db = self.db;
         self.expire_if_needed_in(db, key)
@@ -214,15 +209,11 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn lookup_read_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
-        let expired = self.expire_if_needed_in(db, key);
-        let lru = self.lru;
-        let (now, cfg) = (self.now, self.cfg);
-        // One lookup; a miss records its event through the fields (the hit's borrow is
-        // returned).
-        match self.ks.dbs[db].get_mut(key).filter(|_| !expired) {
-            Some(s) => {
+        match self.find_live(db, key, false) {
+            Some(pos) => {
                 self.stats.keyspace_hits += 1;
-                s.lru = touched(s.lru, lru, now, cfg, self.rng);
+                let s = self.ks.dbs[db].slot_mut(pos);
+                s.lru = touched(s.lru, self.lru, self.now, self.cfg, self.rng);
                 Some(&mut s.value)
             }
             None => {
@@ -235,6 +226,26 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The position of `key` in `db` after the expiry check, with one hash probe: an
+    /// expired key is deleted on a master (DEL/UNLINK propagated) and missing for it; on a
+    /// replica it is missing for reads and kept as it is for writes; loading never expires.
+    fn find_live(&mut self, db: usize, key: &[u8], write: bool) -> Option<usize> {
+        let pos = self.ks.dbs[db].find(key)?;
+        let expire = self.ks.dbs[db].slot(pos).expire;
+        if expire == NO_EXPIRE || self.now <= expire || self.mode == ExpireMode::Loading {
+            return Some(pos);
+        }
+        match self.mode {
+            ExpireMode::Replica if write => Some(pos),
+            ExpireMode::Replica => None,
+            _ => {
+                self.ks.dbs[db].remove_at(pos);
+                self.expired_deleted(db, key);
+                None
+            }
+        }
+    }
+
     /// Look a key up for writing: expire it if due, touch its LRU.
     pub fn lookup_write(&mut self, key: &[u8]) -> Option<&mut Value> {
         let db = self.db;
@@ -242,22 +253,18 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
-        self.expire_for_write(db, key);
-        let lru = self.lru;
-        let (now, cfg, rng) = (self.now, self.cfg, &mut *self.rng);
-        self.ks.dbs[db].get_mut(key).map(|s| {
-            s.lru = touched(s.lru, lru, now, cfg, rng);
-            &mut s.value
-        })
+        let pos = self.find_live(db, key, true)?;
+        let s = self.ks.dbs[db].slot_mut(pos);
+        s.lru = touched(s.lru, self.lru, self.now, self.cfg, self.rng);
+        Some(&mut s.value)
     }
 
     /// Look a key up without touching LRU or stats (TYPE-like and OBJECT lookups still expire).
     /// A miss fires `keymiss`, as Redis's read lookups do.
     pub fn lookup_slot(&mut self, key: &[u8]) -> Option<&Slot> {
         let db = self.db;
-        let expired = self.expire_if_needed_in(db, key);
-        match self.ks.dbs[db].get(key).filter(|_| !expired) {
-            Some(s) => Some(s),
+        match self.find_live(db, key, false) {
+            Some(pos) => Some(self.ks.dbs[db].slot(pos)),
             None => {
                 if self.fx.track_events {
                     self.fx.events.push(Event { class: notify::KEY_MISS, name: "keymiss", db, key: key.to_vec() });
@@ -270,8 +277,8 @@ impl<'a> Ctx<'a> {
     /// [`Ctx::lookup_slot`] without the `keymiss` event (OBJECT).
     pub fn lookup_slot_quiet(&mut self, key: &[u8]) -> Option<&Slot> {
         let db = self.db;
-        let expired = self.expire_if_needed_in(db, key);
-        self.ks.dbs[db].get(key).filter(|_| !expired)
+        let pos = self.find_live(db, key, false)?;
+        Some(self.ks.dbs[db].slot(pos))
     }
 
     /// Whether `key` exists (after the expiry check).
@@ -299,14 +306,15 @@ impl<'a> Ctx<'a> {
     pub fn db_set_in(&mut self, db: usize, key: &[u8], value: Value, keep_ttl: bool) {
         // setKey looks the key up for writing first: an expired one is deleted (and its
         // DEL propagated) before the new value goes in.
-        self.expire_for_write(db, key);
         let lru = self.lru;
-        let new = self.ks.dbs[db].find(key).is_none();
-        self.ks.dbs[db].set(key, value, keep_ttl, lru);
-        self.signal_modified_in(db, key);
-        if new {
-            self.notify_in(db, notify::NEW, "new", key);
+        match self.find_live(db, key, true) {
+            Some(pos) => self.ks.dbs[db].set_at(pos, value, keep_ttl, lru),
+            None => {
+                self.ks.dbs[db].add(key, value, lru);
+                self.notify_in(db, notify::NEW, "new", key);
+            }
         }
+        self.signal_modified_in(db, key);
     }
 
     /// Delete a key (no expiry check: callers look it up first); true when it was there.
@@ -326,13 +334,11 @@ impl<'a> Ctx<'a> {
     /// Get the value at `key` for writing, creating it with `make` when missing.
     pub fn lookup_write_or_insert(&mut self, key: &[u8], make: impl FnOnce() -> Value) -> &mut Value {
         let db = self.db;
-        self.expire_for_write(db, key);
         let lru = self.lru;
-        let d = &mut self.ks.dbs[db];
-        let pos = match d.find(key) {
+        let pos = match self.find_live(db, key, true) {
             Some(p) => p,
             None => {
-                let p = d.add(key, make(), lru);
+                let p = self.ks.dbs[db].add(key, make(), lru);
                 self.notify_in(db, notify::NEW, "new", key);
                 p
             }

@@ -88,6 +88,11 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let Some(spec) = lookup(name) else {
         return unknown_command(argv);
     };
+    execute_spec(ctx, spec, argv)
+}
+
+/// [`execute`] for a command already looked up (the server's dispatch found it).
+pub fn execute_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, argv: &[Vec<u8>]) -> Reply {
     if !spec.arity_ok(argv.len()) {
         return Reply::error(format!("ERR wrong number of arguments for '{}' command", spec.name));
     }

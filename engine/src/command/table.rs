@@ -86,9 +86,13 @@ pub fn specs() -> impl Iterator<Item = &'static Spec> {
     .flatten()
 }
 
-fn index() -> &'static HashMap<&'static str, &'static Spec> {
-    static INDEX: OnceLock<HashMap<&'static str, &'static Spec>> = OnceLock::new();
-    INDEX.get_or_init(|| specs().map(|s| (s.name, s)).collect())
+/// Name → spec. Looked up once per command: a fixed fast hasher, not SipHash (the names
+/// are ours, not an attacker's).
+type SpecIndex = HashMap<&'static [u8], &'static Spec, foldhash::fast::FixedState>;
+
+fn index() -> &'static SpecIndex {
+    static INDEX: OnceLock<SpecIndex> = OnceLock::new();
+    INDEX.get_or_init(|| specs().map(|s| (s.name.as_bytes(), s)).collect())
 }
 
 /// The command named `name` (any case).
@@ -100,7 +104,7 @@ pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
     let lower = &mut buf[..name.len()];
     lower.copy_from_slice(name);
     lower.make_ascii_lowercase();
-    index().get(std::str::from_utf8(lower).ok()?).copied()
+    index().get(&*lower).copied()
 }
 
 #[cfg(test)]

@@ -167,15 +167,20 @@ impl Db {
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool, lru: u32) -> usize {
         match self.find(key) {
             Some(pos) => {
-                self.before_write(pos);
-                self.slots[pos].value = value;
-                self.slots[pos].lru = lru;
-                if !keep_ttl {
-                    self.clear_expire_at(pos);
-                }
+                self.set_at(pos, value, keep_ttl, lru);
                 pos
             }
             None => self.add(key, value, lru),
+        }
+    }
+
+    /// Replace the value of the key at `pos` (dropping its TTL unless `keep_ttl`).
+    pub fn set_at(&mut self, pos: usize, value: Value, keep_ttl: bool, lru: u32) {
+        self.before_write(pos);
+        self.slots[pos].value = value;
+        self.slots[pos].lru = lru;
+        if !keep_ttl {
+            self.clear_expire_at(pos);
         }
     }
 

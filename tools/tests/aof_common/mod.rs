@@ -63,9 +63,10 @@ pub fn rewrite(s: &Server) {
     }
 }
 
-/// Stop the server and return its directory and the AOF directory in it.
+/// Stop the server (SHUTDOWN NOSAVE, so its AOF holds every acknowledged write) and
+/// return its directory and the AOF directory in it.
 pub fn stop(s: Server) -> (TempDir, PathBuf) {
-    let dir = s.stop();
+    let dir = s.shutdown();
     let aof = dir.path().join("appendonlydir");
     (dir, aof)
 }
