@@ -56,8 +56,7 @@ impl Server {
             self.expire_now(db, key);
         }
         for id in ids {
-            let Some(mut c) = self.clients.remove(&id) else { continue };
-            let outcome = match c.blocked.as_ref() {
+            let outcome = match self.clients.get(&id).and_then(|c| c.blocked.as_ref()) {
                 Some(b) => match &b.op {
                     Op::Stream(read) => {
                         let at = b.keys.iter().position(|k| k.as_slice() == key);
@@ -67,6 +66,10 @@ impl Server {
                 },
                 None => Outcome::Wait,
             };
+            if matches!(outcome, Outcome::Wait) {
+                continue;
+            }
+            let Some(mut c) = self.clients.remove(&id) else { continue };
             match outcome {
                 Outcome::Wait => {}
                 Outcome::Error(text) => {
