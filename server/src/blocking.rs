@@ -26,6 +26,8 @@ pub enum Op {
     Move { dst: Vec<u8>, from_left: bool, to_left: bool, rpoplpush: bool },
     /// BZPOPMIN/BZPOPMAX (`count` None) and BZMPOP (`count` Some).
     ZPop { max: bool, count: Option<i64> },
+    /// XREAD / XREADGROUP with BLOCK (crate::stream_wait).
+    Stream(Box<crate::stream_wait::StreamRead>),
 }
 
 impl Op {
@@ -96,6 +98,11 @@ impl Blocking {
         self.count > 0
     }
 
+    /// The clients blocked on `key` of `db`, first blocked first.
+    pub fn waiters(&self, db: usize, key: &[u8]) -> Vec<u64> {
+        self.by_key.get(&(db, key.to_vec())).map(|q| q.iter().copied().collect()).unwrap_or_default()
+    }
+
     /// Blocked clients with a timeout (INFO clients_in_timeout_table).
     pub fn with_timeout(&self) -> usize {
         self.deadlines.len()
@@ -128,6 +135,8 @@ impl Server {
         let argv: Vec<Vec<u8>> = match op {
             Op::Pop { left, count } => with_count(if *left { "LPOP" } else { "RPOP" }, *count),
             Op::ZPop { max, count } => with_count(if *max { "ZPOPMAX" } else { "ZPOPMIN" }, *count),
+            // Served by crate::stream_wait, never here.
+            Op::Stream(_) => return Served::Nothing,
             Op::Move { dst, from_left, to_left, rpoplpush } => match immediate {
                 Some(a) if *rpoplpush => vec![b"RPOPLPUSH".to_vec(), a[1].clone(), a[2].clone()],
                 Some(a) => vec![b"LMOVE".to_vec(), a[1].clone(), a[2].clone(), a[3].clone(), a[4].clone()],
@@ -208,6 +217,13 @@ impl Server {
         if c.in_exec || c.deny_blocking {
             return op.timeout_reply(false);
         }
+        self.park(c, op, keys, deadline);
+        Reply::Nil
+    }
+
+    /// Block `c` on `keys` (each once, first blocked first) until `deadline`; its reply
+    /// comes when it is served, times out or is unblocked.
+    pub fn park(&mut self, c: &mut Client, op: Op, keys: Vec<Vec<u8>>, deadline: Option<Instant>) {
         let db = c.session.db;
         let mut uniq: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
         for k in keys {
@@ -223,7 +239,6 @@ impl Server {
         self.engine.fx.track_modified = true;
         c.blocked = Some(Blocked { op, db, keys: uniq, deadline });
         c.raw_reply = true;
-        Reply::Nil
     }
 
     /// Take `c` out of the blocked state (no reply).
@@ -257,6 +272,7 @@ impl Server {
             let ready = std::mem::take(&mut self.blocking.ready);
             for (db, key) in ready {
                 self.serve_key(db, &key);
+                self.serve_stream_waiters(db, &key);
             }
         }
     }
@@ -305,7 +321,7 @@ impl Server {
 
     /// A ready key found expired is deleted as a read lookup would (its DEL propagated,
     /// `expired` fired), as Redis does when it serves blocked clients.
-    fn expire_now(&mut self, db: usize, key: &[u8]) {
+    pub(crate) fn expire_now(&mut self, db: usize, key: &[u8]) {
         let e = &mut self.engine;
         let now = e.clock.now_ms();
         let mut ctx = Ctx::new(&mut e.ks, &e.cfg, db, now, e.mode, &mut e.rng, &mut e.stats, &mut e.fx);
@@ -348,9 +364,7 @@ impl Server {
             }
         };
         self.unblock(&mut c);
-        if reply.is_error() {
-            self.stats.error_replies += 1;
-        }
+        self.count_unblock_error(&reply);
         c.reply(&reply);
         self.clients.insert(id, c);
         self.woken.insert(id);

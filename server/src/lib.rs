@@ -14,6 +14,7 @@ pub mod pubsub;
 pub mod resp;
 pub mod script;
 pub mod server;
+pub mod stream_wait;
 
 pub use config::ServerConfig;
 pub use server::Server;

@@ -549,6 +549,10 @@ impl Server {
         self.call_depth += 1;
         let reply = match found {
             Found::Server(cmd) => (cmd.run)(self, c, argv),
+            // XREAD / XREADGROUP, which may block.
+            Found::Engine(spec) if spec.flags & ferrokv::command::flags::BLOCKING != 0 => {
+                crate::cmd::xread::xread(self, c, argv)
+            }
             Found::Engine(spec) => {
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
@@ -605,6 +609,10 @@ impl Server {
     /// Flag the clients watching keys the last commands changed.
     pub fn touch_modified(&mut self, current: &mut Client) {
         self.touch_swapped(current);
+        if !self.engine.fx.ready.is_empty() {
+            let ready = std::mem::take(&mut self.engine.fx.ready);
+            self.blocking.note_modified(&ready);
+        }
         if self.engine.fx.modified.is_empty() {
             return;
         }
@@ -700,6 +708,8 @@ impl Server {
             // Keys the cycle deleted touch the clients watching them.
             if !self.engine.fx.modified.is_empty() {
                 let modified = std::mem::take(&mut self.engine.fx.modified);
+                // A stream deleted here unblocks its XREADGROUP clients.
+                self.blocking.note_modified(&modified);
                 for (db, key) in modified {
                     if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
                         for id in ids.clone() {
@@ -710,6 +720,9 @@ impl Server {
                     }
                 }
             }
+        }
+        if self.blocking.is_active() {
+            self.serve_ready_keys();
         }
         self.engine.cron();
         if let Some(e) = self.engine.take_persist_error() {

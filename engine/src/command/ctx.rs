@@ -56,6 +56,9 @@ pub struct Effects {
     /// Nothing reads the propagation of the running command (no AOF): writes skip
     /// building it. Set by [`crate::Engine::execute`] around one command.
     pub propagation_off: bool,
+    /// Keys made ready for blocked clients without being modified (XGROUP DESTROY, as
+    /// Redis's signalKeyAsReady), when `track_modified` is on.
+    pub ready: Vec<(usize, Sds)>,
     /// The commands run for a Lua script (SORT then orders a set's output, as Redis).
     pub from_script: bool,
 }
@@ -156,6 +159,13 @@ impl<'a> Ctx<'a> {
     pub fn signal_modified_in(&mut self, db: usize, key: &[u8]) {
         if self.fx.track_modified {
             self.fx.modified.push((db, crate::value::sds(key)));
+        }
+    }
+
+    /// Wake the clients blocked on `key` without touching WATCH (signalKeyAsReady).
+    pub fn signal_ready(&mut self, key: &[u8]) {
+        if self.fx.track_modified {
+            self.fx.ready.push((self.db, crate::value::sds(key)));
         }
     }
 

@@ -1,7 +1,8 @@
 //! Stream commands (Redis 7.0).
 //!
-//! Blocking reads do not park here: XREAD / XREADGROUP with BLOCK answer at once, with the
-//! data available or a null array (as Redis answers inside MULTI).
+//! XREAD / XREADGROUP answer at once here, with the data available or a null array (as
+//! Redis answers inside MULTI); the server parks clients that asked to BLOCK
+//! (server/src/cmd/xread.rs) and wakes them when the stream changes.
 
 use super::flags::*;
 use super::{arg_i64, eq_ic, err_arg, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
@@ -474,61 +475,105 @@ fn range_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], rev: bool) -> Reply {
     Reply::Array(out)
 }
 
-/// XREAD [COUNT n] [BLOCK ms] STREAMS key.. id.. and XREADGROUP GROUP g c [COUNT n]
-/// [BLOCK ms] [NOACK] STREAMS key.. id..
-fn xread(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+/// The options of XREAD / XREADGROUP, up to STREAMS (the server blocks with them).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// BLOCK's milliseconds (0: forever), when given.
+    pub block_ms: Option<i64>,
+    /// COUNT (0: no limit).
+    pub count: usize,
+    /// XREADGROUP's GROUP group consumer.
+    pub group: Option<(Vec<u8>, Vec<u8>)>,
+    pub noack: bool,
+    /// Where the keys start; the IDs follow them, as many.
+    pub streams_arg: usize,
+}
+
+impl ReadOptions {
+    /// The number of streams read.
+    pub fn streams(&self, argc: usize) -> usize {
+        (argc - self.streams_arg) / 2
+    }
+}
+
+/// Parse XREAD [COUNT n] [BLOCK ms] STREAMS key.. id.. and XREADGROUP GROUP g c [COUNT n]
+/// [BLOCK ms] [NOACK] STREAMS key.. id.. up to the IDs, with Redis's errors in its order.
+/// `from_script`: BLOCK is refused, as Redis 7.0 refuses it to scripts.
+pub fn parse_read_options(a: &[Vec<u8>], from_script: bool) -> Result<ReadOptions, Reply> {
     let group_read = a[0].len() == 10;
-    let mut count: usize = 0;
-    let mut streams_arg = 0;
-    let mut noack = false;
-    let mut group_names: Option<(&[u8], &[u8])> = None;
+    let mut o = ReadOptions::default();
     let mut i = 1;
     while i < a.len() {
         let more = a.len() - 1 - i;
-        let o = &a[i];
-        if eq_ic(o, "block") && more > 0 {
+        let opt = &a[i];
+        if eq_ic(opt, "block") && more > 0 {
+            if from_script {
+                return Err(Reply::error(format!(
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(&a[0])
+                )));
+            }
             i += 1;
             match parse_i64(&a[i]) {
-                None => return Reply::err("ERR timeout is not an integer or out of range"),
-                Some(t) if t < 0 => return Reply::err("ERR timeout is negative"),
-                Some(_) => {}
+                None => return Err(Reply::err("ERR timeout is not an integer or out of range")),
+                Some(t) if t < 0 => return Err(Reply::err("ERR timeout is negative")),
+                Some(t) => o.block_ms = Some(t),
             }
-        } else if eq_ic(o, "count") && more > 0 {
+        } else if eq_ic(opt, "count") && more > 0 {
             i += 1;
-            count = match arg_i64(&a[i]) {
-                Ok(c) => c.max(0) as usize,
-                Err(e) => return e,
-            };
-        } else if eq_ic(o, "streams") && more > 0 {
-            streams_arg = i + 1;
-            if !(a.len() - streams_arg).is_multiple_of(2) {
-                return Reply::err(
+            o.count = arg_i64(&a[i])?.max(0) as usize;
+        } else if eq_ic(opt, "streams") && more > 0 {
+            o.streams_arg = i + 1;
+            if !(a.len() - o.streams_arg).is_multiple_of(2) {
+                return Err(Reply::err(
                     "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-                );
+                ));
             }
             break;
-        } else if eq_ic(o, "group") && more >= 2 {
+        } else if eq_ic(opt, "group") && more >= 2 {
             if !group_read {
-                return Reply::err("ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.");
+                return Err(Reply::err(
+                    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
             }
-            group_names = Some((&a[i + 1], &a[i + 2]));
+            o.group = Some((a[i + 1].clone(), a[i + 2].clone()));
             i += 2;
-        } else if eq_ic(o, "noack") {
+        } else if eq_ic(opt, "noack") {
             if !group_read {
-                return Reply::err("ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.");
+                return Err(Reply::err(
+                    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.",
+                ));
             }
-            noack = true;
+            o.noack = true;
         } else {
-            return Reply::syntax();
+            return Err(Reply::syntax());
         }
         i += 1;
     }
-    if streams_arg == 0 {
-        return Reply::syntax();
+    if o.streams_arg == 0 {
+        return Err(Reply::syntax());
     }
-    if group_read && group_names.is_none() {
-        return Reply::err("ERR Missing GROUP option for XREADGROUP");
+    if group_read && o.group.is_none() {
+        return Err(Reply::err("ERR Missing GROUP option for XREADGROUP"));
     }
+    Ok(o)
+}
+
+/// An explicit XREAD ID (`ms` or `ms-seq`; not `$` or `>`).
+pub fn parse_read_id(b: &[u8]) -> Option<StreamId> {
+    parse_id_generic(b, 0, true, false).map(|x| x.0)
+}
+
+/// XREAD / XREADGROUP served at once: the entries there are, or a null array. With BLOCK
+/// the server parks the client when the answer is the null array (server/src/cmd/xread.rs).
+fn xread(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let group_read = a[0].len() == 10;
+    let opts = match parse_read_options(a, ctx.fx.from_script) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
+    let (count, noack, streams_arg) = (opts.count, opts.noack, opts.streams_arg);
+    let group_names: Option<(&[u8], &[u8])> = opts.group.as_ref().map(|(g, c)| (g.as_slice(), c.as_slice()));
     let n = (a.len() - streams_arg) / 2;
     let mut ids = Vec::with_capacity(n);
     for k in 0..n {
@@ -988,6 +1033,8 @@ fn xgroup_destroy(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
     ctx.dirty += 1;
     ctx.notify(notify::STREAM, "xgroup-destroy", key);
+    // Clients blocked in XREADGROUP on this group get NOGROUP.
+    ctx.signal_ready(key);
     Reply::Int(1)
 }
 

@@ -174,5 +174,11 @@ pub fn client_unblock(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         return Reply::Int(0);
     }
     let err = error.then(|| Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
-    Reply::Int(i64::from(s.end_wait(id as u64, err)))
+    let target_cmd = s.clients.get(&(id as u64)).map(|t| t.last_cmd.clone());
+    let unblocked = s.end_wait(id as u64, err);
+    if let (true, Some(cmd)) = (unblocked, target_cmd) {
+        // Redis 7.0 counts a failed call for any CLIENT UNBLOCK, TIMEOUT too.
+        s.count_failed_call(&cmd);
+    }
+    Reply::Int(i64::from(unblocked))
 }

@@ -18,6 +18,7 @@ pub mod info;
 pub mod memory;
 pub mod multi;
 pub mod pubsub;
+pub mod xread;
 
 pub type Run = fn(&mut Server, &mut Client, &[Vec<u8>]) -> Reply;
 

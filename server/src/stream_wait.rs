@@ -1,0 +1,160 @@
+//! Clients blocked in XREAD / XREADGROUP (Redis 7.0's BLOCKED_STREAM): when one of
+//! their keys is ready, each is served in the order it blocked, with the answer Redis
+//! 7.0 gives (blocked.c, serveClientsBlockedOnStreamKey and
+//! unblockDeletedStreamReadgroupClients):
+//!
+//! - XREAD: served once the stream has entries after the ID it waits for (`$` was
+//!   resolved when it blocked). A deleted key, or one that is no longer a stream, keeps
+//!   it waiting.
+//! - XREADGROUP `>`: served once the stream has entries after its group's last ID; the
+//!   group gone answers `-NOGROUP`, the key deleted or no longer a stream `-UNBLOCKED`.
+//!
+//! Serving runs the command's non-blocking form on that one key through the engine
+//! (`XREAD COUNT n STREAMS key id`, `XREADGROUP GROUP g c COUNT n [NOACK] STREAMS key >`),
+//! so the reply, the events and what reaches the AOF (XCLAIM ... / XGROUP SETID /
+//! XGROUP CREATECONSUMER) are those of a served XREADGROUP. COUNT is the client's, or 1000
+//! when it gave none (Redis's XREAD_BLOCKED_DEFAULT_COUNT).
+
+use ferrokv::format::rdb::StreamId;
+use ferrokv::value::Value;
+use ferrokv::Reply;
+
+use crate::blocking::Op;
+use crate::server::Server;
+
+/// What a client blocked in XREAD / XREADGROUP waits for.
+#[derive(Debug, Clone)]
+pub struct StreamRead {
+    /// XREADGROUP's group and consumer.
+    pub group: Option<(Vec<u8>, Vec<u8>)>,
+    pub noack: bool,
+    /// Entries served at most (never 0: Redis's default 1000 when COUNT was not given).
+    pub count: usize,
+    /// Per waited key (in `Blocked::keys` order): XREAD's "after this ID"; None for `>`.
+    pub after: Vec<Option<StreamId>>,
+}
+
+/// Redis's XREAD_BLOCKED_DEFAULT_COUNT.
+pub const BLOCKED_DEFAULT_COUNT: usize = 1000;
+
+/// What a blocked stream reader gets when its key is ready.
+enum Outcome {
+    Wait,
+    Error(&'static str),
+    Serve(Vec<Vec<u8>>),
+}
+
+impl Server {
+    /// Serve (or fail) the XREAD / XREADGROUP clients blocked on a ready key.
+    pub fn serve_stream_waiters(&mut self, db: usize, key: &[u8]) {
+        let ids = self.blocking.waiters(db, key);
+        if ids.is_empty() {
+            return;
+        }
+        if self.key_is_expired(db, key) {
+            // Deleted as a read would, so the XREADGROUP clients learn it is gone.
+            self.expire_now(db, key);
+        }
+        for id in ids {
+            let outcome = match self.clients.get(&id).and_then(|c| c.blocked.as_ref()) {
+                Some(b) => match &b.op {
+                    Op::Stream(read) => {
+                        let at = b.keys.iter().position(|k| k.as_slice() == key);
+                        self.stream_outcome(db, key, read, at.and_then(|i| read.after.get(i).copied()).flatten())
+                    }
+                    _ => Outcome::Wait,
+                },
+                None => Outcome::Wait,
+            };
+            if matches!(outcome, Outcome::Wait) {
+                continue;
+            }
+            let Some(mut c) = self.clients.remove(&id) else { continue };
+            match outcome {
+                Outcome::Wait => {}
+                Outcome::Error(text) => {
+                    let e = Reply::error(text.to_string());
+                    self.unblock(&mut c);
+                    self.count_unblock_error(&e);
+                    self.count_failed_call(&c.last_cmd);
+                    c.reply(&e);
+                    self.woken.insert(id);
+                }
+                Outcome::Serve(argv) => {
+                    let r = self.engine.execute(&mut c.session, &argv);
+                    self.touch_modified(&mut c);
+                    self.deliver_events(Some(&mut c));
+                    if !matches!(r, Reply::NilArray) {
+                        self.unblock(&mut c);
+                        if r.is_error() {
+                            self.count_unblock_error(&r);
+                            self.count_failed_call(&c.last_cmd);
+                        }
+                        c.reply(&r);
+                        self.woken.insert(id);
+                    }
+                }
+            }
+            self.clients.insert(id, c);
+        }
+    }
+
+    /// Decide what a blocked reader gets from `key` as it is now.
+    fn stream_outcome(&self, db: usize, key: &[u8], read: &StreamRead, after: Option<StreamId>) -> Outcome {
+        let stream = match self.engine.ks.dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+            Some(Value::Stream(s)) => s,
+            // XREAD waits for the key to come back; XREADGROUP's group is gone with it.
+            _ if read.group.is_some() => return Outcome::Error("UNBLOCKED the stream key no longer exists"),
+            _ => return Outcome::Wait,
+        };
+        let last = stream.last_entry().map(|(id, _)| *id);
+        let count = read.count.to_string().into_bytes();
+        let arg = |s: &str| s.as_bytes().to_vec();
+        match &read.group {
+            Some((group, consumer)) => {
+                let Some(g) = stream.groups.get(group.as_slice()) else {
+                    return Outcome::Error("NOGROUP the consumer group this client was blocked on no longer exists");
+                };
+                if last.is_none_or(|l| l <= g.last_id) {
+                    return Outcome::Wait;
+                }
+                let mut argv =
+                    vec![arg("XREADGROUP"), arg("GROUP"), group.clone(), consumer.clone(), arg("COUNT"), count];
+                if read.noack {
+                    argv.push(arg("NOACK"));
+                }
+                argv.extend([arg("STREAMS"), key.to_vec(), arg(">")]);
+                Outcome::Serve(argv)
+            }
+            None => {
+                let after = after.unwrap_or(StreamId { ms: 0, seq: 0 });
+                if last.is_none_or(|l| l <= after) {
+                    return Outcome::Wait;
+                }
+                Outcome::Serve(vec![
+                    arg("XREAD"),
+                    arg("COUNT"),
+                    count,
+                    arg("STREAMS"),
+                    key.to_vec(),
+                    after.to_string().into_bytes(),
+                ])
+            }
+        }
+    }
+
+    /// An error reply ending a wait, in INFO's error counters.
+    pub fn count_unblock_error(&mut self, e: &Reply) {
+        let Reply::Error(text) = e else { return };
+        self.stats.error_replies += 1;
+        self.stats.count_error(text);
+    }
+
+    /// The blocked command of `c` failed (commandstats' failed_calls): served with an
+    /// error, or ended by CLIENT UNBLOCK (even TIMEOUT, as Redis 7.0 counts it).
+    pub fn count_failed_call(&mut self, last_cmd: &str) {
+        if let Some(found) = crate::cmd::lookup(last_cmd.as_bytes()) {
+            self.stats.commands.entry(found.name()).or_default().failed += 1;
+        }
+    }
+}
