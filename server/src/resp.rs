@@ -26,6 +26,36 @@ pub struct Limits {
     pub unauthenticated: bool,
 }
 
+impl Limits {
+    /// Whether a bulk of up to 9 digits needs no limit check: the bulk length limit is
+    /// above them and no unauthenticated limit applies.
+    fn fits_unchecked(&self) -> bool {
+        !self.unauthenticated && self.proto_max_bulk_len >= 999_999_999
+    }
+}
+
+/// The common `$<1-9 digits>\r\n` bulk header at `pos`: its length and where the bulk
+/// starts. None for anything else (incomplete, long or malformed: the general path).
+#[inline]
+fn short_bulk_len(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
+    let rest = buf.get(pos..)?;
+    if rest.first() != Some(&b'$') {
+        return None;
+    }
+    let mut n = 0usize;
+    for (i, &b) in rest.iter().enumerate().skip(1).take(10) {
+        match b {
+            b'0'..=b'9' if i < 10 => n = n * 10 + usize::from(b - b'0'),
+            // A leading zero ("$03") is not canonical: the general path refuses it.
+            b'\r' if i > 1 && (i == 2 || rest[1] != b'0') => {
+                return (rest.get(i + 1) == Some(&b'\n')).then_some((n, pos + i + 2));
+            }
+            _ => return None,
+        }
+    }
+    None
+}
+
 /// Where the parser is inside a multibulk request.
 #[derive(Debug, Default)]
 pub struct Parser {
@@ -71,27 +101,15 @@ impl Parser {
             let len = match self.bulk_len {
                 Some(n) => n,
                 None => {
-                    let Some(line) = line_at(buf, *pos) else {
-                        if buf.len() - *pos > INLINE_MAX {
-                            return Parsed::Error("ERR Protocol error: too big bulk count string".into());
-                        }
-                        return Parsed::Incomplete;
+                    let short = if lim.fits_unchecked() { short_bulk_len(buf, *pos) } else { None };
+                    let (n, next) = match short {
+                        Some(found) => found,
+                        None => match bulk_len_line(buf, *pos, lim) {
+                            Ok(found) => found,
+                            Err(p) => return p,
+                        },
                     };
-                    if buf[*pos] != b'$' {
-                        return Parsed::Error(format!(
-                            "ERR Protocol error: expected '$', got '{}'",
-                            char::from(buf[*pos])
-                        ));
-                    }
-                    let n = match ferrokv::command::parse_i64(&buf[*pos + 1..line]) {
-                        Some(n) if n >= 0 && n <= lim.proto_max_bulk_len => n,
-                        _ => return Parsed::Error("ERR Protocol error: invalid bulk length".into()),
-                    };
-                    if n > 16384 && lim.unauthenticated {
-                        return Parsed::Error("ERR Protocol error: unauthenticated bulk length".into());
-                    }
-                    *pos = line + 2;
-                    let n = n as usize;
+                    *pos = next;
                     self.bulk_len = Some(n);
                     n
                 }
@@ -112,6 +130,28 @@ impl Parser {
     pub fn pending_bulk(&self) -> Option<usize> {
         self.bulk_len
     }
+}
+
+/// A `$<len>` line at `pos` in full generality, with its limits and protocol errors: the
+/// length and where the bulk starts.
+fn bulk_len_line(buf: &[u8], pos: usize, lim: Limits) -> Result<(usize, usize), Parsed> {
+    let Some(line) = line_at(buf, pos) else {
+        if buf.len() - pos > INLINE_MAX {
+            return Err(Parsed::Error("ERR Protocol error: too big bulk count string".into()));
+        }
+        return Err(Parsed::Incomplete);
+    };
+    if buf[pos] != b'$' {
+        return Err(Parsed::Error(format!("ERR Protocol error: expected '$', got '{}'", char::from(buf[pos]))));
+    }
+    let n = match ferrokv::command::parse_i64(&buf[pos + 1..line]) {
+        Some(n) if n >= 0 && n <= lim.proto_max_bulk_len => n,
+        _ => return Err(Parsed::Error("ERR Protocol error: invalid bulk length".into())),
+    };
+    if n > 16384 && lim.unauthenticated {
+        return Err(Parsed::Error("ERR Protocol error: unauthenticated bulk length".into()));
+    }
+    Ok((n as usize, line + 2))
 }
 
 /// The position of the `\r` ending the line that starts at `pos`, when the `\n` is there too.
@@ -182,6 +222,25 @@ mod tests {
             }
         }
         assert_eq!(got.len(), 2);
+    }
+
+    #[test]
+    fn short_bulk_headers_parse_as_the_general_path() {
+        // The fast `$<digits>` path and the general one (taken under a bulk limit) agree.
+        let slow = Limits { proto_max_bulk_len: 999_999_998, ..LIM };
+        for input in [
+            &b"*2\r\n$0\r\n\r\n$3\r\nabc\r\n"[..],
+            b"*1\r\n$03\r\nabc\r\n",
+            b"*1\r\n$-1\r\n",
+            b"*1\r\n$1\r",
+            b"*1\r\n$12345678901\r\n",
+            b"*1\r\n$1x\r\n",
+        ] {
+            let (mut fast_p, mut slow_p) = (Parser::default(), Parser::default());
+            let (mut a, mut b) = (0, 0);
+            assert_eq!(fast_p.parse(input, &mut a, LIM), slow_p.parse(input, &mut b, slow), "{input:?}");
+            assert_eq!(a, b);
+        }
     }
 
     #[test]

@@ -36,9 +36,8 @@ pub struct ServerStats {
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     pub error_replies: u64,
-    /// Per command: calls, microseconds, rejected calls, failed calls. Updated on every
-    /// command, so hashed with a fast fixed hasher (the keys are our own names).
-    pub commands: HashMap<&'static str, CommandStat, foldhash::fast::FixedState>,
+    /// Per command: calls, microseconds, rejected calls, failed calls.
+    pub commands: CommandStats,
     /// Error replies per error code (INFO errorstats).
     pub errors: HashMap<String, u64>,
 }
@@ -53,6 +52,41 @@ impl ServerStats {
             None => "ERR",
         };
         *self.errors.entry(code.to_string()).or_default() += 1;
+    }
+}
+
+/// Per-command counters, updated on every command: keyed by the address of the command's
+/// static name and its length (integers to hash, not the text). The same name at two addresses
+/// is merged when listed.
+#[derive(Debug, Default, Clone)]
+pub struct CommandStats(HashMap<(usize, usize), (&'static str, CommandStat), foldhash::fast::FixedState>);
+
+impl CommandStats {
+    pub fn entry(&mut self, name: &'static str) -> CommandStatEntry<'_> {
+        CommandStatEntry(self, name)
+    }
+
+    /// Every command's counters, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, CommandStat)> {
+        let mut by_name = std::collections::BTreeMap::<&'static str, CommandStat>::new();
+        for (name, st) in self.0.values() {
+            let t = by_name.entry(name).or_default();
+            t.calls += st.calls;
+            t.usec += st.usec;
+            t.rejected += st.rejected;
+            t.failed += st.failed;
+        }
+        by_name.into_iter()
+    }
+}
+
+/// A command's counters, created on first use (as a map entry).
+pub struct CommandStatEntry<'a>(&'a mut CommandStats, &'static str);
+
+impl<'a> CommandStatEntry<'a> {
+    pub fn or_default(self) -> &'a mut CommandStat {
+        let name = self.1;
+        &mut self.0 .0.entry((name.as_ptr() as usize, name.len())).or_insert((name, CommandStat::default())).1
     }
 }
 

@@ -93,27 +93,27 @@ impl Reply {
         match self {
             Reply::Simple(s) => status_line(out, b'+', s),
             Reply::Error(s) => status_line(out, b'-', s),
-            Reply::Int(i) => line(out, b':', i.to_string().as_bytes()),
+            Reply::Int(i) => int_line(out, b':', *i),
             Reply::Bulk(b) => bulk(out, b),
             Reply::Nil => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
             Reply::NilArray => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"*-1\r\n" }),
             Reply::Array(v) => {
-                line(out, b'*', v.len().to_string().as_bytes());
+                int_line(out, b'*', v.len() as i64);
                 for r in v {
                     r.write_resp(out, resp3);
                 }
             }
             Reply::Set(v) => {
-                line(out, if resp3 { b'~' } else { b'*' }, v.len().to_string().as_bytes());
+                int_line(out, if resp3 { b'~' } else { b'*' }, v.len() as i64);
                 for r in v {
                     r.write_resp(out, resp3);
                 }
             }
             Reply::Map(v) => {
                 if resp3 {
-                    line(out, b'%', v.len().to_string().as_bytes());
+                    int_line(out, b'%', v.len() as i64);
                 } else {
-                    line(out, b'*', (v.len() * 2).to_string().as_bytes());
+                    int_line(out, b'*', (v.len() * 2) as i64);
                 }
                 for (k, x) in v {
                     k.write_resp(out, resp3);
@@ -121,7 +121,7 @@ impl Reply {
                 }
             }
             Reply::KeyedArrays(v) => {
-                line(out, if resp3 { b'%' } else { b'*' }, v.len().to_string().as_bytes());
+                int_line(out, if resp3 { b'%' } else { b'*' }, v.len() as i64);
                 for (k, x) in v {
                     if !resp3 {
                         out.extend_from_slice(b"*2\r\n");
@@ -132,7 +132,7 @@ impl Reply {
             }
             Reply::Pairs(v) => {
                 let n = if resp3 { v.len() } else { v.len() * 2 };
-                line(out, b'*', n.to_string().as_bytes());
+                int_line(out, b'*', n as i64);
                 for (k, x) in v {
                     if resp3 {
                         out.extend_from_slice(b"*2\r\n");
@@ -151,7 +151,7 @@ impl Reply {
             }
             Reply::Verbatim(b) => {
                 if resp3 {
-                    line(out, b'=', (b.len() + 4).to_string().as_bytes());
+                    int_line(out, b'=', (b.len() + 4) as i64);
                     out.extend_from_slice(b"txt:");
                     out.extend_from_slice(b);
                     out.extend_from_slice(b"\r\n");
@@ -184,6 +184,11 @@ impl Reply {
     }
 }
 
+/// A line holding a number (lengths, counts, integers), formatted without allocating.
+fn int_line(out: &mut Vec<u8>, tag: u8, n: i64) {
+    line(out, tag, itoa::Buffer::new().format(n).as_bytes());
+}
+
 fn line(out: &mut Vec<u8>, tag: u8, body: &[u8]) {
     out.push(tag);
     out.extend_from_slice(body);
@@ -199,7 +204,7 @@ fn status_line(out: &mut Vec<u8>, tag: u8, text: &str) {
 }
 
 fn bulk(out: &mut Vec<u8>, b: &[u8]) {
-    line(out, b'$', b.len().to_string().as_bytes());
+    int_line(out, b'$', b.len() as i64);
     out.extend_from_slice(b);
     out.extend_from_slice(b"\r\n");
 }

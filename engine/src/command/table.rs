@@ -86,25 +86,49 @@ pub fn specs() -> impl Iterator<Item = &'static Spec> {
     .flatten()
 }
 
-/// Name → spec. Looked up once per command: a fixed fast hasher, not SipHash (the names
-/// are ours, not an attacker's).
-type SpecIndex = HashMap<&'static [u8], &'static Spec, foldhash::fast::FixedState>;
+/// Name → spec, for names of at most 16 bytes (all but a few) packed into an integer,
+/// lower-cased: one integer hash and compare per command instead of hashing text.
+type PackedIndex = HashMap<u128, &'static Spec, foldhash::fast::FixedState>;
+/// The longer names.
+type LongIndex = HashMap<&'static [u8], &'static Spec, foldhash::fast::FixedState>;
 
-fn index() -> &'static SpecIndex {
-    static INDEX: OnceLock<SpecIndex> = OnceLock::new();
-    INDEX.get_or_init(|| specs().map(|s| (s.name.as_bytes(), s)).collect())
+fn index() -> &'static (PackedIndex, LongIndex) {
+    static INDEX: OnceLock<(PackedIndex, LongIndex)> = OnceLock::new();
+    INDEX.get_or_init(|| {
+        let (mut packed, mut long) = (PackedIndex::default(), LongIndex::default());
+        for s in specs() {
+            match pack_name(s.name.as_bytes()) {
+                Some(k) => packed.insert(k, s),
+                None => long.insert(s.name.as_bytes(), s),
+            };
+        }
+        (packed, long)
+    })
+}
+
+/// A name of up to 16 bytes, ASCII-lower-cased and zero-padded, as one integer. No
+/// command name holds a NUL, so lookups refuse names with one before packing.
+fn pack_name(name: &[u8]) -> Option<u128> {
+    if name.len() > 16 {
+        return None;
+    }
+    let mut buf = [0u8; 16];
+    for (d, &b) in buf.iter_mut().zip(name) {
+        *d = b.to_ascii_lowercase();
+    }
+    Some(u128::from_le_bytes(buf))
 }
 
 /// The command named `name` (any case).
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    let mut buf = [0u8; 32];
-    if name.len() > buf.len() {
+    if name.len() > 32 || name.contains(&0) {
         return None;
     }
-    let lower = &mut buf[..name.len()];
-    lower.copy_from_slice(name);
-    lower.make_ascii_lowercase();
-    index().get(&*lower).copied()
+    let (packed, long) = index();
+    match pack_name(name) {
+        Some(k) => packed.get(&k).copied(),
+        None => long.get(&*name.to_ascii_lowercase()).copied(),
+    }
 }
 
 #[cfg(test)]

@@ -51,12 +51,12 @@ impl AofFeed {
 /// A command as a RESP multibulk, as Redis writes it to the AOF.
 pub fn put_multibulk<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
     out.push(b'*');
-    out.extend_from_slice(argv.len().to_string().as_bytes());
+    out.extend_from_slice(itoa::Buffer::new().format(argv.len()).as_bytes());
     out.extend_from_slice(b"\r\n");
     for a in argv {
         let a = a.as_ref();
         out.push(b'$');
-        out.extend_from_slice(a.len().to_string().as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
         out.extend_from_slice(b"\r\n");
         out.extend_from_slice(a);
         out.extend_from_slice(b"\r\n");

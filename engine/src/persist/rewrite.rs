@@ -40,13 +40,13 @@ impl<W: Write> RespBaseWriter<W> {
 
     fn count(&mut self, n: usize) {
         self.buf.push(b'*');
-        self.buf.extend_from_slice(n.to_string().as_bytes());
+        self.buf.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
         self.buf.extend_from_slice(b"\r\n");
     }
 
     fn bulk(&mut self, b: &[u8]) {
         self.buf.push(b'$');
-        self.buf.extend_from_slice(b.len().to_string().as_bytes());
+        self.buf.extend_from_slice(itoa::Buffer::new().format(b.len()).as_bytes());
         self.buf.extend_from_slice(b"\r\n");
         self.buf.extend_from_slice(b);
         self.buf.extend_from_slice(b"\r\n");
@@ -152,7 +152,7 @@ impl<W: Write> RespBaseWriter<W> {
         self.count(3);
         self.bulk(b"PEXPIREAT");
         self.bulk(key);
-        self.bulk(when_ms.to_string().as_bytes());
+        self.bulk(itoa::Buffer::new().format(when_ms).as_bytes());
         self.spill()
     }
 

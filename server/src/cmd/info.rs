@@ -202,9 +202,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             }
         }
         "commandstats" => {
-            let mut names: Vec<_> = s.stats.commands.iter().collect();
-            names.sort_by_key(|(n, _)| **n);
-            for (name, st) in names {
+            for (name, st) in s.stats.commands.iter() {
                 let per = if st.calls > 0 { st.usec as f64 / st.calls as f64 } else { 0.0 };
                 kv(
                     &format!("cmdstat_{name}"),
