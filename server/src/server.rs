@@ -469,6 +469,10 @@ impl Server {
             self.reject(c, e, Some(found.name()));
             return;
         }
+        if let Some(e) = crate::acl::enforce::subcommand_refusal(found.name(), &argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
         if self.acl_auth_required(c) && found.flags() & ferrokv::command::flags::NO_AUTH == 0 {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
             return;

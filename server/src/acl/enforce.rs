@@ -77,6 +77,25 @@ fn channel_refs(name: &str, argv: &[Vec<u8>]) -> Vec<(usize, bool)> {
     }
 }
 
+/// A container command's unknown subcommand or wrong arity, refused before anything else
+/// as Redis's lookup does (so before NOAUTH, and inside MULTI at queue time).
+pub fn subcommand_refusal(name: &str, argv: &[Vec<u8>]) -> Option<Reply> {
+    let reg = registry();
+    if argv.len() < 2 {
+        return None;
+    }
+    let top = reg.id_of(name)?;
+    let e = reg.get(top);
+    if e.subs.is_empty() {
+        return None;
+    }
+    match reg.resolve(argv) {
+        None => Some(crate::cmd::unknown_subcommand(&argv[1], &e.name)),
+        Some(id) if !reg.arity_ok(id, argv.len()) => Some(crate::cmd::sub_arity(&e.name, &argv[1])),
+        Some(_) => None,
+    }
+}
+
 /// Check `argv` (a command of `found`) against `user`. Ok also for a container's
 /// unknown subcommand or a wrong arity: the command's own error comes first, as in Redis.
 pub fn check_user(user: &User, found: Found, argv: &[Vec<u8>]) -> Result<(), (usize, Refusal)> {

@@ -112,6 +112,11 @@ impl Registry {
         &self.entries[id]
     }
 
+    /// A top-level command by its lower-case name.
+    pub fn id_of(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
     /// A command by name (any case): `get`, or `config|get` for a subcommand.
     pub fn lookup(&self, name: &[u8]) -> Option<usize> {
         let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
@@ -148,4 +153,16 @@ impl Registry {
             n >= -a
         }
     }
+}
+
+/// COMMAND INFO's ACL categories of a top-level command (`@read`, ...).
+pub fn categories_reply(name: &str) -> ferrokv::Reply {
+    let cats = registry().id_of(name).map_or(0, |id| registry().get(id).categories);
+    ferrokv::Reply::Set(
+        super::categories::NAMES
+            .iter()
+            .filter(|(_, f)| cats & f != 0)
+            .map(|(n, _)| ferrokv::Reply::Simple(format!("@{n}").into()))
+            .collect(),
+    )
 }
