@@ -552,6 +552,15 @@ impl Server {
 
     /// Refuse a command before it runs; inside MULTI this aborts the transaction.
     fn reject(&mut self, c: &mut Client, e: Reply, name: Option<&'static str>) {
+        // A refused EXEC discards the transaction, as Redis's execCommandAbort.
+        let e = match &e {
+            Reply::Error(text) if name == Some("exec") && !text.starts_with("EXECABORT") => {
+                c.reset_multi();
+                self.unwatch_all(c);
+                crate::script::exec_abort(&e)
+            }
+            _ => e,
+        };
         if c.multi.is_some() {
             c.multi_error = true;
         }

@@ -50,6 +50,13 @@ fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
         return Vec::new();
     }
     let name = found.name();
+    if matches!(name, "zunionstore" | "zinterstore" | "zdiffstore") {
+        // A bad numkeys leaves Redis's key finder with no keys at all.
+        let n = argv.get(2).and_then(|b| ferrokv::command::parse_i64(b)).unwrap_or(0);
+        if n < 1 || n > argv.len() as i64 - 3 {
+            return Vec::new();
+        }
+    }
     let positions = movable_keys(name, argv).unwrap_or_else(|| found.key_positions(argv));
     let set_with_get = name == "set" && argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
     positions

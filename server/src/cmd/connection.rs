@@ -96,8 +96,8 @@ pub fn hello(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
     if !c.authenticated {
         return Reply::err(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> \
-             AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
+             <user> <pass> option can be used to authenticate the client and select the RESP protocol \
              version at the same time",
         );
     }
