@@ -532,6 +532,13 @@ impl ServerConfig {
     /// Apply one directive (from a file line or a `--name value` flag).
     pub fn apply(&mut self, name: &str, args: &[String], saw_save: &mut bool) -> Result<(), String> {
         if name.eq_ignore_ascii_case("user") && !args.is_empty() {
+            if self.acl_users.iter().any(|u| u[0] == args[0]) {
+                return Err(format!(
+                    "Error in user declaration '{}': Duplicate user found. A user can only be defined once in \
+                     config files",
+                    args[0]
+                ));
+            }
             self.acl_users.push(args.to_vec());
             return Ok(());
         }

@@ -330,24 +330,23 @@ pub fn load_at_startup(s: &mut Server) -> Result<(), String> {
             .into());
     }
     let all_channels = all_channels_default(s);
+    let mut seen: Vec<&[u8]> = Vec::new();
     for words in &configured {
         let Some((name, ops)) = words.split_first() else { continue };
         let name = name.as_bytes();
+        if seen.contains(&name) {
+            return Err(format!("Error in user declaration '{}': {}", text(name), super::SetError::Duplicate.text()));
+        }
+        seen.push(name);
         if has_spaces(name) {
             return Err("Spaces not allowed in ACL usernames".into());
         }
         let mut user = match s.acl.users.get(name) {
-            Some(u) if name == b"default" => {
+            Some(u) => {
+                // Only the default user exists before: a `user default` line starts it afresh.
                 let mut u = u.clone();
                 let _ = u.apply(b"reset", all_channels);
                 u
-            }
-            Some(_) => {
-                return Err(format!(
-                    "Error in user declaration '{}': {}",
-                    text(name),
-                    super::SetError::Duplicate.text()
-                ))
             }
             None => super::User::new(name, all_channels),
         };

@@ -47,31 +47,38 @@ fn parse_access(spec: &str) -> Vec<u8> {
 fn build() -> Registry {
     let facts: HashMap<&str, (i32, u32, &str)> =
         super::table::COMMANDS.iter().map(|&(n, a, c, k)| (n, (a, c, k))).collect();
-    let mut tops: Vec<Found> = cmd::all().collect();
-    tops.sort_by_key(|f| f.name());
-    tops.dedup_by_key(|f| f.name());
+    // Every Redis 7.0 command, whether this server has it or not, so rules written for
+    // Redis (+geoadd, -@hyperloglog) are accepted and described as Redis does; plus any
+    // command of ours Redis lacks.
+    let ours: HashMap<&str, Found> = cmd::all().map(|f| (f.name(), f)).collect();
+    let mut names: Vec<&str> = super::table::COMMANDS.iter().map(|r| r.0).filter(|n| !n.contains('|')).collect();
+    names.extend(ours.keys().filter(|n| !facts.contains_key(*n)));
+    names.sort_unstable();
+    names.dedup();
     let mut reg = Registry { entries: Vec::new(), top: Vec::new(), by_name: HashMap::new() };
-    for f in tops {
-        let name = f.name();
-        let (categories, access) = match facts.get(name) {
-            Some(&(_, c, k)) => (c, parse_access(k)),
+    for name in names {
+        let found = ours.get(name);
+        let (arity, categories, access) = match (facts.get(name), found) {
+            (Some(&(a, c, k)), _) => (a, c, parse_access(k)),
             // A command Redis 7.0 does not have: its flags say what it is.
-            None => (
+            (None, Some(f)) => (
+                f.arity(),
                 categories::from_flags(f.flags()),
                 if f.key_range().0 > 0 { vec![KEY_READ | KEY_WRITE] } else { Vec::new() },
             ),
+            (None, None) => continue,
         };
         let id = reg.entries.len();
         reg.top.push(id);
         reg.by_name.insert(name.to_string(), id);
         reg.entries.push(Entry {
             name: name.to_string(),
-            arity: f.arity(),
+            arity: found.map_or(arity, |f| f.arity()),
             categories,
             key_access: access,
             parent: None,
             subs: Vec::new(),
-            no_auth: f.flags() & flags::NO_AUTH != 0,
+            no_auth: found.is_some_and(|f| f.flags() & flags::NO_AUTH != 0),
         });
         let prefix = format!("{name}|");
         let mut subs: Vec<_> = super::table::COMMANDS.iter().filter(|(n, ..)| n.starts_with(&prefix)).collect();
