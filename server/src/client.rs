@@ -24,6 +24,8 @@ pub struct Client {
     /// RESP3 (after HELLO 3).
     pub resp3: bool,
     pub authenticated: bool,
+    /// The ACL user the connection runs as.
+    pub user: Vec<u8>,
     pub query: Vec<u8>,
     /// Where parsing resumes in `query`.
     pub qpos: usize,
@@ -92,6 +94,7 @@ impl Client {
             session: Session::default(),
             resp3: false,
             authenticated,
+            user: b"default".to_vec(),
             query: Vec::new(),
             qpos: 0,
             parser: Parser::default(),
@@ -245,7 +248,7 @@ impl Client {
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
-             cmd={} user=default redir=-1 resp={}",
+             cmd={} user={} redir=-1 resp={}",
             self.id,
             addr,
             laddr,
@@ -266,6 +269,7 @@ impl Client {
             self.out.capacity(),
             self.query.capacity() + self.out.capacity(),
             self.last_cmd,
+            String::from_utf8_lossy(&self.user),
             if self.resp3 { 3 } else { 2 },
         )
     }

@@ -43,6 +43,8 @@ pub struct ServerConfig {
     pub list_compress_depth: i64,
     /// Milliseconds a script runs before other clients get BUSY (lua-time-limit).
     pub busy_reply_threshold: u64,
+    /// `user` lines of the configuration (name, then rules), applied at startup.
+    pub acl_users: Vec<Vec<String>>,
 }
 
 impl Default for ServerConfig {
@@ -68,6 +70,7 @@ impl Default for ServerConfig {
             maxmemory_policy: "noeviction".into(),
             list_compress_depth: 0,
             busy_reply_threshold: 5000,
+            acl_users: Vec::new(),
         }
     }
 }
@@ -187,6 +190,10 @@ const PARAMS: &[Param] = &[
     stored("stop-writes-on-bgsave-error", None, Kind::Bool, "yes"),
     stored("rdb-key-save-delay", None, Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0"),
     stored("key-load-delay", None, Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0"),
+    // ACL (server/src/acl/): read where used.
+    stored("acllog-max-len", None, Kind::Int { min: 0, max: i64::MAX }, "128"),
+    stored("acl-pubsub-default", None, Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels"),
+    Param { name: "aclfile", alias: None, kind: Kind::Str, immutable: true, protected: false, stored: Some("") },
     p(
         "maxmemory-policy",
         Kind::Enum(&[
@@ -524,6 +531,17 @@ impl ServerConfig {
 
     /// Apply one directive (from a file line or a `--name value` flag).
     pub fn apply(&mut self, name: &str, args: &[String], saw_save: &mut bool) -> Result<(), String> {
+        if name.eq_ignore_ascii_case("user") && !args.is_empty() {
+            if self.acl_users.iter().any(|u| u[0] == args[0]) {
+                return Err(format!(
+                    "Error in user declaration '{}': Duplicate user found. A user can only be defined once in \
+                     config files",
+                    args[0]
+                ));
+            }
+            self.acl_users.push(args.to_vec());
+            return Ok(());
+        }
         if !ServerConfig::knows(name) {
             return Err("Bad directive or wrong number of arguments".into());
         }

@@ -3,6 +3,7 @@
 //! One thread owns the engine and every connection (Redis's model) and runs a mio event
 //! loop; see docs/server.md.
 
+pub mod acl;
 pub mod background;
 pub mod blocking;
 pub mod client;

@@ -150,6 +150,8 @@ pub struct Server {
     pub total_forks: u64,
     /// Lua scripting: the interpreter and the script cache.
     pub scripts: crate::script::Scripts,
+    /// ACL users and the ACL log (server/src/acl/).
+    pub acl: crate::acl::Acl,
     /// The time the engine reads (Redis's cached time): set before each top-level command
     /// and at every loop wake-up, so a command reads the clock once, not on each lookup.
     time: Clock,
@@ -196,7 +198,7 @@ impl Server {
         let now_unix = Clock::System.now_ms() / 1000;
         let mut rng = fastrand::Rng::new();
         let run_id: String = (0..40).map(|_| char::from_digit(rng.u32(0..16), 16).unwrap_or('0')).collect();
-        Ok(Server {
+        let mut server = Server {
             engine,
             cfg,
             poll,
@@ -230,10 +232,13 @@ impl Server {
             latest_fork_usec: 0,
             total_forks: 0,
             scripts: crate::script::Scripts::new()?,
+            acl: Default::default(),
             time,
             fresh_us: None,
             call_depth: 0,
-        })
+        };
+        crate::acl::command::load_at_startup(&mut server)?;
+        Ok(server)
     }
 
     /// The port actually bound (the configured one, or the system's pick for port 0).
@@ -321,7 +326,7 @@ impl Server {
             let _ = std::io::Write::write(&mut sock, b"-ERR max number of clients reached\r\n");
             return;
         }
-        if self.cfg.protected_mode && self.cfg.requirepass.is_none() && !addr.ip().is_loopback() {
+        if self.cfg.protected_mode && self.acl.default_user().is_some_and(|u| u.nopass) && !addr.ip().is_loopback() {
             self.stats.rejected_connections += 1;
             let _ = std::io::Write::write(&mut sock, PROTECTED_MODE_ERROR.as_bytes());
             return;
@@ -331,7 +336,7 @@ impl Server {
         if self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE).is_err() {
             return;
         }
-        let c = Client::new(id, sock, Some(addr), self.cfg.requirepass.is_none());
+        let c = Client::new(id, sock, Some(addr), self.acl.default_is_open());
         self.clients.insert(id, c);
         // Data may already be waiting.
         self.pending.push_back(id);
@@ -424,7 +429,8 @@ impl Server {
             if c.pending_out() >= OUT_SOFT_LIMIT {
                 return true;
             }
-            let lim = Limits { proto_max_bulk_len: self.cfg.proto_max_bulk_len, unauthenticated: !c.authenticated };
+            let lim =
+                Limits { proto_max_bulk_len: self.cfg.proto_max_bulk_len, unauthenticated: self.acl_auth_required(c) };
             let mut pos = c.qpos;
             let parsed = c.parser.parse(&c.query, &mut pos, lim);
             c.qpos = pos;
@@ -524,8 +530,20 @@ impl Server {
             self.reject(c, e, Some(found.name()));
             return;
         }
-        if !c.authenticated && found.flags() & ferrokv::command::flags::NO_AUTH == 0 {
+        if let Some(e) = crate::acl::enforce::subcommand_refusal(found.name(), &argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if self.acl_auth_required(c) && found.flags() & ferrokv::command::flags::NO_AUTH == 0 {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
+            return;
+        }
+        if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
+            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
+            return;
+        }
+        if let Some(e) = self.acl_refusal(c, found, &argv) {
+            self.reject(c, e, Some(found.name()));
             return;
         }
         if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, &argv) {
@@ -541,10 +559,6 @@ impl Server {
                 busy
             };
             self.reject(c, busy, Some(found.name()));
-            return;
-        }
-        if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
-            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
             return;
         }
         if c.multi.is_some() && !matches!(found.name(), "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
@@ -625,6 +639,15 @@ impl Server {
 
     /// Refuse a command before it runs; inside MULTI this aborts the transaction.
     fn reject(&mut self, c: &mut Client, e: Reply, name: Option<&'static str>) {
+        // A refused EXEC discards the transaction, as Redis's execCommandAbort.
+        let e = match &e {
+            Reply::Error(text) if name == Some("exec") && !text.starts_with("EXECABORT") => {
+                c.reset_multi();
+                self.unwatch_all(c);
+                crate::script::exec_abort(&e)
+            }
+            _ => e,
+        };
         if c.multi.is_some() {
             c.multi_error = true;
         }

@@ -64,7 +64,7 @@ fn info_entry(f: Found) -> Reply {
         Reply::Int(i64::from(first)),
         Reply::Int(i64::from(last)),
         Reply::Int(i64::from(step)),
-        Reply::Set(Vec::new()),
+        crate::acl::registry::categories_reply(f.name()),
         Reply::Set(Vec::new()),
         Reply::Array(Vec::new()),
         Reply::Array(Vec::new()),

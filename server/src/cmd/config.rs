@@ -88,7 +88,11 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
     if next.maxclients != s.cfg.maxclients && next.maxclients > 100_000 {
         return fail("maxclients", "The operating system is not able to handle the specified number of clients");
     }
-    apply(s, next)
+    let reply = apply(s, next);
+    if names.contains(&"requirepass") && !reply.is_error() {
+        s.acl_requirepass_changed();
+    }
+    reply
 }
 
 /// Whether a protected parameter (or DEBUG) may be used by `c` under `policy`.

@@ -35,21 +35,10 @@ pub fn quit(_: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// Check a username/password pair against the default user.
-fn check_password(s: &Server, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    match &s.cfg.requirepass {
-        None => true,
-        Some(p) => p.as_slice() == pass,
-    }
-}
-
 pub fn auth(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let (user, pass): (&[u8], &[u8]) = match a.len() {
         2 => {
-            if s.cfg.requirepass.is_none() {
+            if s.acl.default_user().is_none_or(|u| u.nopass) {
                 return Reply::err(
                     "ERR AUTH <password> called without any password configured for the default user. \
                      Are you sure your configuration is correct?",
@@ -60,8 +49,7 @@ pub fn auth(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         3 => (&a[1], &a[2]),
         _ => return Reply::syntax(),
     };
-    if check_password(s, user, pass) {
-        c.authenticated = true;
+    if s.acl_authenticate(c, user, pass, &a[0]) {
         Reply::ok()
     } else {
         Reply::err(WRONGPASS)
@@ -102,15 +90,14 @@ pub fn hello(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
     }
     if let Some((user, pass)) = creds {
-        if !check_password(s, user, pass) {
+        if !s.acl_authenticate(c, user, pass, &a[0]) {
             return Reply::err(WRONGPASS);
         }
-        c.authenticated = true;
     }
     if !c.authenticated {
         return Reply::err(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> \
-             AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
+             <user> <pass> option can be used to authenticate the client and select the RESP protocol \
              version at the same time",
         );
     }
@@ -144,7 +131,8 @@ pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     c.session = Session::default();
     c.resp3 = false;
     c.name = None;
-    c.authenticated = s.cfg.requirepass.is_none();
+    c.user = b"default".to_vec();
+    c.authenticated = s.acl.default_is_open();
     Reply::simple("RESET")
 }
 
@@ -274,6 +262,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let mut skipme = true;
     let mut only_none = false;
     let mut pubsub_type: Option<bool> = None;
+    let mut user: Option<Vec<u8>> = None;
     for pair in a[2..].chunks(2) {
         let (opt, v) = (&pair[0], &pair[1]);
         if eq_ic(opt, "id") {
@@ -293,9 +282,10 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                 _ => return Reply::error(format!("ERR Unknown client type '{}'", text(v))),
             }
         } else if eq_ic(opt, "user") {
-            if v.as_slice() != b"default" {
+            if !s.acl.users.contains_key(v) {
                 return Reply::error(format!("ERR No such user '{}'", text(v)));
             }
+            user = Some(v.clone());
         } else if eq_ic(opt, "skipme") {
             if eq_ic(v, "yes") {
                 skipme = true;
@@ -314,6 +304,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             && id.is_none_or(|i| x.id == i)
             && addr.as_ref().is_none_or(|a| &addr_of(x) == a)
             && laddr.as_ref().is_none_or(|a| &laddr_of(x) == a)
+            && user.as_ref().is_none_or(|u| &x.user == u)
     };
     let victims: Vec<u64> = s.clients.values().filter(|x| matches(x)).map(|x| x.id).collect();
     let mut killed = 0;

@@ -132,6 +132,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("function", -2, NOSCRIPT, crate::script::function),
     cmd("fcall", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::fcall),
     cmd("fcall_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::fcall_ro),
+    cmd("acl", -2, NOSCRIPT | LOADING | STALE, crate::acl::command::acl),
 ];
 
 /// A command found by name: the server's or the engine's.
@@ -192,6 +193,12 @@ impl Found {
                 } else {
                     Vec::new()
                 }
+            }
+            // numkeys forms (LMPOP, EVAL, FCALL, ...).
+            Found::Server(c)
+                if c.flags & MOVABLE_KEYS != 0 || c.name.starts_with("eval") || c.name.starts_with("fcall") =>
+            {
+                crate::acl::enforce::movable_keys(c.name, argv).unwrap_or_default()
             }
             Found::Server(c) => {
                 let (first, last, step) = c.keys;

@@ -49,7 +49,10 @@ pub fn exec(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     for argv in &queue {
         let mark = c.out.len();
         let r = match lookup(&argv[0]) {
-            Some(found) => s.call(c, found, argv),
+            Some(found) => match s.acl_exec_refusal(c, found, argv) {
+                Some(refused) => refused,
+                None => s.call(c, found, argv),
+            },
             None => ferrokv::command::unknown_command(argv),
         };
         if std::mem::take(&mut c.raw_reply) {

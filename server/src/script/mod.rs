@@ -264,16 +264,9 @@ impl Vm {
         )?;
         native.raw_set(
             "acl_check_cmd",
-            lua.create_function(|_, args: MultiValue| {
-                if args.is_empty() {
-                    return Err(raise("Please specify at least one argument for this redis lib call"));
-                }
-                let exists = convert::call_arg(&args[0]).is_some_and(|n| cmd::lookup(&n).is_some());
-                if !exists {
-                    return Err(raise("Invalid command passed to redis.acl_check_cmd()"));
-                }
-                // One user, allowed everything.
-                Ok(true)
+            // A running script gets the real check (run_script); this is for code outside one.
+            lua.create_function(|_, _: MultiValue| -> mlua::Result<bool> {
+                Err(raise("redis.acl_check_cmd can only be called inside a script invocation"))
             })?,
         )?;
         native.raw_set("unwrap", lua.create_function(|lua, v: Value| unwrap_error(lua, v))?)?;
@@ -597,6 +590,8 @@ fn run_script(
         };
         redis_api.raw_set("call", make(true)?)?;
         redis_api.raw_set("pcall", make(false)?)?;
+        let acl_stub: Value = redis_api.raw_get("acl_check_cmd")?;
+        redis_api.raw_set("acl_check_cmd", scope.create_function(|_, args: MultiValue| acl_check_cmd(&ctx, args))?)?;
         let busy = scope.create_function(|_, ()| {
             if let Ok(mut guard) = ctx.try_borrow_mut() {
                 let (s, _, _) = &mut *guard;
@@ -613,6 +608,7 @@ fn run_script(
             if is_function { runner.call((func, keys, args)) } else { runner.call(func) };
         redis_api.raw_set("call", stubs.0.clone())?;
         redis_api.raw_set("pcall", stubs.1.clone())?;
+        redis_api.raw_set("acl_check_cmd", acl_stub)?;
         hooks.raw_set("busy", Value::Nil)?;
         let (ok, v) = ran?;
         Ok(if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, name) })
@@ -637,6 +633,14 @@ fn run_script(
         s.engine.flush();
     }
     outcome.unwrap_or_else(lua_failure)
+}
+
+/// redis.acl_check_cmd inside a script: may the caller's user run this command?
+fn acl_check_cmd(ctx: &RefCell<(&mut Server, &mut Client, &mut Session)>, args: MultiValue) -> mlua::Result<bool> {
+    let argv = call_argv(args).map_err(|e| raise(e.trim_start_matches("ERR ")))?;
+    let guard = ctx.try_borrow().map_err(|_| raise("recursive redis.call"))?;
+    let (s, c, _) = &*guard;
+    s.acl_script_check(c, &argv).ok_or_else(|| raise("Invalid command passed to redis.acl_check_cmd()"))
 }
 
 /// The reply for a script that raised an error: its message, and where it was raised.
@@ -724,6 +728,9 @@ fn script_call(
     let f = found.flags();
     if f & flags::NOSCRIPT != 0 {
         return fail("ERR This Redis command is not allowed from script");
+    }
+    if let Some(refused) = s.acl_script_refusal(c, found, &argv) {
+        return fail(&refused);
     }
     if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
         return fail("ERR Write commands are not allowed from read-only scripts.");
