@@ -203,6 +203,11 @@ fn value_from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, Fail> {
                 v.zset()?.map(|r| r.map(|(m, s)| (ElemBytes::new(m), s))).collect::<Result<_, _>>()?;
             let small = items.len() <= limits.zset_max_listpack_entries
                 && items.iter().all(|(m, _)| m.as_ref().len() <= limits.zset_max_listpack_value);
+            if !small {
+                if let Some(s) = crate::value::zset::SkipList::from_distinct(&items) {
+                    return Ok(Value::Zset(Box::new(Zset::Skiplist(s))));
+                }
+            }
             // A skiplist keeps a -0 score; a listpack reads it back as 0.
             let mut z = if small { Zset::default() } else { Zset::Skiplist(Default::default()) };
             for (m, sc) in &items {

@@ -57,6 +57,34 @@ impl PartialEq for SkipList {
 }
 
 impl SkipList {
+    /// Build from distinct members (a loaded zset): the tree is filled in ascending order,
+    /// so each element lands at the end of a node. An RDB lists a skiplist from its highest
+    /// score down; inserted as read, each would go to the front of a node and move the
+    /// others (about 10 % of loading the bench RDB; the ascending tree's nodes are less
+    /// full, about 5 % more memory there). None when a member repeats.
+    pub fn from_distinct<M: AsRef<[u8]>>(items: &[(M, f64)]) -> Option<SkipList> {
+        let mut s = SkipList::default();
+        s.dict.reserve(items.len());
+        for (m, sc) in items {
+            if s.dict.insert(sds(m.as_ref()), *sc).is_some() {
+                return None;
+            }
+        }
+        let descending = items.windows(2).all(|w| (Score(w[0].1), w[0].0.as_ref()) >= (Score(w[1].1), w[1].0.as_ref()));
+        if descending {
+            for (m, sc) in items.iter().rev() {
+                s.tree.insert((Score(*sc), sds(m.as_ref())));
+            }
+        } else {
+            let mut sorted: Vec<_> = items.iter().map(|(m, sc)| (Score(*sc), sds(m.as_ref()))).collect();
+            sorted.sort_unstable();
+            for e in sorted {
+                s.tree.insert(e);
+            }
+        }
+        Some(s)
+    }
+
     fn insert(&mut self, m: &[u8], score: f64) -> bool {
         let old = self.dict.insert(sds(m), score);
         if let Some(old) = old {
@@ -333,6 +361,26 @@ impl Zset {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn built_from_distinct_members_as_by_inserts() {
+        let descending: Vec<(Vec<u8>, f64)> =
+            (0..1000).rev().map(|i| (format!("m{i}").into_bytes(), i as f64)).collect();
+        let mut shuffled = descending.clone();
+        fastrand::Rng::with_seed(7).shuffle(&mut shuffled);
+        shuffled.push((b"neg".to_vec(), -0.0));
+        for items in [&descending, &shuffled] {
+            let built = SkipList::from_distinct(items).expect("distinct");
+            let mut one_by_one = SkipList::default();
+            for (m, sc) in items.iter() {
+                one_by_one.insert(m, *sc);
+            }
+            assert_eq!(built.tree.iter().collect::<Vec<_>>(), one_by_one.tree.iter().collect::<Vec<_>>());
+            assert_eq!(built, one_by_one);
+        }
+        let twice = [(b"a".to_vec(), 1.0), (b"a".to_vec(), 2.0)];
+        assert!(SkipList::from_distinct(&twice).is_none());
+    }
 
     fn limits(entries: usize) -> Limits {
         Limits { zset_max_listpack_entries: entries, zset_max_listpack_value: 8, ..Limits::default() }
