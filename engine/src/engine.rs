@@ -184,6 +184,18 @@ impl Engine {
         r
     }
 
+    /// Run a command whose effects nobody reads (replaying a log, as Redis's AOF client):
+    /// no propagation is built, and events and modified keys are dropped.
+    pub fn call_unlogged(&mut self, sess: &mut Session, argv: &[Vec<u8>]) -> Reply {
+        self.fx.propagation_off = true;
+        let r = self.call(sess, argv);
+        self.fx.propagation_off = false;
+        self.fx.propagate.clear();
+        self.fx.events.clear();
+        self.fx.modified.clear();
+        r
+    }
+
     /// Run one command without flushing its propagation (for MULTI/EXEC and scripts,
     /// whose commands propagate as one unit).
     pub fn call(&mut self, sess: &mut Session, argv: &[Vec<u8>]) -> Reply {

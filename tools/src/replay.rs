@@ -373,10 +373,7 @@ impl Replayer<'_> {
         match spec {
             Some(_) => {
                 self.sess.db = db;
-                let _ = self.e.call(&mut self.sess, argv);
-                self.e.fx.propagate.clear();
-                self.e.fx.events.clear();
-                self.e.fx.modified.clear();
+                let _ = self.e.call_unlogged(&mut self.sess, argv);
                 self.summary.commands += 1;
             }
             None => *self.summary.skipped.entry(name.clone()).or_default() += 1,

@@ -559,10 +559,7 @@ fn replay_command(e: &mut Engine, sess: &mut Session, argv: &[Vec<u8>]) {
         }
         return;
     }
-    let _ = e.call(sess, argv);
-    e.fx.propagate.clear();
-    e.fx.events.clear();
-    e.fx.modified.clear();
+    let _ = e.call_unlogged(sess, argv);
 }
 
 #[cfg(test)]
