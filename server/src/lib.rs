@@ -3,11 +3,13 @@
 //! One thread owns the engine and every connection (Redis's model) and runs a mio event
 //! loop; see docs/server.md.
 
+pub mod alloc;
 pub mod background;
 pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod config;
+pub mod maxmemory;
 pub mod notify;
 pub mod obuf;
 pub mod pubsub;

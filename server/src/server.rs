@@ -40,6 +40,9 @@ pub struct ServerStats {
     pub commands: HashMap<&'static str, CommandStat>,
     /// Error replies per error code (INFO errorstats).
     pub errors: HashMap<String, u64>,
+    /// Keys evicted for maxmemory, and the milliseconds memory was over it (INFO stats).
+    pub evicted_keys: u64,
+    pub total_eviction_exceeded_ms: u64,
 }
 
 impl ServerStats {
@@ -115,6 +118,8 @@ pub struct Server {
     pub total_forks: u64,
     /// Lua scripting: the interpreter and the script cache.
     pub scripts: crate::script::Scripts,
+    /// maxmemory: the eviction pool and state (server/src/maxmemory.rs).
+    pub eviction: crate::maxmemory::Eviction,
 }
 
 fn listener_token(i: usize) -> Token {
@@ -180,6 +185,7 @@ impl Server {
             latest_fork_usec: 0,
             total_forks: 0,
             scripts: crate::script::Scripts::new()?,
+            eviction: Default::default(),
         })
     }
 
@@ -467,6 +473,10 @@ impl Server {
             self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
             return;
         }
+        if let Some(e) = crate::maxmemory::refusal(self, c, found, &argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
         if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, &argv) {
             self.reject(c, e, Some(found.name()));
             return;
@@ -663,6 +673,7 @@ impl Server {
             }
         }
         self.engine.cron();
+        self.eviction_cron();
         if let Some(e) = self.engine.take_persist_error() {
             log(&format!("Error writing to the AOF file: {e}"));
         }
