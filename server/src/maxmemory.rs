@@ -112,6 +112,9 @@ pub struct Eviction {
     exceeded_since: Option<Instant>,
     /// Highest used memory seen (INFO used_memory_peak).
     pub peak: u64,
+    /// Bytes of evicted keys a running snapshot still holds (its copy of them): not
+    /// counted against the limit, as a forked child's copies are not in Redis.
+    held_by_snapshot: u64,
 }
 
 impl Eviction {
@@ -155,7 +158,10 @@ impl Server {
             self.note_exceeded(false);
             return Outcome::Ok;
         }
-        let used = used_memory(self);
+        if self.snapshot.is_none() && self.bgsave.is_none() && self.bgrewrite.is_none() {
+            self.eviction.held_by_snapshot = 0;
+        }
+        let used = used_memory(self).saturating_sub(self.eviction.held_by_snapshot);
         if used <= max {
             self.eviction.pending = false;
             self.note_exceeded(false);
@@ -181,6 +187,11 @@ impl Server {
             };
             freed += self.evict_key(db, &key);
             evicted += 1;
+            // A database emptied this far gives its tables' room back too.
+            let before = crate::alloc::used_memory() as i64;
+            if self.engine.ks.dbs[db].shrink_if_sparse() {
+                freed += before - crate::alloc::used_memory() as i64;
+            }
             if evicted.is_multiple_of(16) && limit.is_some_and(|l| start.elapsed() > l) {
                 self.eviction.pending = true;
                 outcome = Outcome::Running;
@@ -194,11 +205,15 @@ impl Server {
         outcome
     }
 
-    /// The timer's part: go on with a round that ran out of time (or that CONFIG SET
-    /// maxmemory asked for).
+    /// Each turn of the event loop (Redis's eviction timer proc): go on with a round that
+    /// ran out of time, or that CONFIG SET maxmemory asked for (the loop does not sleep
+    /// while one is pending); note the peak of used memory.
     pub fn eviction_cron(&mut self) {
         if self.eviction.pending {
             self.perform_evictions(None);
+        }
+        for db in &mut self.engine.ks.dbs {
+            db.shrink_if_sparse();
         }
         used_memory(self);
     }
@@ -279,15 +294,22 @@ impl Server {
         }
     }
 
-    /// Delete one key as eviction does; the bytes that freed (may be 0 or less while a
-    /// snapshot copies the key first).
+    /// Delete one key as eviction does; the bytes that freed.
     fn evict_key(&mut self, db: usize, key: &[u8]) -> i64 {
         let Some(pos) = self.engine.ks.dbs[db].find(key) else {
             return 0;
         };
+        // A running snapshot first takes its copy of the key (the write barrier): that copy
+        // is the snapshot's until written, as a forked child's pages are not Redis's used
+        // memory, so the count starts after it, and the copy is set aside.
+        let copied = self.engine.ks.dbs[db].snapshot_pending(pos);
+        self.engine.ks.dbs[db].slot_mut(pos);
         let before = crate::alloc::used_memory() as i64;
         drop(self.engine.ks.dbs[db].remove_at(pos));
         let freed = before - crate::alloc::used_memory() as i64;
+        if copied {
+            self.eviction.held_by_snapshot += freed.max(0) as u64;
+        }
         self.stats.evicted_keys += 1;
         let fx = &mut self.engine.fx;
         if fx.track_modified {
@@ -324,6 +346,22 @@ impl Server {
                 }
             }
         }
+    }
+}
+
+/// When the selected database's slot array is full and doubling it would take memory
+/// past the limit, grow it by a sixteenth instead: a doubling is memory no eviction of
+/// keys gives back (Redis likewise does not expand a dict past maxmemory).
+fn grow_within_limit(s: &mut Server, db: usize) {
+    let Some(d) = s.engine.ks.dbs.get_mut(db) else {
+        return;
+    };
+    if d.spare_slots() > 0 {
+        return;
+    }
+    let doubling = (d.len() * std::mem::size_of::<ferrokv::keyspace::Slot>()) as u64;
+    if crate::alloc::used_memory() + doubling > s.cfg.maxmemory {
+        d.grow_slots_exact((d.len() / 16).max(64));
     }
 }
 
@@ -427,6 +465,7 @@ pub fn refusal(s: &mut Server, c: &mut Client, found: Found, argv: &[Vec<u8>]) -
     let mut refused = None;
     if maxmemory && !s.engine.fx.from_script {
         let oom = s.perform_evictions(Some(&mut *c)) == Outcome::Fail;
+        grow_within_limit(s, c.session.db);
         // Queueing takes memory too: inside MULTI everything is refused but the commands
         // that end it.
         let queueing = c.multi.is_some() && !matches!(name, "exec" | "discard" | "quit" | "reset");

@@ -212,6 +212,9 @@ impl Server {
             if let Some(t) = self.blocking.next_deadline() {
                 timeout = timeout.min(t.saturating_duration_since(Instant::now()));
             }
+            if self.eviction.pending {
+                timeout = Duration::ZERO;
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     return Err(e.to_string());
@@ -231,6 +234,7 @@ impl Server {
                 }
             }
             self.step_snapshot();
+            self.eviction_cron();
             if self.last_cron.elapsed() >= tick {
                 self.last_cron = Instant::now();
                 self.cron();
@@ -673,7 +677,6 @@ impl Server {
             }
         }
         self.engine.cron();
-        self.eviction_cron();
         if let Some(e) = self.engine.take_persist_error() {
             log(&format!("Error writing to the AOF file: {e}"));
         }

@@ -542,3 +542,30 @@ fn a_lower_limit_set_at_run_time_is_reached_by_the_timer() {
     wait_until(|| info_u64(o.port, "used_memory") <= limit + SLACK);
     assert!(info_u64(o.port, "evicted_keys") > 500);
 }
+
+#[test]
+fn eviction_during_bgsave_keeps_the_snapshot_point_in_time() {
+    let (o, dir) = ours("mm-bgsave");
+    let mut c = Client::connect(o.port);
+    assert_eq!(call(&mut c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-random"]), "+OK\r\n");
+    assert_eq!(call(&mut c, &["DEBUG", "POPULATE", "200000", "key", "100"]), "+OK\r\n");
+    assert_eq!(call(&mut c, &["BGSAVE"]), "+Background saving started\r\n");
+    // Evict while the snapshot is (likely) still being copied.
+    let limit = info_u64(o.port, "used_memory") / 2;
+    assert_eq!(call(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]), "+OK\r\n");
+    fill(&mut c, "new", 2000, None);
+    eprintln!(
+        "evicted {} keys, BGSAVE in progress after: {}",
+        info(o.port, "evicted_keys"),
+        info(o.port, "rdb_bgsave_in_progress")
+    );
+    assert!(info_u64(o.port, "evicted_keys") > 0);
+    wait_until(|| info(o.port, "rdb_bgsave_in_progress") == "0");
+    assert_eq!(info(o.port, "rdb_last_bgsave_status"), "ok");
+    drop(o);
+    // The file holds the 200000 keys present when BGSAVE started.
+    let copy = TempDir::new("mm-bgsave-load");
+    std::fs::copy(dir.path().join("dump.rdb"), copy.path().join("dump.rdb")).expect("dump.rdb");
+    let loaded = Ours::start(copy.path(), &[]);
+    assert_eq!(loaded.cli(&["DBSIZE"]), "200000");
+}
