@@ -32,6 +32,9 @@ pub const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas to write
 const SCRIPT_OOM_ERROR: &str =
     "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
 
+/// A key's place in its database's slot array.
+const SLOT_BYTES: usize = std::mem::size_of::<ferrokv::keyspace::Slot>();
+
 /// Candidates kept between evictions (Redis's EVPOOL_SIZE).
 const POOL_SIZE: usize = 16;
 
@@ -199,6 +202,7 @@ impl Server {
             }
         }
         if evicted > 0 {
+            self.give_back_spare_slots(max);
             self.after_evictions(current);
         }
         self.note_exceeded(outcome != Outcome::Ok);
@@ -294,7 +298,9 @@ impl Server {
         }
     }
 
-    /// Delete one key as eviction does; the bytes that freed.
+    /// Delete one key as eviction does; the bytes that freed: what the allocator got back,
+    /// and the key's slot, now room the next insert takes instead of allocating (small
+    /// keys and values live in the slot itself and free nothing else).
     fn evict_key(&mut self, db: usize, key: &[u8]) -> i64 {
         let Some(pos) = self.engine.ks.dbs[db].find(key) else {
             return 0;
@@ -306,7 +312,7 @@ impl Server {
         self.engine.ks.dbs[db].slot_mut(pos);
         let before = crate::alloc::used_memory() as i64;
         drop(self.engine.ks.dbs[db].remove_at(pos));
-        let freed = before - crate::alloc::used_memory() as i64;
+        let freed = before - crate::alloc::used_memory() as i64 + SLOT_BYTES as i64;
         if copied {
             self.eviction.held_by_snapshot += freed.max(0) as u64;
         }
@@ -323,6 +329,20 @@ impl Server {
         // Each DEL goes out alone, never inside a MULTI (Redis's propagate_no_multi).
         self.engine.flush();
         freed
+    }
+
+    /// Still over the limit after a round counted evicted keys' slots as freed: give the
+    /// room of the removed keys back where it is more than an eighth of a database's keys
+    /// (keeping a sixteenth), so the allocator's count comes down too.
+    fn give_back_spare_slots(&mut self, max: u64) {
+        if crate::alloc::used_memory() <= max {
+            return;
+        }
+        for db in &mut self.engine.ks.dbs {
+            if db.spare_slots() > (db.len() / 8).max(64) {
+                db.shrink_spare((db.len() / 16).max(16));
+            }
+        }
     }
 
     /// Publish the `evicted` events and flag the clients watching evicted keys.
@@ -359,7 +379,7 @@ fn grow_within_limit(s: &mut Server, db: usize) {
     if d.spare_slots() > 0 {
         return;
     }
-    let doubling = (d.len() * std::mem::size_of::<ferrokv::keyspace::Slot>()) as u64;
+    let doubling = (d.len() * SLOT_BYTES) as u64;
     if crate::alloc::used_memory() + doubling > s.cfg.maxmemory {
         d.grow_slots_exact((d.len() / 16).max(64));
     }

@@ -295,6 +295,21 @@ impl Db {
         true
     }
 
+    /// Keep room for only `keep` more keys when more than twice that is spare (the room
+    /// of removed keys, which would otherwise be held until inserts reuse it). True when
+    /// it shrank.
+    pub fn shrink_spare(&mut self, keep: usize) -> bool {
+        if self.spare_slots() <= 2 * keep {
+            return false;
+        }
+        let want = self.slots.len() + keep;
+        self.slots.shrink_to(want);
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.index.shrink_to(want, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
+        true
+    }
+
     /// Keys that fit before the slot array next reallocates.
     pub fn spare_slots(&self) -> usize {
         self.slots.capacity() - self.slots.len()
