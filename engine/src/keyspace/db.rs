@@ -388,8 +388,12 @@ mod tests {
             assert_eq!(s.expire_ms(), (i % 2 == 0).then_some(1000 + i));
         }
         assert_eq!(db.volatile_len(), 25);
-        db.grow_slots_exact(10);
-        assert_eq!(db.spare_slots(), db.slots.capacity() - 50);
+        db.grow_slots_exact(1000);
+        assert!(db.spare_slots() >= 1000);
+        assert!(db.shrink_spare(16));
+        assert!(db.spare_slots() < 64);
+        assert!(!db.shrink_spare(16));
+        assert_eq!((950..1000).filter(|i| db.get(format!("k{i}").as_bytes()).is_some()).count(), 50);
     }
 
     #[test]
