@@ -36,9 +36,19 @@ pub struct ServerConfig {
     /// `notify-keyspace-events` as flag bits (crate::notify).
     pub notify_keyspace_events: u32,
     pub obuf_limits: crate::obuf::Limits,
-    /// maxmemory-policy: only its LFU-or-not matters so far (OBJECT FREQ); there is no
-    /// eviction yet.
+    /// maxmemory-policy as CONFIG GET prints it; `eviction_policy` is the same, parsed.
     pub maxmemory_policy: String,
+    pub eviction_policy: crate::maxmemory::Policy,
+    /// Bytes of `used_memory` above which keys are evicted or writes refused (0: no limit).
+    pub maxmemory: u64,
+    pub maxmemory_samples: u32,
+    pub maxmemory_eviction_tenacity: u32,
+    /// Evicted keys propagate as UNLINK rather than DEL.
+    pub lazyfree_lazy_eviction: bool,
+    /// min-replicas-to-write / min-replicas-max-lag: with both above 0, writes are refused
+    /// (NOREPLICAS), as this server never has replicas.
+    pub min_replicas_to_write: u32,
+    pub min_replicas_max_lag: u32,
     /// list-compress-depth: accepted and reported; lists are never compressed.
     pub list_compress_depth: i64,
     /// Milliseconds a script runs before other clients get BUSY (lua-time-limit).
@@ -68,6 +78,13 @@ impl Default for ServerConfig {
             notify_keyspace_events: 0,
             obuf_limits: Default::default(),
             maxmemory_policy: "noeviction".into(),
+            eviction_policy: crate::maxmemory::Policy::NoEviction,
+            maxmemory: 0,
+            maxmemory_samples: 5,
+            maxmemory_eviction_tenacity: 10,
+            lazyfree_lazy_eviction: false,
+            min_replicas_to_write: 0,
+            min_replicas_max_lag: 10,
             list_compress_depth: 0,
             busy_reply_threshold: 5000,
             acl_users: Vec::new(),
@@ -87,6 +104,9 @@ enum Kind {
         min: i64,
         max: i64,
     },
+    /// An unsigned memory value with no bounds (Redis's unsigned long long configs, such
+    /// as maxmemory): the value's bits are carried in the i64.
+    MemoryU64,
     Enum(&'static [&'static str]),
     Str,
     /// Parsed by its own code (save, bind, dir).
@@ -165,13 +185,14 @@ const PARAMS: &[Param] = &[
     p("notify-keyspace-events", Kind::Special),
     p("client-output-buffer-limit", Kind::Special),
     p("list-compress-depth", Kind::Int { min: 0, max: INT_MAX }),
-    stored("maxmemory", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
-    stored("maxmemory-samples", None, Kind::Int { min: 1, max: 64 }, "5"),
+    p("maxmemory", Kind::MemoryU64),
+    p("maxmemory-samples", Kind::Int { min: 1, max: INT_MAX }),
+    p("maxmemory-eviction-tenacity", Kind::Int { min: 0, max: 100 }),
     stored("maxmemory-clients", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
     p("stream-node-max-entries", Kind::Int { min: 0, max: i64::MAX }),
     p("stream-node-max-bytes", Kind::Memory { min: 0, max: i64::MAX }),
-    stored("min-replicas-to-write", Some("min-slaves-to-write"), Kind::Int { min: 0, max: INT_MAX }, "0"),
-    stored("min-replicas-max-lag", Some("min-slaves-max-lag"), Kind::Int { min: 0, max: INT_MAX }, "10"),
+    alias("min-replicas-to-write", "min-slaves-to-write", Kind::Int { min: 0, max: INT_MAX }),
+    alias("min-replicas-max-lag", "min-slaves-max-lag", Kind::Int { min: 0, max: INT_MAX }),
     stored("client-query-buffer-limit", None, Kind::Memory { min: 1024 * 1024, max: i64::MAX }, "1073741824"),
     stored("sanitize-dump-payload", None, Kind::Enum(&["no", "yes", "clients"]), "no"),
     stored("replica-serve-stale-data", Some("slave-serve-stale-data"), Kind::Bool, "yes"),
@@ -182,7 +203,7 @@ const PARAMS: &[Param] = &[
     stored("latency-monitor-threshold", None, Kind::Int { min: 0, max: i64::MAX }, "0"),
     stored("active-expire-effort", None, Kind::Int { min: 1, max: 10 }, "1"),
     stored("activerehashing", None, Kind::Bool, "yes"),
-    stored("lazyfree-lazy-eviction", None, Kind::Bool, "no"),
+    p("lazyfree-lazy-eviction", Kind::Bool),
     stored("lazyfree-lazy-server-del", None, Kind::Bool, "no"),
     stored("lazyfree-lazy-user-del", None, Kind::Bool, "no"),
     stored("lazyfree-lazy-user-flush", None, Kind::Bool, "no"),
@@ -233,12 +254,14 @@ fn protected_name(p: Protected) -> String {
     .into()
 }
 
-/// Parse a memory value as Redis's memtoull: digits and an optional unit.
+/// Parse a memory value as Redis's memtoull: digits (none is 0; too many saturate, as
+/// strtoull does) and an optional unit, no sign. The product wraps as C's unsigned
+/// arithmetic does, and its bits are returned as an i64 (Redis stores it in a long long).
 pub fn parse_memory(s: &str) -> Option<i64> {
     let lower = s.to_ascii_lowercase();
-    let split = lower.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(lower.len());
+    let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
     let (num, unit) = lower.split_at(split);
-    let mul: i64 = match unit {
+    let mul: u64 = match unit {
         "" | "b" => 1,
         "k" => 1000,
         "kb" => 1024,
@@ -248,8 +271,11 @@ pub fn parse_memory(s: &str) -> Option<i64> {
         "gb" => 1024 * 1024 * 1024,
         _ => return None,
     };
-    let n: i64 = num.parse().ok()?;
-    n.checked_mul(mul)
+    if num.len() >= 128 {
+        return None;
+    }
+    let n: u64 = if num.is_empty() { 0 } else { num.parse().unwrap_or(u64::MAX) };
+    Some(n.wrapping_mul(mul) as i64)
 }
 
 impl ServerConfig {
@@ -306,6 +332,12 @@ impl ServerConfig {
             "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
             "client-output-buffer-limit" => self.obuf_limits.to_config(),
             "maxmemory-policy" => self.maxmemory_policy.clone(),
+            "maxmemory" => self.maxmemory.to_string(),
+            "maxmemory-samples" => self.maxmemory_samples.to_string(),
+            "maxmemory-eviction-tenacity" => self.maxmemory_eviction_tenacity.to_string(),
+            "lazyfree-lazy-eviction" => yes_no(self.lazyfree_lazy_eviction),
+            "min-replicas-to-write" => self.min_replicas_to_write.to_string(),
+            "min-replicas-max-lag" => self.min_replicas_max_lag.to_string(),
             "lfu-log-factor" => e.lfu_log_factor.to_string(),
             "lfu-decay-time" => e.lfu_decay_time.to_string(),
             "list-compress-depth" => self.list_compress_depth.to_string(),
@@ -356,7 +388,7 @@ impl ServerConfig {
                 };
                 self.set_bool(p.name, b)
             }
-            Kind::Int { .. } | Kind::Memory { .. } => {
+            Kind::Int { .. } | Kind::Memory { .. } | Kind::MemoryU64 => {
                 let n = parse_number(p.kind, v)?;
                 self.set_int(p.name, n)
             }
@@ -383,6 +415,7 @@ impl ServerConfig {
             "rdbcompression" => e.rdbcompression = b,
             "rdbchecksum" => e.rdbchecksum = b,
             "lazyfree-lazy-expire" => e.lazyfree_lazy_expire = b,
+            "lazyfree-lazy-eviction" => self.lazyfree_lazy_eviction = b,
             "daemonize" if b => return Err("daemonize is not supported".into()),
             _ => {}
         }
@@ -400,6 +433,11 @@ impl ServerConfig {
             "maxclients" => self.maxclients = n as u64,
             "timeout" => self.timeout = n as u64,
             "busy-reply-threshold" => self.busy_reply_threshold = n.max(0) as u64,
+            "maxmemory" => self.maxmemory = n as u64,
+            "maxmemory-samples" => self.maxmemory_samples = n.clamp(1, INT_MAX) as u32,
+            "maxmemory-eviction-tenacity" => self.maxmemory_eviction_tenacity = n.clamp(0, 100) as u32,
+            "min-replicas-to-write" => self.min_replicas_to_write = n.clamp(0, INT_MAX) as u32,
+            "min-replicas-max-lag" => self.min_replicas_max_lag = n.clamp(0, INT_MAX) as u32,
             "proto-max-bulk-len" => self.proto_max_bulk_len = n,
             "hash-max-listpack-entries" => e.limits.hash_max_listpack_entries = u,
             "hash-max-listpack-value" => e.limits.hash_max_listpack_value = u,
@@ -430,6 +468,7 @@ impl ServerConfig {
             "loglevel" => self.loglevel = v.into(),
             "maxmemory-policy" => {
                 self.maxmemory_policy = v.into();
+                self.eviction_policy = crate::maxmemory::Policy::parse(v).unwrap_or_default();
                 self.engine.lfu = v.ends_with("-lfu");
             }
             _ => {}
@@ -612,6 +651,7 @@ fn parse_number(kind: Kind, v: &str) -> Result<i64, SetError> {
         Kind::Memory { min, max } => {
             (parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string())?, min, max)
         }
+        Kind::MemoryU64 => return parse_memory(v).ok_or_else(|| "argument must be a memory value".to_string()),
         Kind::Int { min, max } => {
             (v.parse::<i64>().map_err(|_| "argument couldn't be parsed into an integer".to_string())?, min, max)
         }
@@ -632,6 +672,7 @@ fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int { .. } | Kind::Memory { .. } => parse_number(kind, v).map(|n| n.to_string()),
+        Kind::MemoryU64 => parse_number(kind, v).map(|n| (n as u64).to_string()),
         Kind::Enum(values) => {
             let lower = v.to_ascii_lowercase();
             if values.contains(&lower.as_str()) {

@@ -4,11 +4,13 @@
 //! loop; see docs/server.md.
 
 pub mod acl;
+pub mod alloc;
 pub mod background;
 pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod config;
+pub mod maxmemory;
 pub mod notify;
 pub mod obuf;
 pub mod pubsub;

@@ -2,10 +2,8 @@
 
 use ferrokv_server::{Server, ServerConfig};
 
-// Replies and values are many small allocations; mimalloc serves them faster than glibc's
-// malloc (bench/server.sh, docs/benchmarks.md), as jemalloc does for Redis.
-#[global_allocator]
-static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+// The allocator (mimalloc, counted for `used_memory` and `maxmemory`) is declared by the
+// library: server/src/alloc.rs.
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

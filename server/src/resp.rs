@@ -64,7 +64,15 @@ pub struct Parser {
     /// Length of the bulk being read (None: its `$` line is next).
     bulk_len: Option<usize>,
     argv: Argv,
+    /// Argument buffers of earlier commands, reused: most commands then parse with no
+    /// allocation (and no free afterwards).
+    pool: Vec<Vec<u8>>,
 }
+
+/// Buffers larger than this are not kept for reuse (a big value would pin its memory).
+const POOLED_MAX: usize = 4096;
+/// At most this many spare buffers.
+const POOL_LEN: usize = 64;
 
 impl Parser {
     /// Parse one request from `buf[*pos..]`, advancing `*pos` past what was consumed.
@@ -94,7 +102,8 @@ impl Parser {
                 return Parsed::Command(Vec::new());
             }
             self.remaining = count as usize;
-            self.argv = Vec::with_capacity(self.remaining.min(1024));
+            self.argv.clear();
+            self.argv.reserve(self.remaining.min(1024));
             self.bulk_len = None;
         }
         while self.remaining > 0 {
@@ -117,12 +126,36 @@ impl Parser {
             if buf.len() - *pos < len + 2 {
                 return Parsed::Incomplete;
             }
-            self.argv.push(buf[*pos..*pos + len].to_vec());
+            let arg = &buf[*pos..*pos + len];
+            let arg = match self.pool.pop() {
+                Some(mut b) => {
+                    b.clear();
+                    b.extend_from_slice(arg);
+                    b
+                }
+                None => arg.to_vec(),
+            };
+            self.argv.push(arg);
             *pos += len + 2;
             self.bulk_len = None;
             self.remaining -= 1;
         }
         Parsed::Command(std::mem::take(&mut self.argv))
+    }
+
+    /// Take back a command's arguments once it has run, to parse later ones into.
+    pub fn recycle(&mut self, mut argv: Argv) {
+        for a in argv.drain(..) {
+            if self.pool.len() >= POOL_LEN {
+                break;
+            }
+            if a.capacity() <= POOLED_MAX {
+                self.pool.push(a);
+            }
+        }
+        if self.argv.capacity() == 0 && argv.capacity() <= POOL_LEN {
+            self.argv = argv;
+        }
     }
 
     /// Bytes the request being read still needs, when it is inside a large bulk (so the

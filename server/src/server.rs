@@ -40,6 +40,9 @@ pub struct ServerStats {
     pub commands: CommandStats,
     /// Error replies per error code (INFO errorstats).
     pub errors: HashMap<String, u64>,
+    /// Keys evicted for maxmemory, and the milliseconds memory was over it (INFO stats).
+    pub evicted_keys: u64,
+    pub total_eviction_exceeded_ms: u64,
 }
 
 impl ServerStats {
@@ -150,6 +153,8 @@ pub struct Server {
     pub total_forks: u64,
     /// Lua scripting: the interpreter and the script cache.
     pub scripts: crate::script::Scripts,
+    /// maxmemory: the eviction pool and state (server/src/maxmemory.rs).
+    pub eviction: crate::maxmemory::Eviction,
     /// ACL users and the ACL log (server/src/acl/).
     pub acl: crate::acl::Acl,
     /// The time the engine reads (Redis's cached time): set before each top-level command
@@ -232,6 +237,7 @@ impl Server {
             latest_fork_usec: 0,
             total_forks: 0,
             scripts: crate::script::Scripts::new()?,
+            eviction: Default::default(),
             acl: Default::default(),
             time,
             fresh_us: None,
@@ -264,6 +270,9 @@ impl Server {
             if let Some(t) = self.blocking.next_deadline() {
                 timeout = timeout.min(t.saturating_duration_since(Instant::now()));
             }
+            if self.eviction.pending {
+                timeout = Duration::ZERO;
+            }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     return Err(e.to_string());
@@ -284,6 +293,7 @@ impl Server {
                 }
             }
             self.step_snapshot();
+            self.eviction_cron();
             if self.last_cron.elapsed() >= tick {
                 self.last_cron = Instant::now();
                 self.cron();
@@ -447,7 +457,9 @@ impl Server {
                     if !argv.is_empty() {
                         let before = c.out.len();
                         c.reply_skip = std::mem::take(&mut c.reply_skip_next);
-                        self.dispatch(c, argv);
+                        let mut argv = argv;
+                        self.dispatch(c, &mut argv);
+                        c.parser.recycle(argv);
                         c.reply_skip = false;
                         if self.exit {
                             // SHUTDOWN closes the connection without a reply.
@@ -512,10 +524,11 @@ impl Server {
 
     /// Run one command from `c` as Redis's processCommand does: lookup, arity, auth,
     /// MULTI queueing, then the command itself.
-    pub fn dispatch(&mut self, c: &mut Client, argv: Argv) {
+    /// `argv` is taken (left empty) only when MULTI queues it.
+    pub fn dispatch(&mut self, c: &mut Client, argv: &mut Argv) {
         self.stats.commands_processed += 1;
         let Some(found) = cmd::lookup(&argv[0]) else {
-            self.reject(c, ferrokv::command::unknown_command(&argv), None);
+            self.reject(c, ferrokv::command::unknown_command(argv), None);
             return;
         };
         c.last_cmd = match (found, argv.get(1)) {
@@ -530,7 +543,7 @@ impl Server {
             self.reject(c, e, Some(found.name()));
             return;
         }
-        if let Some(e) = crate::acl::enforce::subcommand_refusal(found.name(), &argv) {
+        if let Some(e) = crate::acl::enforce::subcommand_refusal(found.name(), argv) {
             self.reject(c, e, Some(found.name()));
             return;
         }
@@ -542,15 +555,19 @@ impl Server {
             self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
             return;
         }
-        if let Some(e) = self.acl_refusal(c, found, &argv) {
+        if let Some(e) = self.acl_refusal(c, found, argv) {
             self.reject(c, e, Some(found.name()));
             return;
         }
-        if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, &argv) {
+        if let Some(e) = crate::maxmemory::refusal(self, c, found, argv) {
             self.reject(c, e, Some(found.name()));
             return;
         }
-        if let Some(busy) = crate::script::busy_refusal(self, &argv) {
+        if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if let Some(busy) = crate::script::busy_refusal(self, argv) {
             let busy = if found.name() == "exec" && c.multi.is_some() {
                 c.reset_multi();
                 self.unwatch_all(c);
@@ -563,12 +580,12 @@ impl Server {
         }
         if c.multi.is_some() && !matches!(found.name(), "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             if let Some(q) = c.multi.as_mut() {
-                q.push(argv);
+                q.push(std::mem::take(argv));
             }
             c.reply(&Reply::simple("QUEUED"));
             return;
         }
-        let reply = self.call(c, found, &argv);
+        let reply = self.call(c, found, argv);
         self.count_reply(&reply);
         if !std::mem::take(&mut c.raw_reply) {
             c.reply(&reply);

@@ -276,6 +276,56 @@ impl Db {
         }
     }
 
+    /// Whether a running snapshot still has to copy the key at `pos` (a change to it
+    /// copies it first).
+    pub fn snapshot_pending(&self, pos: usize) -> bool {
+        self.snap.as_deref().is_some_and(|s| s.is_pending(pos))
+    }
+
+    /// Give back the room of keys long gone: when fewer than a tenth of the slot array's
+    /// capacity is used (Redis resizes a dict under 10 % full), shrink it and the index
+    /// to twice the keys. True when it shrank.
+    pub fn shrink_if_sparse(&mut self) -> bool {
+        let cap = self.slots.capacity();
+        let len = self.slots.len();
+        if cap <= 64 || len * 10 >= cap {
+            return false;
+        }
+        let want = (len * 2).max(16);
+        self.slots.shrink_to(want);
+        self.volatile.shrink_to(self.volatile.len() * 2);
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.index.shrink_to(want, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
+        true
+    }
+
+    /// Keep room for only `keep` more keys when more than twice that is spare (the room
+    /// of removed keys, which would otherwise be held until inserts reuse it). True when
+    /// it shrank.
+    pub fn shrink_spare(&mut self, keep: usize) -> bool {
+        if self.spare_slots() <= 2 * keep {
+            return false;
+        }
+        let want = self.slots.len() + keep;
+        self.slots.shrink_to(want);
+        let slots = &self.slots;
+        let hasher = &self.hasher;
+        self.index.shrink_to(want, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
+        true
+    }
+
+    /// Keys that fit before the slot array next reallocates.
+    pub fn spare_slots(&self) -> usize {
+        self.slots.capacity() - self.slots.len()
+    }
+
+    /// Make room for exactly `n` more keys in the slot array, where doubling it would
+    /// cost too much (near maxmemory, as Redis holds back a dict expansion there).
+    pub fn grow_slots_exact(&mut self, n: usize) {
+        self.slots.reserve_exact(n);
+    }
+
     /// Reserve room for `n` more keys (RESIZEDB on load).
     pub fn reserve(&mut self, n: usize) {
         self.slots.reserve(n);
@@ -320,6 +370,35 @@ mod tests {
         for j in 0..db.volatile_len() {
             assert_ne!(db.slot(db.volatile_at(j)).expire, NO_EXPIRE);
         }
+    }
+
+    #[test]
+    fn shrinking_a_sparse_database_keeps_every_key() {
+        let mut db = Db::default();
+        for i in 0..1000 {
+            let p = db.add(format!("k{i}").as_bytes(), v("x"), 0);
+            if i % 2 == 0 {
+                db.set_expire_at(p, 1000 + i);
+            }
+        }
+        assert!(!db.shrink_if_sparse());
+        for i in 0..950 {
+            db.remove(format!("k{i}").as_bytes());
+        }
+        assert!(db.shrink_if_sparse());
+        assert!(db.slots.capacity() < 200);
+        assert!(!db.shrink_if_sparse());
+        for i in 950..1000 {
+            let s = db.get(format!("k{i}").as_bytes()).expect("kept");
+            assert_eq!(s.expire_ms(), (i % 2 == 0).then_some(1000 + i));
+        }
+        assert_eq!(db.volatile_len(), 25);
+        db.grow_slots_exact(1000);
+        assert!(db.spare_slots() >= 1000);
+        assert!(db.shrink_spare(16));
+        assert!(db.spare_slots() < 64);
+        assert!(!db.shrink_spare(16));
+        assert_eq!((950..1000).filter(|i| db.get(format!("k{i}").as_bytes()).is_some()).count(), 50);
     }
 
     #[test]

@@ -96,7 +96,7 @@ impl DbSnapshot {
         DbSnapshot { origin, pending, cursor: n, out: Vec::new(), keys: n as u64, volatile: db.volatile_len() as u64 }
     }
 
-    fn is_pending(&self, pos: usize) -> bool {
+    pub(crate) fn is_pending(&self, pos: usize) -> bool {
         self.pending.get(pos / 64).is_some_and(|w| w & (1 << (pos % 64)) != 0)
     }
 

@@ -109,7 +109,9 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     let was_aof = s.cfg.engine.appendonly;
     let hz_before = s.cfg.engine.hz;
     let now_aof = next.engine.appendonly;
+    let (old_limit, old_policy) = (s.cfg.maxmemory, s.cfg.eviction_policy);
     s.cfg = next;
+    crate::maxmemory::config_changed(s, old_limit, old_policy);
     s.sync_event_tracking();
     let keep_dir = s.engine.cfg.dir.clone();
     s.engine.cfg = s.cfg.engine.clone();

@@ -108,17 +108,20 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("clients_in_timeout_table", s.blocking.with_timeout().to_string());
         }
         "memory" => {
+            // used_memory is the allocator's count (the figure maxmemory is held to).
             let rss = rss_bytes();
-            kv("used_memory", rss.to_string());
-            kv("used_memory_human", human(rss));
+            let (used, peak) = crate::maxmemory::used_and_peak(s);
+            kv("used_memory", used.to_string());
+            kv("used_memory_human", human(used));
             kv("used_memory_rss", rss.to_string());
             kv("used_memory_rss_human", human(rss));
-            kv("used_memory_peak", rss.to_string());
-            kv("used_memory_peak_human", human(rss));
-            kv("maxmemory", "0".into());
-            kv("maxmemory_human", "0B".into());
+            kv("used_memory_peak", peak.to_string());
+            kv("used_memory_peak_human", human(peak));
+            kv("maxmemory", s.cfg.maxmemory.to_string());
+            kv("maxmemory_human", human(s.cfg.maxmemory));
             kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
-            kv("mem_allocator", "libc".into());
+            kv("mem_not_counted_for_evict", "0".into());
+            kv("mem_allocator", "mimalloc".into());
             for (k, v) in crate::script::info_memory(&s.scripts) {
                 kv(k, v);
             }
@@ -159,7 +162,11 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("total_net_output_bytes", st.net_output_bytes.to_string());
             kv("rejected_connections", st.rejected_connections.to_string());
             kv("expired_keys", es.expired_keys.to_string());
-            kv("evicted_keys", "0".into());
+            kv("evicted_keys", st.evicted_keys.to_string());
+            kv("evicted_clients", "0".into());
+            let current = s.eviction.exceeded_ms();
+            kv("total_eviction_exceeded_time", (st.total_eviction_exceeded_ms + current).to_string());
+            kv("current_eviction_exceeded_time", current.to_string());
             kv("keyspace_hits", es.keyspace_hits.to_string());
             kv("keyspace_misses", es.keyspace_misses.to_string());
             kv("pubsub_channels", s.pubsub.channels.len().to_string());

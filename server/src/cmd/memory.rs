@@ -60,7 +60,7 @@ pub fn memory(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"usage" => usage(s, c, a),
         b"stats" => stats(s),
         b"doctor" => {
-            let text = if rss() < 5 << 20 {
+            let text = if crate::alloc::used_memory() < 5 << 20 {
                 "Hi Sam, this instance is empty or is using very little memory, my issues detector can't be used \
                  in these conditions. Please, leave for your mission on Earth and fill it with some data. The new \
                  Sam and I will be back to our programming as soon as I finished rebooting.\n"
@@ -262,13 +262,15 @@ fn rss() -> u64 {
     statm.split_whitespace().nth(1).and_then(|p| p.parse::<u64>().ok()).unwrap_or(0) * 4096
 }
 
-/// MEMORY STATS: Redis's fields; the totals are the process's resident size.
+/// MEMORY STATS: Redis's fields; the totals are the allocator's count (INFO used_memory),
+/// the allocator's resident figures the process's resident size.
 fn stats(s: &Server) -> Reply {
-    let total = rss() as i64;
+    let (used, peak) = crate::maxmemory::used_and_peak(s);
+    let (total, peak, resident) = (used as i64, peak as i64, rss() as i64);
     let keys: usize = s.engine.ks.len();
     let int = |n: i64| Reply::Int(n);
     let mut m: Vec<(Reply, Reply)> = vec![
-        (Reply::bulk(b"peak.allocated"), int(total)),
+        (Reply::bulk(b"peak.allocated"), int(peak)),
         (Reply::bulk(b"total.allocated"), int(total)),
         (Reply::bulk(b"startup.allocated"), int(0)),
         (Reply::bulk(b"replication.backlog"), int(0)),
@@ -301,10 +303,13 @@ fn stats(s: &Server) -> Reply {
         (Reply::bulk(b"keys.bytes-per-key"), int(per_key)),
         (Reply::bulk(b"dataset.bytes"), int(total)),
         (Reply::bulk(b"dataset.percentage"), Reply::Double(100.0)),
-        (Reply::bulk(b"peak.percentage"), Reply::Double(100.0)),
+        (
+            Reply::bulk(b"peak.percentage"),
+            Reply::Double(if peak > 0 { total as f64 * 100.0 / peak as f64 } else { 100.0 }),
+        ),
         (Reply::bulk(b"allocator.allocated"), int(total)),
-        (Reply::bulk(b"allocator.active"), int(total)),
-        (Reply::bulk(b"allocator.resident"), int(total)),
+        (Reply::bulk(b"allocator.active"), int(resident)),
+        (Reply::bulk(b"allocator.resident"), int(resident)),
         (Reply::bulk(b"allocator-fragmentation.ratio"), Reply::Double(1.0)),
         (Reply::bulk(b"allocator-fragmentation.bytes"), int(0)),
         (Reply::bulk(b"allocator-rss.ratio"), Reply::Double(1.0)),

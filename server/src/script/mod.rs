@@ -511,6 +511,9 @@ fn eval_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], evalsha: bool, ro
     if !compat && sflags & script_flags::NO_WRITES == 0 && ro {
         return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
     }
+    if let Some(refused) = crate::maxmemory::script_start_refusal(s, sflags) {
+        return refused;
+    }
     let readonly = ro || (!compat && sflags & script_flags::NO_WRITES != 0);
     let numkeys = numkeys as usize;
     run_script(s, c, false, func, &sha, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
@@ -734,6 +737,9 @@ fn script_call(
     }
     if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
         return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if let Some(refused) = crate::maxmemory::script_call_refusal(s, found, st.wrote.get()) {
+        return fail(refused);
     }
     if f & flags::WRITE != 0 {
         st.wrote.set(true);
@@ -1074,6 +1080,9 @@ fn fcall_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], ro: bool) -> Rep
     if fflags & script_flags::NO_WRITES == 0 && ro {
         return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
     }
+    if let Some(refused) = crate::maxmemory::script_start_refusal(s, fflags) {
+        return refused;
+    }
     let readonly = ro || fflags & script_flags::NO_WRITES != 0;
     let numkeys = numkeys as usize;
     run_script(s, c, true, func, &name, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
@@ -1128,6 +1137,18 @@ pub fn busy_refusal(s: &Server, argv: &[Vec<u8>]) -> Option<Reply> {
         return None;
     }
     Some(Reply::err(if eval_busy { BUSY_EVAL } else { BUSY_FUNCTION }))
+}
+
+/// The flags a script declared, for the checks made before it runs (maxmemory,
+/// min-replicas-to-write): EVAL's shebang (EVAL_COMPAT without one), EVALSHA's cached
+/// script, FCALL's function. None when the script is unknown or its shebang invalid.
+pub fn declared_flags(s: &Scripts, command: &str, argv: &[Vec<u8>]) -> Option<u32> {
+    let target = argv.get(1)?;
+    match command {
+        "eval" | "eval_ro" => parse_shebang(target).ok().map(|(f, _)| f),
+        "evalsha" | "evalsha_ro" => s.cache.get(&String::from_utf8_lossy(target).to_ascii_lowercase()).map(|c| c.flags),
+        _ => s.functions.get(String::from_utf8_lossy(target).as_ref()).map(|f| f.flags),
+    }
 }
 
 /// EXEC refused while busy: the transaction is discarded with the refusal's text.
