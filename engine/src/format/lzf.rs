@@ -157,7 +157,6 @@ pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> R
 /// exceed `max_out` bytes. Written here because the `lzf` crate's compressor panics on
 /// some inputs (an index out of bounds in lzf 1.0.0, met on real Redis data).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
-    const HLOG: u32 = 14;
     const MAX_OFF: usize = 1 << 13;
     const MAX_REF: usize = 264;
     let n = input.len();
@@ -165,10 +164,13 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
         return None;
     }
     let mut out = Vec::with_capacity(max_out.min(n + n / 32 + 1));
-    let mut table = vec![0u32; 1 << HLOG];
+    // The hash table grows with the input up to 16 K entries: a fixed 64 KB table, zeroed
+    // on every call, cost more than compressing the short strings most values are.
+    let hlog = (usize::BITS - n.leading_zeros()).clamp(8, 14);
+    let mut table = vec![0u32; 1 << hlog];
     let hash = |i: usize| -> usize {
         let v = u32::from(input[i]) << 16 | u32::from(input[i + 1]) << 8 | u32::from(input[i + 2]);
-        (v.wrapping_mul(2_654_435_761) >> (32 - HLOG)) as usize
+        (v.wrapping_mul(2_654_435_761) >> (32 - hlog)) as usize
     };
     // Literal runs are written in chunks of up to 32 bytes behind a length byte.
     let flush = |out: &mut Vec<u8>, lit: &[u8]| -> bool {
