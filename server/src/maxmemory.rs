@@ -216,9 +216,6 @@ impl Server {
         if self.eviction.pending {
             self.perform_evictions(None);
         }
-        for db in &mut self.engine.ks.dbs {
-            db.shrink_if_sparse();
-        }
         used_memory(self);
     }
 

@@ -799,6 +799,11 @@ impl Server {
             self.serve_ready_keys();
         }
         self.engine.cron();
+        // Give back the room of databases under 10 % full (Redis resizes its dicts in
+        // serverCron, not on every loop turn).
+        for db in &mut self.engine.ks.dbs {
+            db.shrink_if_sparse();
+        }
         if let Some(e) = self.engine.take_persist_error() {
             log(&format!("Error writing to the AOF file: {e}"));
         }
