@@ -61,6 +61,10 @@ pub struct Config {
     pub lfu_log_factor: u32,
     /// Minutes per halving step of the LFU counter (0: never decays).
     pub lfu_decay_time: u32,
+    /// Microseconds each key written by a snapshot or rewrite waits (Redis's
+    /// `rdb-key-save-delay`, a testing aid: it keeps a BGSAVE in progress long enough to
+    /// kill). Negative: wait 1 µs with probability 1/-n.
+    pub rdb_key_save_delay: i32,
 }
 
 impl Default for Config {
@@ -86,6 +90,7 @@ impl Default for Config {
             lfu: false,
             lfu_log_factor: 10,
             lfu_decay_time: 1,
+            rdb_key_save_delay: 0,
         }
     }
 }

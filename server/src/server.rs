@@ -859,7 +859,8 @@ impl Server {
         };
         self.bgsave_dirty = self.engine.stats.dirty;
         self.bgsave = Some(std::thread::spawn(move || {
-            ferrokv::persist::snapshot::save_from(ferrokv::persist::snapshot::Source::Stream(rx), &cfg, now)
+            let src = ferrokv::persist::snapshot::Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay };
+            ferrokv::persist::snapshot::save_from(src, &cfg, now)
         }));
     }
 

@@ -203,6 +203,8 @@ fn kill9_during_bgsave_keeps_the_previous_snapshot() {
         assert_eq!(s.cli(&["SET", "k:1", "changed"]), "OK");
         let changed = s.cli(&["DEBUG", "DIGEST"]);
         assert_ne!(saved, changed);
+        // 100 µs per key: the save outlasts the kill, however fast the machine.
+        assert_eq!(s.cli(&["CONFIG", "SET", "rdb-key-save-delay", "100"]), "OK");
         assert_eq!(s.cli(&["BGSAVE"]), "Background saving started");
         let in_progress = s.info("rdb_bgsave_in_progress") == "1";
         s.kill9();
@@ -217,7 +219,7 @@ fn kill9_during_bgsave_keeps_the_previous_snapshot() {
             if loaded == saved { "previous" } else { "new" }
         );
     }
-    assert!(killed_mid_save > 0, "no kill landed during a BGSAVE");
+    assert_eq!(killed_mid_save, 3, "a BGSAVE with rdb-key-save-delay ended before the kill");
 }
 
 /// kill -9 while BGREWRITEAOF writes a new base: the manifest still names the old base
@@ -237,6 +239,8 @@ fn kill9_during_bgrewriteaof_keeps_every_acknowledged_write() {
         for i in 0..200 {
             assert_eq!(c.call(&["SET", &format!("before:{i}"), "1"]).as_deref(), Some("+OK"));
         }
+        // 100 µs per key: the rewrite outlasts the writes below and the kill.
+        assert_eq!(s.cli(&["CONFIG", "SET", "rdb-key-save-delay", "100"]), "OK");
         assert_eq!(s.cli(&["BGREWRITEAOF"]), "Background append only file rewriting started");
         // Writes during the rewrite land in the new incr file.
         for i in 0..200 {
@@ -257,7 +261,7 @@ fn kill9_during_bgrewriteaof_keeps_every_acknowledged_write() {
             if in_progress { "during" } else { "after" }
         );
     }
-    assert!(killed_mid_rewrite > 0, "no kill landed during a BGREWRITEAOF");
+    assert_eq!(killed_mid_rewrite, 3, "a BGREWRITEAOF with rdb-key-save-delay ended before the kill");
 }
 
 /// BGSAVE copies keys while clients keep writing: the file holds the dataset of the

@@ -304,7 +304,7 @@ impl RewriteJob {
                 copy = ks;
                 Source::Keyspace(&copy)
             }
-            JobSource::Live(rx) => Source::Stream(rx),
+            JobSource::Live(rx) => Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay },
         };
         write_base(&tmp, src, &cfg, now_ms, rdb_base)?;
         Ok(RewrittenBase { tmp, rdb_base })

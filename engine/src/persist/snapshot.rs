@@ -27,10 +27,24 @@ pub fn encoder(cfg: &Config) -> Encoder {
 }
 
 /// Where a snapshot's keys come from: the keyspace itself (on its owner's thread), or the
-/// chunks a [`crate::keyspace::SnapshotWalker`] sends from a live one.
+/// chunks a [`crate::keyspace::SnapshotWalker`] sends from a live one, each key after
+/// `rdb-key-save-delay` ([`Config::rdb_key_save_delay`]).
 pub enum Source<'a> {
     Keyspace(&'a Keyspace),
-    Stream(Receiver<SnapChunk>),
+    Stream { rx: Receiver<SnapChunk>, key_delay_us: i32 },
+}
+
+/// Redis's per-key save delay: `n` > 0 sleeps n µs; `n` < 0 sleeps 1 µs once in -n keys
+/// (a sleep costs far more than a microsecond, so short delays are statistical).
+fn key_delay(n: i32) {
+    let us = match n {
+        0 => return,
+        n if n > 0 => n.unsigned_abs(),
+        n => u32::from(fastrand::u32(..n.unsigned_abs()) == 0),
+    };
+    if us > 0 {
+        std::thread::sleep(std::time::Duration::from_micros(u64::from(us)));
+    }
 }
 
 /// What a snapshot is written as: an RDB or a RESP AOF base.
@@ -56,11 +70,12 @@ impl Source<'_> {
                 }
                 Ok(())
             }
-            Source::Stream(rx) => loop {
+            Source::Stream { rx, key_delay_us } => loop {
                 match rx.recv() {
                     Ok(SnapChunk::Db { index, keys, volatile }) => sink.db(index, keys, volatile)?,
                     Ok(SnapChunk::Keys(records)) => {
                         for r in &records {
+                            key_delay(key_delay_us);
                             sink.key(&r.key, &r.value, r.expire_ms())?;
                         }
                         // Dropped here, on the writer's thread, not the owner's.
