@@ -338,37 +338,50 @@ fn zadd_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], incr: bool) -> Reply {
         let Ok(Some(z)) = zset_mut(ctx, key) else {
             return Reply::wrongtype();
         };
-        for (p, &score) in pairs.chunks(2).zip(&scores) {
-            let m = &p[1];
-            match z.score(m) {
-                Some(cur) => {
-                    if f.nx {
-                        continue;
+        // A new key without conditions: every pair is processed, so sort them in at once.
+        let plain = !(f.nx || f.xx || f.gt || f.lt || f.incr);
+        let batch: Vec<(&[u8], f64)> = if plain && !exists {
+            pairs.chunks(2).map(|p| p[1].as_slice()).zip(scores.iter().copied()).collect()
+        } else {
+            Vec::new()
+        };
+        let filled = if batch.len() > 1 { z.fill_empty_listpack(&batch, &limits) } else { None };
+        if let Some((a, u)) = filled {
+            (added, updated, processed) = (a, u, batch.len() as u64);
+        }
+        if filled.is_none() {
+            for (p, &score) in pairs.chunks(2).zip(&scores) {
+                let m = &p[1];
+                match z.score(m) {
+                    Some(cur) => {
+                        if f.nx {
+                            continue;
+                        }
+                        let new = if f.incr { score + cur } else { score };
+                        if new.is_nan() {
+                            nan = true;
+                            break;
+                        }
+                        if (f.lt && new >= cur) || (f.gt && new <= cur) {
+                            continue;
+                        }
+                        last = new;
+                        processed += 1;
+                        #[allow(clippy::float_cmp)]
+                        if new != cur {
+                            z.insert(m, new, &limits);
+                            updated += 1;
+                        }
                     }
-                    let new = if f.incr { score + cur } else { score };
-                    if new.is_nan() {
-                        nan = true;
-                        break;
+                    None => {
+                        if f.xx {
+                            continue;
+                        }
+                        z.insert(m, score, &limits);
+                        last = score;
+                        added += 1;
+                        processed += 1;
                     }
-                    if (f.lt && new >= cur) || (f.gt && new <= cur) {
-                        continue;
-                    }
-                    last = new;
-                    processed += 1;
-                    #[allow(clippy::float_cmp)]
-                    if new != cur {
-                        z.insert(m, new, &limits);
-                        updated += 1;
-                    }
-                }
-                None => {
-                    if f.xx {
-                        continue;
-                    }
-                    z.insert(m, score, &limits);
-                    last = score;
-                    added += 1;
-                    processed += 1;
                 }
             }
         }

@@ -152,84 +152,178 @@ pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> R
     run(data, original_len, out)
 }
 
-/// Compress `input` as liblzf does (3-byte hash matches, back-references up to 8 KiB
-/// behind and 264 bytes long, literal runs of up to 32), or `None` when the output would
-/// exceed `max_out` bytes. Written here because the `lzf` crate's compressor panics on
-/// some inputs (an index out of bounds in lzf 1.0.0, met on real Redis data).
-pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
-    const MAX_OFF: usize = 1 << 13;
-    const MAX_REF: usize = 264;
-    let n = input.len();
-    if n == 0 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(max_out.min(n + n / 32 + 1));
-    // The hash table grows with the input up to 16 K entries: a fixed 64 KB table, zeroed
-    // on every call, cost more than compressing the short strings most values are.
-    let hlog = (usize::BITS - n.leading_zeros()).clamp(8, 14);
-    let mut table = vec![0u32; 1 << hlog];
-    let hash = |i: usize| -> usize {
-        let v = u32::from(input[i]) << 16 | u32::from(input[i + 1]) << 8 | u32::from(input[i + 2]);
-        (v.wrapping_mul(2_654_435_761) >> (32 - hlog)) as usize
-    };
-    // Literal runs are written in chunks of up to 32 bytes behind a length byte.
-    let flush = |out: &mut Vec<u8>, lit: &[u8]| -> bool {
-        for chunk in lit.chunks(32) {
-            if out.len() + 1 + chunk.len() > max_out {
-                return false;
-            }
-            out.push((chunk.len() - 1) as u8);
-            out.extend_from_slice(chunk);
+/// Slots in the compressor's hash table: 2^16, as Redis builds liblzf (HLOG 16).
+const HSIZE: usize = 1 << 16;
+/// Back-references reach at most 8 KiB behind and cover at most 264 bytes.
+const MAX_OFF: usize = 1 << 13;
+const MAX_REF: usize = 264;
+/// Literal runs hold at most 32 bytes behind their length byte.
+const MAX_LIT: usize = 32;
+
+/// The compressor's reusable state: the hash table and an output buffer, kept per thread
+/// so compressing a short string costs neither an allocation nor a 256 KB memset.
+struct Compressor {
+    /// Input positions, stored as `base + position`. Entries not above `base` were left
+    /// by earlier inputs and read as empty, so every call sees a fresh table.
+    slots: Box<[u32; HSIZE]>,
+    base: u32,
+    out: Vec<u8>,
+}
+
+thread_local! {
+    static COMPRESSOR: std::cell::RefCell<Compressor> = std::cell::RefCell::new(Compressor::new());
+}
+
+/// liblzf's slot for the three bytes ending `h`'s low 24 bits (VERY_FAST hashing; only
+/// the low 16 bits of each term matter, so older bytes rolled into `h` do not).
+#[inline(always)]
+fn slot(h: u32) -> usize {
+    ((h >> 8).wrapping_sub(h.wrapping_mul(5)) as usize) & (HSIZE - 1)
+}
+
+/// How many leading bytes `a` and `b` (same length) share, eight at a time.
+#[inline]
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let mut k = 0;
+    for (x, y) in a.chunks_exact(8).zip(b.chunks_exact(8)) {
+        let (Ok(x), Ok(y)) = (<[u8; 8]>::try_from(x), <[u8; 8]>::try_from(y)) else { break };
+        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+        if diff != 0 {
+            return k + (diff.trailing_zeros() / 8) as usize;
         }
-        true
-    };
-    let (mut i, mut lit_start) = (0usize, 0usize);
-    while i + 2 < n {
-        let h = hash(i);
-        let candidate = table[h] as usize;
-        table[h] = (i + 1) as u32;
-        if candidate > 0 {
-            let r = candidate - 1;
-            let off = i - r - 1;
-            if off < MAX_OFF && input[r..r + 3] == input[i..i + 3] {
-                let max_len = MAX_REF.min(n - i);
-                let mut len = 3;
-                while len < max_len && input[r + len] == input[i + len] {
-                    len += 1;
-                }
-                if !flush(&mut out, &input[lit_start..i]) {
+        k += 8;
+    }
+    k + a[k..].iter().zip(&b[k..]).take_while(|(x, y)| x == y).count()
+}
+
+/// One more literal byte; a run that reaches 32 bytes is closed and a new one started.
+#[inline(always)]
+fn push_literal(out: &mut [u8], op: &mut usize, lit: &mut usize, b: u8) {
+    out[*op] = b;
+    *op += 1;
+    *lit += 1;
+    if *lit == MAX_LIT {
+        out[*op - MAX_LIT - 1] = (MAX_LIT - 1) as u8;
+        *lit = 0;
+        *op += 1;
+    }
+}
+
+impl Compressor {
+    fn new() -> Compressor {
+        let slots = match vec![0u32; HSIZE].into_boxed_slice().try_into() {
+            Ok(s) => s,
+            Err(_) => unreachable!("the vector has HSIZE slots"),
+        };
+        Compressor { slots, base: 0, out: Vec::new() }
+    }
+
+    /// liblzf's `lzf_compress` into `self.out` with room for `max_out` bytes: the same
+    /// matches, the same literal runs, and the same points where it gives up, so a string
+    /// is compressed exactly when Redis compresses it, to the bytes Redis writes from a
+    /// clean table. Returns the compressed length.
+    fn compress(&mut self, input: &[u8], max_out: usize) -> Option<usize> {
+        let n = input.len();
+        if n == 0 || max_out == 0 || n >= 1 << 31 {
+            return None;
+        }
+        if u64::from(self.base) + n as u64 >= u64::from(u32::MAX) {
+            self.slots.fill(0);
+            self.base = 0;
+        }
+        let base = self.base;
+        self.base += n as u32;
+        if self.out.len() < max_out + 4 {
+            self.out.resize(max_out + 4, 0);
+        }
+        let (slots, out) = (&mut self.slots, &mut self.out[..]);
+        // `op` is where the next byte goes; every run starts with a reserved length byte.
+        let (mut op, mut lit, mut i) = (1usize, 0usize, 0usize);
+        let mut h = if n >= 2 { u32::from(input[0]) << 8 | u32::from(input[1]) } else { 0 };
+        while i + 2 < n {
+            h = h << 8 | u32::from(input[i + 2]);
+            let s = slot(h);
+            let stored = slots[s];
+            slots[s] = base + i as u32;
+            // Position 0 is never referenced (liblzf tests `ref > in_data`).
+            let r = stored.wrapping_sub(base) as usize;
+            let found = stored > base && i - r - 1 < MAX_OFF && i + 4 < n && input[r..r + 3] == input[i..i + 3];
+            if !found {
+                if op >= max_out {
                     return None;
                 }
-                let l = len - 2;
-                let need = if l < 7 { 2 } else { 3 };
-                if out.len() + need > max_out {
-                    return None;
-                }
-                if l < 7 {
-                    out.push(((l as u8) << 5) | (off >> 8) as u8);
-                } else {
-                    out.push((7 << 5) | (off >> 8) as u8);
-                    out.push((l - 7) as u8);
-                }
-                out.push((off & 0xFF) as u8);
-                // Index the positions the match covers, so later data can refer to them.
-                let end = i + len;
-                let mut k = i + 1;
-                while k < end && k + 2 < n {
-                    table[hash(k)] = (k + 1) as u32;
-                    k += 1;
-                }
-                i = end;
-                lit_start = i;
+                push_literal(out, &mut op, &mut lit, input[i]);
+                i += 1;
                 continue;
             }
+            let off = i - r - 1;
+            let maxlen = (n - i - 2).min(MAX_REF);
+            // liblzf compares 16 bytes unchecked when more than 16 may match, so a match
+            // can end up to two bytes past `maxlen` there; lengths follow it exactly.
+            let limit = if maxlen > 16 { maxlen.max(19) } else { maxlen };
+            let m = 3 + common_prefix(&input[r + 3..r + limit], &input[i + 3..i + limit]);
+            let len = if maxlen <= 16 || m <= 18 { m } else { m.min(maxlen).max(19) };
+            if lit > 0 {
+                out[op - lit - 1] = (lit - 1) as u8;
+            } else {
+                op -= 1;
+            }
+            if op + 4 >= max_out {
+                return None;
+            }
+            let l = len - 2;
+            if l < 7 {
+                out[op] = ((off >> 8) + (l << 5)) as u8;
+                op += 1;
+            } else {
+                out[op] = ((off >> 8) + (7 << 5)) as u8;
+                out[op + 1] = (l - 7) as u8;
+                op += 2;
+            }
+            out[op] = off as u8;
+            op += 2;
+            lit = 0;
+            i += len;
+            if i + 2 >= n {
+                break;
+            }
+            // Index the match's last two positions only (liblzf's VERY_FAST).
+            h = u32::from(input[i - 2]) << 16 | u32::from(input[i - 1]) << 8 | u32::from(input[i]);
+            slots[slot(h)] = base + (i - 2) as u32;
+            h = h << 8 | u32::from(input[i + 1]);
+            slots[slot(h)] = base + (i - 1) as u32;
         }
-        i += 1;
+        if op + 3 > max_out {
+            return None;
+        }
+        for &b in &input[i..] {
+            push_literal(out, &mut op, &mut lit, b);
+        }
+        if lit > 0 {
+            out[op - lit - 1] = (lit - 1) as u8;
+        } else {
+            op -= 1;
+        }
+        Some(op)
     }
-    if !flush(&mut out, &input[lit_start..]) {
-        return None;
-    }
-    Some(out)
+}
+
+/// Compress `input` as Redis's liblzf does, or `None` when the output would not fit in
+/// `max_out` bytes (Redis passes the length less 4). Written here because the `lzf`
+/// crate's compressor panics on some inputs (an index out of bounds in lzf 1.0.0, met on
+/// real Redis data) and allocates a table per call.
+pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
+    compress_with(input, max_out, <[u8]>::to_vec)
+}
+
+/// [`compress`], handing the compressed bytes to `f` from a per-thread buffer instead of
+/// allocating them.
+pub fn compress_with<R>(input: &[u8], max_out: usize, f: impl FnOnce(&[u8]) -> R) -> Option<R> {
+    COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        let len = c.compress(input, max_out)?;
+        Some(f(&c.out[..len]))
+    })
 }
 
 #[cfg(test)]

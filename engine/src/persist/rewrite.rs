@@ -10,10 +10,10 @@
 use std::io::{self, Write};
 
 use super::feed::put_multibulk;
-use super::snapshot::{KeySink, Source};
+use super::snapshot::{KeySink, SlotEncoder, Source};
 use crate::command::fmt_double;
 use crate::format::rdb::{StreamId, StreamMeta};
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Keyspace, Slot};
 use crate::logical::{Logical, StreamValue};
 use crate::value::Value;
 
@@ -312,6 +312,21 @@ impl<W: Write> KeySink for RespBaseWriter<W> {
 
     fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()> {
         self.value(key, value, expire_ms)
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.buf.extend_from_slice(bytes);
+        self.spill()
+    }
+
+    fn encoder(&self) -> Box<SlotEncoder> {
+        Box::new(|slots: &[Slot]| {
+            let mut w = RespBaseWriter::new(Vec::new());
+            for s in slots {
+                w.value(&s.key, &s.value, s.expire_ms())?;
+            }
+            w.finish()
+        })
     }
 }
 

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use super::PersistError;
 use crate::config::Config;
-use crate::format::rdb::{Encoder, RdbWriter, Target};
-use crate::keyspace::{Keyspace, SnapChunk};
+use crate::format::rdb::{put_key, Encoder, KeyParts, RdbWriter, Target};
+use crate::keyspace::{Keyspace, Slot, SnapChunk};
 use crate::value::Value;
 use std::sync::mpsc::Receiver;
 
@@ -52,23 +52,87 @@ pub trait KeySink {
     /// The next database, with its key and TTL counts.
     fn db(&mut self, index: usize, keys: u64, volatile: u64) -> io::Result<()>;
     fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()>;
+    /// Keys [`KeySink::encode`] turned into bytes, to append as they are.
+    fn raw(&mut self, bytes: &[u8]) -> io::Result<()>;
+    /// What gives the bytes `key` would append for each of some slots, on worker threads.
+    fn encoder(&self) -> Box<SlotEncoder>;
+}
+
+/// Encodes a run of keys to bytes (see [`KeySink::encoder`]).
+pub type SlotEncoder = dyn Fn(&[Slot]) -> io::Result<Vec<u8>> + Sync;
+
+/// Keys per piece of work when a keyspace is encoded on several threads.
+const ENCODE_CHUNK_KEYS: usize = 1024;
+
+/// Threads that encode a keyspace: `FERROKV_THREADS`, else one per core (at most 8).
+fn encode_threads() -> usize {
+    std::env::var("FERROKV_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .min(8)
+}
+
+/// `work(0..count)` on `threads` threads, each result handed to `sink` in index order.
+/// Worker `t` takes indices t, t + threads, ... and queues at most two results, so memory
+/// stays bounded whichever side is slower.
+fn in_order<R: Send>(
+    count: usize,
+    threads: usize,
+    work: &(dyn Fn(usize) -> R + Sync),
+    sink: &mut dyn FnMut(R) -> io::Result<()>,
+) -> io::Result<()> {
+    if threads <= 1 || count <= 1 {
+        return (0..count).try_for_each(|i| sink(work(i)));
+    }
+    std::thread::scope(|s| {
+        let queues: Vec<Receiver<R>> = (0..threads)
+            .map(|t| {
+                let (tx, rx) = std::sync::mpsc::sync_channel(2);
+                s.spawn(move || {
+                    for i in (t..count).step_by(threads) {
+                        if tx.send(work(i)).is_err() {
+                            return; // The writer stopped on an error.
+                        }
+                    }
+                });
+                rx
+            })
+            .collect();
+        for i in 0..count {
+            let r = queues[i % threads].recv().map_err(|_| io::Error::other("an encoding thread stopped"))?;
+            sink(r)?;
+        }
+        Ok(())
+    })
 }
 
 impl Source<'_> {
-    /// Hand every database and key to `sink`, in database order.
+    /// Hand every database and key to `sink`, in database order. A whole keyspace is
+    /// encoded on every core ([`KeySink::encode`]) and written in order.
     pub fn feed(self, sink: &mut dyn KeySink) -> io::Result<()> {
         match self {
             Source::Keyspace(ks) => {
+                // (database, range of its slots) per piece of work.
+                let mut chunks: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
                 for (i, db) in ks.dbs.iter().enumerate() {
-                    if db.is_empty() {
-                        continue;
-                    }
-                    sink.db(i, db.len() as u64, db.volatile_len() as u64)?;
-                    for slot in db.slots() {
-                        sink.key(&slot.key, &slot.value, slot.expire_ms())?;
-                    }
+                    let n = db.len();
+                    chunks.extend((0..n).step_by(ENCODE_CHUNK_KEYS).map(|a| (i, a..(a + ENCODE_CHUNK_KEYS).min(n))));
                 }
-                Ok(())
+                let encode = sink.encoder();
+                let work = |c: usize| {
+                    let (db, range) = &chunks[c];
+                    (*db, range.start, encode(&ks.dbs[*db].slots()[range.clone()]))
+                };
+                let mut write = |(db, start, bytes): (usize, usize, io::Result<Vec<u8>>)| {
+                    if start == 0 {
+                        let d = &ks.dbs[db];
+                        sink.db(db, d.len() as u64, d.volatile_len() as u64)?;
+                    }
+                    sink.raw(&bytes?)
+                };
+                in_order(chunks.len(), encode_threads(), &work, &mut write)
             }
             Source::Stream { rx, key_delay_us } => loop {
                 match rx.recv() {
@@ -94,6 +158,14 @@ struct RdbSink<W: Write> {
     losses: Vec<crate::format::rdb::Loss>,
 }
 
+/// A value the target cannot hold, as the error that stops the snapshot.
+fn refuse(losses: &mut Vec<crate::format::rdb::Loss>) -> io::Result<()> {
+    match losses.pop() {
+        Some(l) => Err(io::Error::new(io::ErrorKind::InvalidData, l.what)),
+        None => Ok(()),
+    }
+}
+
 impl<W: Write> KeySink for RdbSink<W> {
     fn db(&mut self, index: usize, keys: u64, volatile: u64) -> io::Result<()> {
         self.rdb.select_db(index as u64, Some((keys, volatile)))
@@ -101,10 +173,24 @@ impl<W: Write> KeySink for RdbSink<W> {
 
     fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()> {
         self.rdb.key(key, expire_ms, None, None, &value.to_logical_in_order(), &mut self.losses)?;
-        match self.losses.pop() {
-            Some(l) => Err(io::Error::new(io::ErrorKind::InvalidData, l.what)),
-            None => Ok(()),
-        }
+        refuse(&mut self.losses)
+    }
+
+    fn raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.rdb.raw(bytes, None)
+    }
+
+    fn encoder(&self) -> Box<SlotEncoder> {
+        let enc = self.rdb.enc.clone();
+        Box::new(move |slots| {
+            let (mut out, mut losses) = (Vec::new(), Vec::new());
+            for s in slots {
+                let parts = KeyParts { key: &s.key, expire_ms: s.expire_ms(), idle: None, freq: None };
+                put_key(&enc, &mut out, parts, &s.value.to_logical_in_order(), &mut losses);
+                refuse(&mut losses)?;
+            }
+            Ok(out)
+        })
     }
 }
 

@@ -250,6 +250,46 @@ impl Zset {
         }
     }
 
+    /// ZADD's pairs into an empty listpack zset all at once (sorted, not inserted one by
+    /// one with a scan each): the same members and scores as adding them in order, where a
+    /// repeated member keeps its last score. Returns (added, updated), or `None`, leaving
+    /// the zset as it is, when it is not an empty listpack or the result would not be one.
+    pub fn fill_empty_listpack(&mut self, pairs: &[(&[u8], f64)], limits: &Limits) -> Option<(u64, u64)> {
+        let Zset::Listpack(v) = self else { return None };
+        if !v.is_empty() || pairs.iter().any(|(m, _)| m.len() > limits.zset_max_listpack_value) {
+            return None;
+        }
+        // By member, then argument order: each member's run ends with its final score.
+        let mut order: Vec<usize> = (0..pairs.len()).collect();
+        order.sort_unstable_by(|&a, &b| pairs[a].0.cmp(pairs[b].0).then(a.cmp(&b)));
+        let mut members: Vec<(Sds, f64)> = Vec::new();
+        let mut updated = 0;
+        let mut run_start = 0;
+        while run_start < order.len() {
+            let m = pairs[order[run_start]].0;
+            let mut score = pairs[order[run_start]].1;
+            let mut k = run_start + 1;
+            while k < order.len() && pairs[order[k]].0 == m {
+                #[allow(clippy::float_cmp)]
+                if pairs[order[k]].1 != score {
+                    score = pairs[order[k]].1;
+                    updated += 1;
+                }
+                k += 1;
+            }
+            // The listpack keeps scores as text, where -0 reads back as 0.
+            members.push((sds(m), if score == 0.0 { 0.0 } else { score }));
+            run_start = k;
+        }
+        if members.len() > limits.zset_max_listpack_entries {
+            return None;
+        }
+        members.sort_unstable_by(|(a, x), (b, y)| (Score(*x), a.as_slice()).cmp(&(Score(*y), b.as_slice())));
+        let added = members.len() as u64;
+        *v = members;
+        Some((added, updated))
+    }
+
     /// Add or update a member; true when it is new. Converts to a skiplist past the limits.
     pub fn insert(&mut self, m: &[u8], score: f64, limits: &Limits) -> bool {
         if let Zset::Listpack(v) = self {

@@ -189,14 +189,14 @@ pub fn put_str(out: &mut Vec<u8>, b: &[u8], compress: bool) {
         }
     }
     if compress && b.len() > 20 {
-        if let Some(c) = crate::format::lzf::compress(b, b.len() - 4) {
-            {
-                out.push(0xC3);
-                put_len(out, c.len() as u64);
-                put_len(out, b.len() as u64);
-                out.extend_from_slice(&c);
-                return;
-            }
+        let compressed = crate::format::lzf::compress_with(b, b.len() - 4, |c| {
+            out.push(0xC3);
+            put_len(out, c.len() as u64);
+            put_len(out, b.len() as u64);
+            out.extend_from_slice(c);
+        });
+        if compressed.is_some() {
+            return;
         }
     }
     put_raw_str(out, b);
@@ -229,6 +229,7 @@ pub fn score_text(f: f64) -> String {
 // ---------------------------------------------------------------- values
 
 /// Encodes values for one target.
+#[derive(Clone)]
 pub struct Encoder {
     pub target: Target,
     pub limits: Limits,
