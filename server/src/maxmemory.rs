@@ -525,8 +525,7 @@ pub fn script_start_refusal(s: &mut Server, declared: u32) -> Option<Reply> {
 
 /// The checks of a command a script calls (Redis's scriptVerifyWriteCommandAllow and
 /// scriptVerifyOOM): until the script's first write, a write needs the replicas and a
-/// denyoom command memory under the limit (as it was when the script started). The
-/// refused command counts as rejected.
+/// denyoom command memory under the limit (as it was when the script started).
 pub fn script_call_refusal(s: &mut Server, found: Found, wrote: bool) -> Option<&'static str> {
     let f = found.flags();
     let text = if f & flags::WRITE != 0 && !wrote && replicas_missing(s) {
@@ -541,7 +540,6 @@ pub fn script_call_refusal(s: &mut Server, found: Found, wrote: bool) -> Option<
     } else {
         return None;
     };
-    s.stats.commands.entry(found.name()).or_default().rejected += 1;
     Some(text)
 }
 

@@ -120,6 +120,9 @@ pub struct Server {
     /// Clients with work left after their turn.
     pending: VecDeque<u64>,
     pub stats: ServerStats,
+    /// The reply of the command that just ran is an error INFO errorstats already counted
+    /// (a script's error raised by a command it called).
+    pub error_counted: bool,
     /// Watched keys: (database, key) → ids of the watching clients.
     pub watched: HashMap<(usize, Vec<u8>), Vec<u64>>,
     pub bgsave: Option<JoinHandle<Result<(), PersistError>>>,
@@ -204,6 +207,7 @@ impl Server {
         let mut rng = fastrand::Rng::new();
         let run_id: String = (0..40).map(|_| char::from_digit(rng.u32(0..16), 16).unwrap_or('0')).collect();
         let mut server = Server {
+            error_counted: false,
             engine,
             cfg,
             poll,
@@ -648,6 +652,9 @@ impl Server {
     }
 
     fn count_reply(&mut self, r: &Reply) {
+        if std::mem::take(&mut self.error_counted) {
+            return;
+        }
         if let Reply::Error(text) = r {
             self.stats.error_replies += 1;
             self.stats.count_error(text);

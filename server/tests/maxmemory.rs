@@ -39,6 +39,14 @@ fn info(port: u16, field: &str) -> String {
     text.lines().find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string())).unwrap_or_default()
 }
 
+/// The INFO `fields` of both servers agree (command times aside).
+fn same_info(ours: u16, redis: u16, fields: &[&str]) {
+    let strip_usec = |v: String| v.split(',').filter(|p| !p.starts_with("usec")).collect::<Vec<_>>().join(",");
+    for field in fields {
+        assert_eq!(strip_usec(info(ours, field)), strip_usec(info(redis, field)), "INFO {field}");
+    }
+}
+
 fn info_u64(port: u16, field: &str) -> u64 {
     info(port, field).parse().unwrap_or_else(|_| panic!("INFO {field} is not a number"))
 }
@@ -158,10 +166,52 @@ fn oom_in_scripts_counts_as_redis_does() {
         ferrokv_testkit::cli(port, &["SET", "x", "z"]);
         ferrokv_testkit::cli(port, &["CONFIG", "SET", "maxmemory", "0"]);
     }
-    for field in ["errorstat_OOM", "total_error_replies", "cmdstat_set", "cmdstat_eval"] {
-        let strip_usec = |v: String| v.split(',').filter(|p| !p.starts_with("usec")).collect::<Vec<_>>().join(",");
-        assert_eq!(strip_usec(info(o.port, field)), strip_usec(info(r.port, field)), "INFO {field}");
+    same_info(o.port, r.port, &["errorstat_OOM", "total_error_replies", "cmdstat_set", "cmdstat_eval"]);
+}
+
+/// Errors inside scripts count once in INFO, as Redis's "Consistent eval error reporting":
+/// a refused or failing command counts where it happens, and the script's error reply that
+/// carries it is not counted again (but the script still counts as failed).
+#[test]
+fn script_errors_count_once_as_redis_does() {
+    let r = redis();
+    let (o, _dir) = ours("mm-script-errors");
+    let pcall_oom = "local t = redis.pcall('set','x','y') return t['err']";
+    let runs: Vec<Vec<&str>> = vec![
+        vec!["CONFIG", "SET", "maxmemory", "1"],
+        vec!["EVAL", "return redis.call('set','x','y')", "1", "x"],
+        vec!["EVAL", pcall_oom, "1", "x"],
+        vec!["EVAL", "return redis.pcall('set','x','y')", "1", "x"],
+        vec!["CONFIG", "SET", "maxmemory", "0"],
+        vec!["EVAL", "return redis.call('select',99)", "0"],
+        vec!["EVAL", "local t = redis.pcall('select',99) return t['err']", "0"],
+        vec!["EVAL_RO", "return redis.call('set','x','y')", "1", "x"],
+        vec!["EVAL_RO", "local t = redis.pcall('set','x','y') return t['err']", "1", "x"],
+        vec!["SET", "Sicily", "1"],
+        vec!["EVAL", "return redis.call('GEOADD', 'Sicily', '13.361389', '38.115556', 'Palermo')", "1", "x"],
+        vec!["EVAL", "return redis.call('nosuchcommand')", "0"],
+        vec!["EVAL", "return redis.error_reply('MY_ERR custom')", "0"],
+        vec!["EVAL", "return redis.call()", "0"],
+    ];
+    for port in [r.port, o.port] {
+        ferrokv_testkit::cli(port, &["CONFIG", "RESETSTAT"]);
+        for cmd in &runs {
+            ferrokv_testkit::cli(port, cmd);
+        }
     }
+    let fields = [
+        "errorstat_OOM",
+        "errorstat_ERR",
+        "errorstat_WRONGTYPE",
+        "errorstat_MY_ERR",
+        "total_error_replies",
+        "cmdstat_set",
+        "cmdstat_select",
+        "cmdstat_geoadd",
+        "cmdstat_eval",
+        "cmdstat_eval_ro",
+    ];
+    same_info(o.port, r.port, &fields);
 }
 
 #[test]

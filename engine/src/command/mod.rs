@@ -9,6 +9,7 @@ mod ctx;
 mod reply;
 pub mod table;
 
+pub mod geo;
 pub mod hash;
 pub mod keys;
 pub mod list;

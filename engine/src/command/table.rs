@@ -80,6 +80,7 @@ pub fn specs() -> impl Iterator<Item = &'static Spec> {
         super::hash::SPECS,
         super::set::SPECS,
         super::zset::SPECS,
+        super::geo::SPECS,
         super::stream::SPECS,
     ]
     .into_iter()

@@ -272,7 +272,7 @@ struct AddFlags {
     incr: bool,
 }
 
-fn zadd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+pub(super) fn zadd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     zadd_generic(ctx, a, false)
 }
 

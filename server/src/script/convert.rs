@@ -21,6 +21,14 @@ pub fn error_table_text(reply_text: &str) -> String {
     format!("{code} {msg}")
 }
 
+/// The field of an error table whose error INFO errorstats already counted.
+pub const STATS_COUNTED: &str = "ignore_error_stats_update";
+
+/// Whether `v` is an error table whose error was already counted.
+pub fn stats_counted(v: &Value) -> bool {
+    matches!(v, Value::Table(t) if matches!(t.raw_get::<Value>(STATS_COUNTED), Ok(Value::Boolean(true))))
+}
+
 /// A table `{err = text}`.
 pub fn error_table(lua: &Lua, text: &str) -> mlua::Result<Table> {
     let t = lua.create_table()?;
@@ -40,7 +48,7 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
         Reply::Simple(s) => single_field(lua, "ok", lua.create_string(s.as_bytes())?)?,
         Reply::Error(e) => {
             let t = error_table(lua, &error_table_text(e))?;
-            t.raw_set("ignore_error_stats_update", true)?;
+            t.raw_set(STATS_COUNTED, true)?;
             Value::Table(t)
         }
         Reply::Int(i) => Value::Number(*i as f64),

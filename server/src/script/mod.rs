@@ -359,13 +359,18 @@ impl Vm {
     }
 }
 
-/// An error a redis.* function raises: the script sees the table `{err = text}`.
+/// An error a redis.* function raises: the script sees the table `{err = text}`; `counted` when INFO errorstats already has it
+/// (a command's error, or a refusal of the command), so the script's error reply is not
+/// counted again (Redis's `ignore_error_stats_update`).
 #[derive(Debug)]
-struct ScriptError(String);
+struct ScriptError {
+    text: String,
+    counted: bool,
+}
 
 impl std::fmt::Display for ScriptError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.text)
     }
 }
 
@@ -373,7 +378,7 @@ impl std::error::Error for ScriptError {}
 
 /// A redis.* argument error (`ERR ` + text, as Redis's luaPushError).
 fn raise(text: &str) -> mlua::Error {
-    mlua::Error::external(ScriptError(format!("ERR {text}")))
+    mlua::Error::external(ScriptError { text: format!("ERR {text}"), counted: false })
 }
 
 /// What a Lua error value raised by Rust stands for: an error table for
@@ -390,7 +395,11 @@ fn unwrap_error(lua: &Lua, v: Value) -> mlua::Result<Value> {
             mlua::Error::WithContext { cause, .. } => e = cause,
             mlua::Error::ExternalError(x) => {
                 if let Some(se) = x.downcast_ref::<ScriptError>() {
-                    return Ok(Value::Table(convert::error_table(lua, &se.0)?));
+                    let t = convert::error_table(lua, &se.text)?;
+                    if se.counted {
+                        t.raw_set(convert::STATS_COUNTED, true)?;
+                    }
+                    return Ok(Value::Table(t));
                 }
                 return Ok(Value::String(lua.create_string(x.to_string())?));
             }
@@ -586,7 +595,8 @@ fn run_script(
                 let (failed, v) = script_call(lua, s, c, session, st, readonly, argv)?;
                 if failed && raises {
                     let text = convert::error_parts(&v).0.unwrap_or_default();
-                    return Err(mlua::Error::external(ScriptError(text)));
+                    let counted = convert::stats_counted(&v);
+                    return Err(mlua::Error::external(ScriptError { text, counted }));
                 }
                 Ok(v)
             })
@@ -614,7 +624,8 @@ fn run_script(
         redis_api.raw_set("acl_check_cmd", acl_stub)?;
         hooks.raw_set("busy", Value::Nil)?;
         let (ok, v) = ran?;
-        Ok(if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, name) })
+        let reply = if ok { convert::lua_to_reply(&v, st.resp3.get()) } else { failure_reply(&v, name) };
+        Ok((reply, convert::stats_counted(&v)))
     });
 
     st.started.set(None);
@@ -635,7 +646,14 @@ fn run_script(
     if !was_in_exec {
         s.engine.flush();
     }
-    outcome.unwrap_or_else(lua_failure)
+    match outcome {
+        Ok((reply, counted)) => {
+            // An error already in INFO errorstats: the caller's reply is not counted again.
+            s.error_counted = counted && reply.is_error();
+            reply
+        }
+        Err(e) => lua_failure(e),
+    }
 }
 
 /// redis.acl_check_cmd inside a script: may the caller's user run this command?
@@ -710,36 +728,44 @@ fn script_call(
     readonly: bool,
     argv: CallArgv,
 ) -> mlua::Result<(bool, Value)> {
-    let fail = |text: &str| -> mlua::Result<(bool, Value)> {
-        let t = convert::error_table(lua, text)?;
-        Ok((true, Value::Table(t)))
-    };
     let argv = match argv {
         Ok(argv) => argv,
-        Err(e) => return fail(e),
+        Err(e) => return Ok((true, Value::Table(convert::error_table(lua, e)?))),
+    };
+    // From here on a refusal counts in INFO errorstats, and as a rejected call of the
+    // command when there is one (Redis's scriptCall).
+    let refuse = |s: &mut Server, found: Option<cmd::Found>, text: &str| -> mlua::Result<(bool, Value)> {
+        s.stats.error_replies += 1;
+        s.stats.count_error(text);
+        if let Some(found) = found {
+            s.stats.commands.entry(found.name()).or_default().rejected += 1;
+        }
+        let t = convert::error_table(lua, text)?;
+        t.raw_set(convert::STATS_COUNTED, true)?;
+        Ok((true, Value::Table(t)))
     };
     let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
     if NOSCRIPT_ELSEWHERE.contains(&name.as_str()) && cmd::lookup(&argv[0]).is_none() {
-        return fail("ERR This Redis command is not allowed from script");
+        return refuse(s, None, "ERR This Redis command is not allowed from script");
     }
     let Some(found) = cmd::lookup(&argv[0]) else {
-        return fail("ERR Unknown Redis command called from script");
+        return refuse(s, None, "ERR Unknown Redis command called from script");
     };
     if !found.arity_ok(argv.len()) {
-        return fail("ERR Wrong number of args calling Redis command from script");
+        return refuse(s, Some(found), "ERR Wrong number of args calling Redis command from script");
     }
     let f = found.flags();
     if f & flags::NOSCRIPT != 0 {
-        return fail("ERR This Redis command is not allowed from script");
+        return refuse(s, Some(found), "ERR This Redis command is not allowed from script");
     }
     if let Some(refused) = s.acl_script_refusal(c, found, &argv) {
-        return fail(&refused);
+        return refuse(s, Some(found), &refused);
     }
     if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
-        return fail("ERR Write commands are not allowed from read-only scripts.");
+        return refuse(s, Some(found), "ERR Write commands are not allowed from read-only scripts.");
     }
     if let Some(refused) = crate::maxmemory::script_call_refusal(s, found, st.wrote.get()) {
-        return fail(refused);
+        return refuse(s, Some(found), refused);
     }
     if f & flags::WRITE != 0 {
         st.wrote.set(true);
@@ -755,6 +781,11 @@ fn script_call(
         s.engine.fx.propagate.truncate(before);
     }
     let failed = reply.is_error();
+    if let Reply::Error(text) = &reply {
+        // The command's error reply counts as any reply would (its error table says so).
+        s.stats.error_replies += 1;
+        s.stats.count_error(text);
+    }
     Ok((failed, convert::reply_to_lua(lua, &reply, st.resp3.get())?))
 }
 
