@@ -53,6 +53,8 @@ pub struct RewriteJob {
     now_ms: i64,
     tmp: PathBuf,
     rdb_base: bool,
+    /// `rdb-key-save-delay` for a live snapshot, as configured when the job starts.
+    pub(crate) key_delay_us: i32,
 }
 
 /// Where a rewrite job's keys come from.
@@ -216,7 +218,7 @@ impl Aof {
         let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
         let rdb_base = rdb_base(&self.cfg, ks);
         let snapshot = JobSource::Copy(Box::new(ks.clone()));
-        Ok(RewriteJob { snapshot, cfg: self.cfg.clone(), now_ms, tmp, rdb_base })
+        Ok(RewriteJob { snapshot, cfg: self.cfg.clone(), now_ms, tmp, rdb_base, key_delay_us: 0 })
     }
 
     /// [`Aof::start_rewrite`] without copying the keyspace here: the job reads the chunks
@@ -237,7 +239,8 @@ impl Aof {
             return Err(e);
         }
         let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-        let job = RewriteJob { snapshot: JobSource::Live(rx), cfg: self.cfg.clone(), now_ms, tmp, rdb_base };
+        let job =
+            RewriteJob { snapshot: JobSource::Live(rx), cfg: self.cfg.clone(), now_ms, tmp, rdb_base, key_delay_us: 0 };
         Ok((job, walker))
     }
 
@@ -297,14 +300,14 @@ impl Aof {
 impl RewriteJob {
     /// Step 2: write the new base to its temp file (fsynced). Runs on any thread.
     pub fn run(self) -> Result<RewrittenBase, PersistError> {
-        let RewriteJob { snapshot, cfg, now_ms, tmp, rdb_base } = self;
+        let RewriteJob { snapshot, cfg, now_ms, tmp, rdb_base, key_delay_us } = self;
         let copy;
         let src = match snapshot {
             JobSource::Copy(ks) => {
                 copy = ks;
                 Source::Keyspace(&copy)
             }
-            JobSource::Live(rx) => Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay },
+            JobSource::Live(rx) => Source::Stream { rx, key_delay_us },
         };
         write_base(&tmp, src, &cfg, now_ms, rdb_base)?;
         Ok(RewrittenBase { tmp, rdb_base })
