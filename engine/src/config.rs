@@ -94,3 +94,18 @@ impl Default for Config {
         }
     }
 }
+
+/// Threads a parallel step may use: `FERROKV_THREADS` when set to a positive number, else
+/// `default` (the core count, or 1 where extra threads did not pay on the bench machine).
+pub fn threads(default: impl FnOnce() -> usize) -> usize {
+    std::env::var("FERROKV_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(default)
+}
+
+/// The machine's core count (1 when unknown).
+pub fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}

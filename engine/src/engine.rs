@@ -111,13 +111,8 @@ impl Engine {
             let manifest = persist::load::read_manifest(&self.cfg)?;
             self.persist.aof = Some(persist::Aof::detached(&self.cfg, manifest, now)?);
         }
-        // The AOF keeps the configuration it was opened with; the delay is read now.
-        let delay = self.cfg.rdb_key_save_delay;
         match &mut self.persist.aof {
-            Some(aof) => aof.start_rewrite_live(&mut self.ks, now).map(|(mut job, walker)| {
-                job.key_delay_us = delay;
-                (job, walker)
-            }),
+            Some(aof) => aof.start_rewrite_live(&mut self.ks, now),
             None => Err(PersistError::State("no AOF".into())),
         }
     }

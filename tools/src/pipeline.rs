@@ -35,11 +35,7 @@ pub struct Pipeline {
 impl Default for Pipeline {
     fn default() -> Self {
         // FERROKV_THREADS overrides the core count (1 = everything on the main thread).
-        let cores = std::env::var("FERROKV_THREADS")
-            .ok()
-            .and_then(|v| v.parse::<usize>().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+        let cores = ferrokv::config::threads(ferrokv::config::cores);
         Pipeline { workers: cores.min(16), batch_bytes: 1 << 20, big_key_bytes: 8 << 20 }
     }
 }

@@ -53,8 +53,6 @@ pub struct RewriteJob {
     now_ms: i64,
     tmp: PathBuf,
     rdb_base: bool,
-    /// `rdb-key-save-delay` for a live snapshot, as configured when the job starts.
-    pub(crate) key_delay_us: i32,
 }
 
 /// Where a rewrite job's keys come from.
@@ -144,11 +142,13 @@ impl Aof {
     }
 
     /// Take settings changed at run time (CONFIG SET appendfsync, aof-timestamp-enabled,
-    /// aof-use-rdb-preamble): they apply from the next write or rewrite.
+    /// aof-use-rdb-preamble, rdbcompression, rdb-key-save-delay): they apply from the next
+    /// write or rewrite.
     pub fn reconfigure(&mut self, cfg: &Config) {
         self.cfg.appendfsync = cfg.appendfsync;
         self.cfg.aof_use_rdb_preamble = cfg.aof_use_rdb_preamble;
         self.cfg.rdbcompression = cfg.rdbcompression;
+        self.cfg.rdb_key_save_delay = cfg.rdb_key_save_delay;
     }
 
     /// Whether commands are being appended (false for a detached or closed AOF).
@@ -218,7 +218,7 @@ impl Aof {
         let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
         let rdb_base = rdb_base(&self.cfg, ks);
         let snapshot = JobSource::Copy(Box::new(ks.clone()));
-        Ok(RewriteJob { snapshot, cfg: self.cfg.clone(), now_ms, tmp, rdb_base, key_delay_us: 0 })
+        Ok(RewriteJob { snapshot, cfg: self.cfg.clone(), now_ms, tmp, rdb_base })
     }
 
     /// [`Aof::start_rewrite`] without copying the keyspace here: the job reads the chunks
@@ -239,8 +239,7 @@ impl Aof {
             return Err(e);
         }
         let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-        let job =
-            RewriteJob { snapshot: JobSource::Live(rx), cfg: self.cfg.clone(), now_ms, tmp, rdb_base, key_delay_us: 0 };
+        let job = RewriteJob { snapshot: JobSource::Live(rx), cfg: self.cfg.clone(), now_ms, tmp, rdb_base };
         Ok((job, walker))
     }
 
@@ -300,14 +299,14 @@ impl Aof {
 impl RewriteJob {
     /// Step 2: write the new base to its temp file (fsynced). Runs on any thread.
     pub fn run(self) -> Result<RewrittenBase, PersistError> {
-        let RewriteJob { snapshot, cfg, now_ms, tmp, rdb_base, key_delay_us } = self;
+        let RewriteJob { snapshot, cfg, now_ms, tmp, rdb_base } = self;
         let copy;
         let src = match snapshot {
             JobSource::Copy(ks) => {
                 copy = ks;
                 Source::Keyspace(&copy)
             }
-            JobSource::Live(rx) => Source::Stream { rx, key_delay_us },
+            JobSource::Live(rx) => Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay },
         };
         write_base(&tmp, src, &cfg, now_ms, rdb_base)?;
         Ok(RewrittenBase { tmp, rdb_base })

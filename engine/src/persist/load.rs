@@ -90,13 +90,7 @@ const BATCH_BYTES: usize = 1 << 20;
 /// threads in all. On the 2-core machine of docs/benchmarks.md the extra thread made loading
 /// slower (10.7-12.2 s against 9.3 s for the 1.18 GB bench file), so it is off by default.
 fn decode_threads() -> usize {
-    std::env::var("FERROKV_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(1)
-        .saturating_sub(1)
-        .min(8)
+    crate::config::threads(|| 1).saturating_sub(1).min(8)
 }
 
 fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded, PersistError> {

@@ -66,12 +66,7 @@ const ENCODE_CHUNK_KEYS: usize = 1024;
 
 /// Threads that encode a keyspace: `FERROKV_THREADS`, else one per core (at most 8).
 fn encode_threads() -> usize {
-    std::env::var("FERROKV_THREADS")
-        .ok()
-        .and_then(|v| v.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .min(8)
+    crate::config::threads(crate::config::cores).min(8)
 }
 
 /// `work(0..count)` on `threads` threads, each result handed to `sink` in index order.

@@ -264,22 +264,17 @@ impl Zset {
         order.sort_unstable_by(|&a, &b| pairs[a].0.cmp(pairs[b].0).then(a.cmp(&b)));
         let mut members: Vec<(Sds, f64)> = Vec::new();
         let mut updated = 0;
-        let mut run_start = 0;
-        while run_start < order.len() {
-            let m = pairs[order[run_start]].0;
-            let mut score = pairs[order[run_start]].1;
-            let mut k = run_start + 1;
-            while k < order.len() && pairs[order[k]].0 == m {
+        for run in order.chunk_by(|&a, &b| pairs[a].0 == pairs[b].0) {
+            let (m, mut score) = pairs[run[0]];
+            for &k in &run[1..] {
                 #[allow(clippy::float_cmp)]
-                if pairs[order[k]].1 != score {
-                    score = pairs[order[k]].1;
+                if pairs[k].1 != score {
+                    score = pairs[k].1;
                     updated += 1;
                 }
-                k += 1;
             }
             // The listpack keeps scores as text, where -0 reads back as 0.
             members.push((sds(m), if score == 0.0 { 0.0 } else { score }));
-            run_start = k;
         }
         if members.len() > limits.zset_max_listpack_entries {
             return None;

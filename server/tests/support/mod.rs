@@ -278,6 +278,14 @@ fn recv(c: &mut (TcpStream, Vec<u8>), n: usize) -> Vec<u8> {
     }
 }
 
+/// An INFO field's value (`INFO everything`, "" when absent) without its timings
+/// (`usec=`, `usec_per_call=`), so two servers' counters compare.
+pub fn info_counts(port: u16, field: &str) -> String {
+    let text = cli(port, &["INFO", "everything"]);
+    let value = text.lines().find_map(|l| l.strip_prefix(field)?.strip_prefix(':')).unwrap_or("");
+    value.trim().split(',').filter(|p| !p.starts_with("usec")).collect::<Vec<_>>().join(",")
+}
+
 pub fn wait_until(mut f: impl FnMut() -> bool) {
     let start = Instant::now();
     while !f() {
