@@ -36,6 +36,38 @@ pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port()
 }
 
+/// Spawn a server on a free port and wait until it answers. A port found free can be
+/// taken again before the server binds it (tests run in parallel, and every client
+/// connection takes an ephemeral port), so a server that exits early is started again
+/// on another port, and a reply counts only when it comes from this child (INFO's
+/// process_id; a NOAUTH reply while the child is alive, when it has a password).
+pub fn spawn_on_free_port(name: &str, mut spawn: impl FnMut(u16) -> Child, timeout: Duration) -> (Child, u16) {
+    for _attempt in 0..10 {
+        let port = free_port();
+        let mut child = spawn(port);
+        let own = format!("process_id:{}", child.id());
+        let start = Instant::now();
+        loop {
+            if child.try_wait().ok().flatten().is_some() {
+                break;
+            }
+            let info = cli(port, &["INFO", "server"]);
+            let noauth = info.starts_with("NOAUTH") && child.try_wait().ok().flatten().is_none();
+            if noauth || info.lines().any(|l| l.trim() == own) {
+                return (child, port);
+            }
+            if start.elapsed() > timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("{name} did not answer on port {port} within {timeout:?}");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.wait();
+    }
+    panic!("{name} exited at start 10 times (see its log)");
+}
+
 /// Run redis-cli against `port`; its trimmed stdout.
 pub fn cli(port: u16, args: &[&str]) -> String {
     let out = Command::new("redis-cli")
@@ -77,26 +109,25 @@ impl Server {
 
     /// A server over an existing directory (its dump.rdb or AOF dir are loaded).
     pub fn start_in(dir: TempDir, extra: &[&str]) -> Server {
-        let port = free_port();
-        let mut args: Vec<String> =
-            ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""].iter().map(|s| s.to_string()).collect();
-        if !extra.contains(&"--appendonly") {
-            args.extend(["--appendonly".into(), "no".into()]);
-        }
-        args.extend(["--enable-debug-command".into(), "yes".into(), "--dbfilename".into(), "dump.rdb".into()]);
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let child = Command::new("redis-server")
-            .args(&args)
-            .arg("--dir")
-            .arg(dir.path())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("redis-server is installed (make deps)");
-        let start = Instant::now();
-        while cli(port, &["PING"]) != "PONG" {
-            assert!(start.elapsed() < Duration::from_secs(30), "redis-server did not start in {:?}", dir.path());
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let spawn = |port: u16| {
+            let mut args: Vec<String> = ["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+            if !extra.contains(&"--appendonly") {
+                args.extend(["--appendonly".into(), "no".into()]);
+            }
+            args.extend(["--enable-debug-command".into(), "yes".into(), "--dbfilename".into(), "dump.rdb".into()]);
+            args.extend(extra.iter().map(|s| s.to_string()));
+            Command::new("redis-server")
+                .args(&args)
+                .arg("--dir")
+                .arg(dir.path())
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("redis-server is installed (make deps)")
+        };
+        let (child, port) = spawn_on_free_port("redis-server", spawn, Duration::from_secs(30));
         Server { child, port, dir }
     }
 

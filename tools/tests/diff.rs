@@ -3,10 +3,9 @@
 //! B. No test input is made by editing bytes, except truncating a real file.
 
 use std::ffi::OsStr;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use ferrokv_tools::diff::{diff_files, json, Options};
 use ferrokv_tools::pipeline::Pipeline;
@@ -55,30 +54,18 @@ impl Drop for Server {
 
 impl Server {
     fn start(dir: &Path) -> Server {
-        for _ in 0..5 {
-            let port = TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port();
-            let child = Command::new("redis-server")
+        let spawn = |port: u16| {
+            Command::new("redis-server")
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
                 .args(["--enable-debug-command", "yes", "--daemonize", "no", "--dbfilename", "dump.rdb", "--dir"])
                 .arg(dir)
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
-                .expect("redis-server is installed (make deps)");
-            let mut server = Server { child, port, dir: dir.to_path_buf() };
-            let start = Instant::now();
-            while start.elapsed() < Duration::from_secs(15) {
-                if server.cli(&["PING"]) == "PONG" {
-                    return server;
-                }
-                if let Ok(Some(_)) = server.child.try_wait() {
-                    break; // port taken: try another
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            let _ = server.child.kill();
-        }
-        panic!("redis-server did not start");
+                .expect("redis-server is installed (make deps)")
+        };
+        let (child, port) = ferrokv_testkit::spawn_on_free_port("redis-server", spawn, Duration::from_secs(15));
+        Server { child, port, dir: dir.to_path_buf() }
     }
 
     /// A server holding `all-types.rdb`, the fixture written by redis-server 7.0.

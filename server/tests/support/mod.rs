@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrokv_testkit::{cli, encode_command, free_port};
+use ferrokv_testkit::{cli, encode_command, spawn_on_free_port};
 
 /// A running ferrokv-server, killed when dropped.
 pub struct Ours {
@@ -21,24 +21,18 @@ impl Ours {
     /// Start the binary on a free port with no save points and data (and its log,
     /// `server.log`) in `dir`; wait until it answers (PONG, or NOAUTH with a password).
     pub fn start(dir: &Path, extra: &[&str]) -> Ours {
-        let port = free_port();
-        let log = std::fs::File::create(dir.join("server.log")).expect("log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
-            .args(["--port", &port.to_string(), "--save", "", "--enable-debug-command", "yes"])
-            .arg("--dir")
-            .arg(dir)
-            .args(extra)
-            .stdout(Stdio::from(log))
-            .spawn()
-            .expect("start ferrokv-server");
-        let start = Instant::now();
-        while cli(port, &["PING"]).is_empty() {
-            if start.elapsed() > Duration::from_secs(60) || child.try_wait().ok().flatten().is_some() {
-                let _ = child.kill();
-                panic!("ferrokv-server did not start on {}", dir.display());
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let spawn = |port: u16| {
+            let log = std::fs::File::create(dir.join("server.log")).expect("log file");
+            Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
+                .args(["--port", &port.to_string(), "--save", "", "--enable-debug-command", "yes"])
+                .arg("--dir")
+                .arg(dir)
+                .args(extra)
+                .stdout(Stdio::from(log))
+                .spawn()
+                .expect("start ferrokv-server")
+        };
+        let (child, port) = spawn_on_free_port("ferrokv-server", spawn, Duration::from_secs(60));
         Ours { child: Some(child), port }
     }
 
