@@ -115,7 +115,9 @@ pub struct Server {
     pub cfg: ServerConfig,
     poll: Poll,
     listeners: Vec<TcpListener>,
-    pub clients: HashMap<u64, Client>,
+    /// Boxed: a client is taken out of the map for its turn and put back, and moving a
+    /// pointer is cheaper than moving the struct.
+    pub clients: HashMap<u64, Box<Client>, foldhash::fast::FixedState>,
     next_id: u64,
     /// Clients with work left after their turn.
     pending: VecDeque<u64>,
@@ -163,9 +165,11 @@ pub struct Server {
     /// The time the engine reads (Redis's cached time): set before each top-level command
     /// and at every loop wake-up, so a command reads the clock once, not on each lookup.
     time: Clock,
-    /// A clock reading (unix µs) taken when the last command ended, still fresh for the
-    /// next command of the same batch; cleared when the batch ends.
-    fresh_us: Option<i64>,
+    /// A clock reading taken when the client's input was read or the last command ended,
+    /// still fresh for the next command of the same batch; cleared when the batch ends.
+    fresh: Option<Instant>,
+    /// Wall time from monotonic readings, so a command reads one clock, not two.
+    wall: WallAnchor,
     /// Nesting of [`Server::call`]: EXEC's and scripts' commands share their caller's time.
     call_depth: u32,
 }
@@ -173,6 +177,25 @@ pub struct Server {
 /// Unix time in microseconds (the wall clock, as Redis's ustime).
 fn unix_us() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_micros() as i64)
+}
+
+/// A monotonic instant paired with the wall clock read at the same moment: the wall
+/// time of a later instant is derived from it. Re-read on every cron tick, so a change
+/// of the system clock is followed within one tick.
+struct WallAnchor {
+    at: Instant,
+    unix_us: i64,
+}
+
+impl WallAnchor {
+    fn now() -> WallAnchor {
+        WallAnchor { at: Instant::now(), unix_us: unix_us() }
+    }
+
+    fn unix_ms(&self, t: Instant) -> i64 {
+        let since = t.saturating_duration_since(self.at).as_micros() as i64;
+        (self.unix_us + since) / 1000
+    }
 }
 
 fn listener_token(i: usize) -> Token {
@@ -212,7 +235,7 @@ impl Server {
             cfg,
             poll,
             listeners,
-            clients: HashMap::new(),
+            clients: HashMap::default(),
             next_id: 1,
             pending: VecDeque::new(),
             stats: ServerStats::default(),
@@ -244,7 +267,8 @@ impl Server {
             eviction: Default::default(),
             acl: Default::default(),
             time,
-            fresh_us: None,
+            fresh: None,
+            wall: WallAnchor::now(),
             call_depth: 0,
         };
         crate::acl::command::load_at_startup(&mut server)?;
@@ -351,7 +375,7 @@ impl Server {
             return;
         }
         let c = Client::new(id, sock, Some(addr), self.acl.default_is_open());
-        self.clients.insert(id, c);
+        self.clients.insert(id, Box::new(c));
         // Data may already be waiting.
         self.pending.push_back(id);
     }
@@ -368,11 +392,13 @@ impl Server {
     }
 
     fn serve_client(&mut self, c: &mut Client) -> bool {
+        // When the input being parsed was read: the first command's start time.
+        let mut read_at = None;
         for _ in 0..ROUNDS_PER_TURN {
             if c.close_asap {
                 return false;
             }
-            let stopped_early = self.process_input(c);
+            let stopped_early = self.process_input(c, read_at.take());
             if c.close_asap {
                 // Over an output buffer limit: closed without writing the rest.
                 return false;
@@ -404,7 +430,9 @@ impl Server {
                 ReadOutcome::Data => {
                     self.stats.net_input_bytes += n as u64;
                     // Once per read, not per command: the clock is not free.
-                    c.last_interaction = Instant::now();
+                    let now = Instant::now();
+                    c.last_interaction = now;
+                    read_at = Some(now);
                 }
                 ReadOutcome::WouldBlock => return true,
                 ReadOutcome::Closed => return false,
@@ -428,10 +456,10 @@ impl Server {
 
     /// Run every complete command in the query buffer, stopping while too much output
     /// waits. True when it stopped with input left to parse (write backpressure).
-    fn process_input(&mut self, c: &mut Client) -> bool {
-        self.fresh_us = None;
+    fn process_input(&mut self, c: &mut Client, read_at: Option<Instant>) -> bool {
+        self.fresh = read_at;
         let stopped_early = self.process_queries(c);
-        self.fresh_us = None;
+        self.fresh = None;
         stopped_early
     }
 
@@ -507,7 +535,7 @@ impl Server {
         }
     }
 
-    fn drop_client(&mut self, mut c: Client) {
+    fn drop_client(&mut self, mut c: Box<Client>) {
         self.forget_client(&mut c);
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);
@@ -547,7 +575,7 @@ impl Server {
             self.reject(c, e, Some(found.name()));
             return;
         }
-        if let Some(e) = crate::acl::enforce::subcommand_refusal(found.name(), argv) {
+        if let Some(e) = crate::acl::enforce::subcommand_refusal(found, argv) {
             self.reject(c, e, Some(found.name()));
             return;
         }
@@ -608,12 +636,12 @@ impl Server {
         // One clock reading per command: a top-level command's start is the engine's time
         // (the end of the previous command of the batch when there was one).
         let top = self.call_depth == 0;
-        let start = match self.fresh_us.take() {
+        let start = match self.fresh.take() {
             Some(t) if top => t,
-            _ => unix_us(),
+            _ => Instant::now(),
         };
         if top {
-            self.time.set_ms(start / 1000);
+            self.time.set_ms(self.wall.unix_ms(start));
         }
         self.call_depth += 1;
         let reply = match found {
@@ -638,13 +666,13 @@ impl Server {
             }
         };
         self.call_depth -= 1;
-        let end = unix_us();
+        let end = Instant::now();
         if top {
-            self.fresh_us = Some(end);
+            self.fresh = Some(end);
         }
         let st = self.stats.commands.entry(found.name()).or_default();
         st.calls += 1;
-        st.usec += end.saturating_sub(start).max(0) as u64;
+        st.usec += end.saturating_duration_since(start).as_micros() as u64;
         if reply.is_error() {
             st.failed += 1;
         }
@@ -783,6 +811,7 @@ impl Server {
     // ------------------------------------------------------------ timer
 
     fn cron(&mut self) {
+        self.wall = WallAnchor::now();
         if self.active_expire {
             self.engine.active_expire_cycle();
             self.deliver_events(None);

@@ -20,7 +20,7 @@ pub mod string;
 pub mod zset;
 
 pub use ctx::{Ctx, Effects, Event, ExpireMode, Stats};
-pub use reply::{fmt_double, fmt_g, Reply, WRONGTYPE};
+pub use reply::{fmt_double, fmt_g, BulkArray, Reply, WRONGTYPE};
 pub use table::{lookup, specs, Spec};
 
 /// An argument vector, command name first.

@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 
 /// A command's reply, independent of the protocol version.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Reply {
     /// `+text`
     Simple(Cow<'static, str>),
@@ -33,6 +33,67 @@ pub enum Reply {
     Verbatim(Vec<u8>),
     /// A RESP3 big number (`(digits`); a bulk string in RESP2 (scripts return them).
     BigNumber(Vec<u8>),
+    /// An array of bulk strings held as its RESP bytes (the same in RESP2 and RESP3): a
+    /// range of a list or a hash's fields is written out with no allocation per element.
+    /// Equal to the `Array` of `Bulk`s it stands for.
+    BulkArray(BulkArray),
+}
+
+/// The elements of an array of bulk strings, encoded (`$len\r\nbytes\r\n` each).
+#[derive(Debug, Clone, Default)]
+pub struct BulkArray {
+    resp: Vec<u8>,
+    len: usize,
+}
+
+impl BulkArray {
+    pub fn push(&mut self, b: &[u8]) {
+        bulk(&mut self.resp, b);
+        self.len += 1;
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements, decoded from the bytes `push` wrote.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut rest = self.resp.as_slice();
+        std::iter::from_fn(move || {
+            let nl = rest.iter().position(|&b| b == b'\n')?;
+            let n: usize = std::str::from_utf8(&rest[1..nl - 1]).ok()?.parse().ok()?;
+            let item = &rest[nl + 1..nl + 1 + n];
+            rest = &rest[nl + 3 + n..];
+            Some(item)
+        })
+    }
+}
+
+/// Replies are equal when they stand for the same thing: a `BulkArray` equals the
+/// `Array` of `Bulk`s it holds.
+impl PartialEq for Reply {
+    fn eq(&self, other: &Reply) -> bool {
+        use Reply::*;
+        match (self, other) {
+            (Simple(a), Simple(b)) | (Error(a), Error(b)) => a == b,
+            (Int(a), Int(b)) => a == b,
+            (Bulk(a), Bulk(b)) | (Verbatim(a), Verbatim(b)) | (BigNumber(a), BigNumber(b)) => a == b,
+            (Nil, Nil) | (NilArray, NilArray) => true,
+            (Array(a), Array(b)) | (Set(a), Set(b)) => a == b,
+            (Map(a), Map(b)) | (Pairs(a), Pairs(b)) | (KeyedArrays(a), KeyedArrays(b)) => a == b,
+            (Double(a), Double(b)) => a == b,
+            (Bool(a), Bool(b)) => a == b,
+            (BulkArray(a), BulkArray(b)) => a.len == b.len && a.resp == b.resp,
+            (BulkArray(a), Array(v)) | (Array(v), BulkArray(a)) => {
+                a.len == v.len() && a.iter().zip(v).all(|(x, r)| matches!(r, Bulk(y) if x == y.as_slice()))
+            }
+            _ => false,
+        }
+    }
 }
 
 pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
@@ -85,7 +146,11 @@ impl Reply {
         I: IntoIterator<Item = B>,
         B: AsRef<[u8]>,
     {
-        Reply::Array(items.into_iter().map(|b| Reply::Bulk(b.as_ref().to_vec())).collect())
+        let mut a = BulkArray::default();
+        for b in items {
+            a.push(b.as_ref());
+        }
+        Reply::BulkArray(a)
     }
 
     /// Append the RESP bytes of this reply (`resp3` selects the protocol).
@@ -102,6 +167,10 @@ impl Reply {
                 for r in v {
                     r.write_resp(out, resp3);
                 }
+            }
+            Reply::BulkArray(a) => {
+                int_line(out, b'*', a.len as i64);
+                out.extend_from_slice(&a.resp);
             }
             Reply::Set(v) => {
                 int_line(out, if resp3 { b'~' } else { b'*' }, v.len() as i64);
@@ -248,6 +317,25 @@ fn strip_zeros(s: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bulk_array_is_the_array_of_bulks_it_stands_for() {
+        let items: [&[u8]; 5] = [b"", b"a", b"line\r\nbreak", &[0, 255, b'$', b'\n'], &[b'x'; 300]];
+        let fast = Reply::bulks(items);
+        let slow = Reply::Array(items.iter().map(|b| Reply::bulk(b)).collect());
+        for resp3 in [false, true] {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            fast.write_resp(&mut a, resp3);
+            slow.write_resp(&mut b, resp3);
+            assert_eq!(a, b);
+        }
+        assert_eq!(fast, slow);
+        assert_eq!(slow, fast);
+        let Reply::BulkArray(a) = &fast else { panic!("bulks builds a BulkArray") };
+        assert_eq!(a.iter().collect::<Vec<_>>(), items);
+        assert_ne!(Reply::bulks([b"a"]), Reply::Array(vec![Reply::Int(1)]));
+        assert_eq!(Reply::bulks(Vec::<&[u8]>::new()).to_resp2(), b"*0\r\n");
+    }
 
     #[test]
     fn doubles_print_as_printf_g17() {

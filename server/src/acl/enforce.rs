@@ -86,12 +86,12 @@ fn channel_refs(name: &str, argv: &[Vec<u8>]) -> Vec<(usize, bool)> {
 
 /// A container command's unknown subcommand or wrong arity, refused before anything else
 /// as Redis's lookup does (so before NOAUTH, and inside MULTI at queue time).
-pub fn subcommand_refusal(name: &str, argv: &[Vec<u8>]) -> Option<Reply> {
+pub fn subcommand_refusal(found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
     let reg = registry();
-    if argv.len() < 2 {
+    if argv.len() < 2 || !reg.is_container(found) {
         return None;
     }
-    let top = reg.id_of(name)?;
+    let top = reg.id_of(found.name())?;
     let e = reg.get(top);
     if e.subs.is_empty() {
         return None;

@@ -33,6 +33,9 @@ pub struct Registry {
     /// Top-level commands, in name order (the order rules and ACL CAT walk them).
     pub top: Vec<usize>,
     by_name: HashMap<String, usize, foldhash::fast::FixedState>,
+    /// Our commands that have subcommands, by the address of their static name: the check
+    /// every command passes through, without hashing its name.
+    containers: Vec<usize>,
 }
 
 fn parse_access(spec: &str) -> Vec<u8> {
@@ -55,7 +58,8 @@ fn build() -> Registry {
     names.extend(ours.keys().filter(|n| !facts.contains_key(*n)));
     names.sort_unstable();
     names.dedup();
-    let mut reg = Registry { entries: Vec::new(), top: Vec::new(), by_name: HashMap::default() };
+    let mut reg =
+        Registry { entries: Vec::new(), top: Vec::new(), by_name: HashMap::default(), containers: Vec::new() };
     for name in names {
         let found = ours.get(name);
         let (arity, categories, access) = match (facts.get(name), found) {
@@ -83,6 +87,9 @@ fn build() -> Registry {
         let prefix = format!("{name}|");
         let mut subs: Vec<_> = super::table::COMMANDS.iter().filter(|(n, ..)| n.starts_with(&prefix)).collect();
         subs.sort_by_key(|(n, ..)| *n);
+        if let (Some(f), false) = (found, subs.is_empty()) {
+            reg.containers.push(f.name().as_ptr() as usize);
+        }
         for &&(sub, arity, c, k) in &subs {
             let sid = reg.entries.len();
             reg.entries[id].subs.push(sid);
@@ -98,6 +105,7 @@ fn build() -> Registry {
             });
         }
     }
+    reg.containers.sort_unstable();
     reg
 }
 
@@ -117,6 +125,11 @@ impl Registry {
 
     pub fn get(&self, id: usize) -> &Entry {
         &self.entries[id]
+    }
+
+    /// Whether `found` has subcommands.
+    pub fn is_container(&self, found: Found) -> bool {
+        self.containers.binary_search(&(found.name().as_ptr() as usize)).is_ok()
     }
 
     /// A top-level command by its lower-case name.

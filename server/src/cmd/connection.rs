@@ -219,7 +219,7 @@ fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
     }
     let now = Instant::now();
-    let mut all: Vec<&Client> = s.clients.values().collect();
+    let mut all: Vec<&Client> = s.clients.values().map(|c| &**c).collect();
     all.push(c);
     all.sort_by_key(|x| x.id);
     let mut out = String::new();

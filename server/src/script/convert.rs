@@ -70,6 +70,13 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
             }
         }
         Reply::Array(items) => array(lua, items.iter(), resp3)?,
+        Reply::BulkArray(a) => {
+            let t = lua.create_table()?;
+            for (i, b) in a.iter().enumerate() {
+                t.raw_set(i + 1, lua.create_string(b)?)?;
+            }
+            Value::Table(t)
+        }
         Reply::Set(items) if !resp3 => array(lua, items.iter(), resp3)?,
         Reply::Set(items) => {
             let set = lua.create_table()?;
