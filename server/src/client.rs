@@ -55,6 +55,8 @@ pub struct Client {
     pub drained: bool,
     /// Registered for writable events (only while output waits on a full socket).
     pub wants_write: bool,
+    /// Its replies wait for the write pass after this loop round's events.
+    pub write_deferred: bool,
     /// Channels and patterns subscribed to (pub/sub).
     pub subs: crate::pubsub::ClientSubs,
     /// Waiting in a blocking command (BLPOP & co.).
@@ -112,6 +114,7 @@ impl Client {
             chunk: Vec::new(),
             drained: false,
             wants_write: false,
+            write_deferred: false,
             subs: Default::default(),
             blocked: None,
             obuf_soft_since: None,

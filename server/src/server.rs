@@ -121,6 +121,9 @@ pub struct Server {
     next_id: u64,
     /// Clients with work left after their turn.
     pending: VecDeque<u64>,
+    /// Clients whose replies are written once this round's events are handled (Redis's
+    /// write in beforeSleep): a client woken by a reply then finds many at once.
+    deferred_writes: Vec<u64>,
     pub stats: ServerStats,
     /// The reply of the command that just ran is an error INFO errorstats already counted
     /// (a script's error raised by a command it called).
@@ -238,6 +241,7 @@ impl Server {
             clients: HashMap::default(),
             next_id: 1,
             pending: VecDeque::new(),
+            deferred_writes: Vec::new(),
             stats: ServerStats::default(),
             watched: HashMap::new(),
             bgsave: None,
@@ -320,6 +324,7 @@ impl Server {
                     self.serve(id);
                 }
             }
+            self.write_deferred();
             self.step_snapshot();
             self.eviction_cron();
             if self.last_cron.elapsed() >= tick {
@@ -383,7 +388,7 @@ impl Server {
     /// Give client `id` a turn: parse and run what it sent, write replies, read more.
     fn serve(&mut self, id: u64) {
         let Some(mut c) = self.clients.remove(&id) else { return };
-        let alive = self.serve_client(&mut c) && self.want_writable(&mut c);
+        let alive = self.serve_client(&mut c) && (c.write_deferred || self.want_writable(&mut c));
         if alive {
             self.clients.insert(id, c);
         } else {
@@ -402,6 +407,15 @@ impl Server {
             if c.close_asap {
                 // Over an output buffer limit: closed without writing the rest.
                 return false;
+            }
+            if c.drained && !stopped_early && !c.close_after_reply && c.pending_out() > 0 {
+                // All it sent is answered: write after the other ready clients ran.
+                c.drained = false;
+                if !c.write_deferred {
+                    c.write_deferred = true;
+                    self.deferred_writes.push(c.id);
+                }
+                return true;
             }
             let mut written = 0;
             let ok = c.flush(&mut written).is_ok();
@@ -440,6 +454,22 @@ impl Server {
         }
         self.pending.push_back(c.id);
         true
+    }
+
+    /// Write the replies deferred in this loop round.
+    fn write_deferred(&mut self) {
+        for id in std::mem::take(&mut self.deferred_writes) {
+            let Some(mut c) = self.clients.remove(&id) else { continue };
+            c.write_deferred = false;
+            let mut written = 0;
+            let ok = c.flush(&mut written).is_ok();
+            self.stats.net_output_bytes += written as u64;
+            if ok && !c.close_after_reply && self.want_writable(&mut c) {
+                self.clients.insert(id, c);
+            } else {
+                self.drop_client(c);
+            }
+        }
     }
 
     /// Ask for writable events only while output waits (a socket always writable would
@@ -533,6 +563,7 @@ impl Server {
         for id in ids {
             self.serve(id);
         }
+        self.write_deferred();
     }
 
     fn drop_client(&mut self, mut c: Box<Client>) {

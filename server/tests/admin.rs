@@ -138,7 +138,11 @@ fn memory_usage_matches_redis() {
             &["ZADD", "z1", "1", "a", "2.5", "b", "3", "c"],
         ],
     );
-    for key in ["s1", "s2", "s3", "s4", "s5", &"k".repeat(40), "l1", "h1", "si", "ss", "z1", "list", "ints", "intset2"]
+    // The suite's `trim on SET with big value` (run only under jemalloc): a value read
+    // after a big one that grew the query buffer is not charged for the spare room.
+    same(&ours, &redis, &[&["SET", "trim", &"A".repeat(100_000)], &["SET", "trim", &"A".repeat(33_000)]]);
+    for key in
+        ["s1", "s2", "s3", "s4", "s5", &"k".repeat(40), "l1", "h1", "si", "ss", "z1", "list", "ints", "intset2", "trim"]
     {
         same(&ours, &redis, &[&["MEMORY", "USAGE", key], &["MEMORY", "USAGE", key, "SAMPLES", "0"]]);
     }
