@@ -417,10 +417,7 @@ impl Server {
                 }
                 return true;
             }
-            let mut written = 0;
-            let ok = c.flush(&mut written).is_ok();
-            self.stats.net_output_bytes += written as u64;
-            if !ok {
+            if !self.flush_client(c) {
                 return false;
             }
             if c.pending_out() > 0 {
@@ -456,15 +453,20 @@ impl Server {
         true
     }
 
+    /// Write what the socket takes of `c`'s output; false when the connection failed.
+    fn flush_client(&mut self, c: &mut Client) -> bool {
+        let mut written = 0;
+        let ok = c.flush(&mut written).is_ok();
+        self.stats.net_output_bytes += written as u64;
+        ok
+    }
+
     /// Write the replies deferred in this loop round.
     fn write_deferred(&mut self) {
         for id in std::mem::take(&mut self.deferred_writes) {
             let Some(mut c) = self.clients.remove(&id) else { continue };
             c.write_deferred = false;
-            let mut written = 0;
-            let ok = c.flush(&mut written).is_ok();
-            self.stats.net_output_bytes += written as u64;
-            if ok && !c.close_after_reply && self.want_writable(&mut c) {
+            if self.flush_client(&mut c) && !c.close_after_reply && self.want_writable(&mut c) {
                 self.clients.insert(id, c);
             } else {
                 self.drop_client(c);
@@ -658,7 +660,7 @@ impl Server {
     /// Read the clock into the engine's time (outside a command).
     pub fn refresh_time(&mut self) {
         if self.call_depth == 0 {
-            self.time.set_ms(unix_us() / 1000);
+            self.time.set_ms(self.wall.unix_ms(Instant::now()));
         }
     }
 

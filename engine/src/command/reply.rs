@@ -40,7 +40,7 @@ pub enum Reply {
 }
 
 /// The elements of an array of bulk strings, encoded (`$len\r\nbytes\r\n` each).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct BulkArray {
     resp: Vec<u8>,
     len: usize,
@@ -87,7 +87,7 @@ impl PartialEq for Reply {
             (Map(a), Map(b)) | (Pairs(a), Pairs(b)) | (KeyedArrays(a), KeyedArrays(b)) => a == b,
             (Double(a), Double(b)) => a == b,
             (Bool(a), Bool(b)) => a == b,
-            (BulkArray(a), BulkArray(b)) => a.len == b.len && a.resp == b.resp,
+            (BulkArray(a), BulkArray(b)) => a == b,
             (BulkArray(a), Array(v)) | (Array(v), BulkArray(a)) => {
                 a.len == v.len() && a.iter().zip(v).all(|(x, r)| matches!(r, Bulk(y) if x == y.as_slice()))
             }

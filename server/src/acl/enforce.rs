@@ -88,14 +88,10 @@ fn channel_refs(name: &str, argv: &[Vec<u8>]) -> Vec<(usize, bool)> {
 /// as Redis's lookup does (so before NOAUTH, and inside MULTI at queue time).
 pub fn subcommand_refusal(found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
     let reg = registry();
-    if argv.len() < 2 || !reg.is_container(found) {
+    if argv.len() < 2 {
         return None;
     }
-    let top = reg.id_of(found.name())?;
-    let e = reg.get(top);
-    if e.subs.is_empty() {
-        return None;
-    }
+    let e = reg.get(reg.container_of(found)?);
     match reg.resolve(argv) {
         None => Some(crate::cmd::unknown_subcommand(&argv[1], &e.name)),
         Some(id) if !reg.arity_ok(id, argv.len()) => Some(crate::cmd::sub_arity(&e.name, &argv[1])),

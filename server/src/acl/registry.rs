@@ -33,9 +33,9 @@ pub struct Registry {
     /// Top-level commands, in name order (the order rules and ACL CAT walk them).
     pub top: Vec<usize>,
     by_name: HashMap<String, usize, foldhash::fast::FixedState>,
-    /// Our commands that have subcommands, by the address of their static name: the check
-    /// every command passes through, without hashing its name.
-    containers: Vec<usize>,
+    /// Our commands that have subcommands: (address of their static name, entry id),
+    /// sorted; the check every command passes through, without hashing its name.
+    containers: Vec<(usize, usize)>,
 }
 
 fn parse_access(spec: &str) -> Vec<u8> {
@@ -88,7 +88,7 @@ fn build() -> Registry {
         let mut subs: Vec<_> = super::table::COMMANDS.iter().filter(|(n, ..)| n.starts_with(&prefix)).collect();
         subs.sort_by_key(|(n, ..)| *n);
         if let (Some(f), false) = (found, subs.is_empty()) {
-            reg.containers.push(f.name().as_ptr() as usize);
+            reg.containers.push((f.name().as_ptr() as usize, id));
         }
         for &&(sub, arity, c, k) in &subs {
             let sid = reg.entries.len();
@@ -127,9 +127,11 @@ impl Registry {
         &self.entries[id]
     }
 
-    /// Whether `found` has subcommands.
-    pub fn is_container(&self, found: Found) -> bool {
-        self.containers.binary_search(&(found.name().as_ptr() as usize)).is_ok()
+    /// The entry of `found` when it has subcommands.
+    pub fn container_of(&self, found: Found) -> Option<usize> {
+        let key = found.name().as_ptr() as usize;
+        let i = self.containers.binary_search_by_key(&key, |&(k, _)| k).ok()?;
+        Some(self.containers[i].1)
     }
 
     /// A top-level command by its lower-case name.

@@ -19,7 +19,7 @@ pub struct Ours {
 
 impl Ours {
     /// Start the binary on a free port with no save points and data (and its log,
-    /// `server.log`) in `dir`; wait until it answers (PONG, or NOAUTH with a password).
+    /// `server.log`) in `dir`; wait until it answers (testkit::spawn_on_free_port).
     pub fn start(dir: &Path, extra: &[&str]) -> Ours {
         let spawn = |port: u16| {
             let log = std::fs::File::create(dir.join("server.log")).expect("log file");
