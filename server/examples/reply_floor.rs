@@ -1,6 +1,6 @@
 //! The ceiling of redis-benchmark on this machine: a loop built like ferrokv-server's (mio,
-//! one thread, one read and one write per turn) that parses each command and answers it
-//! without running it. bench/server.sh runs it beside both servers, so their rates can be
+//! one thread, one read and one write per turn) that parses each command with the server's
+//! request parser and answers it without running it. bench/server.sh runs it beside both servers, so their rates can be
 //! read against what the client and the kernel allow.
 //!
 //! Usage: `reply_floor PORT`. Replies have the size Redis's would have for redis-benchmark's
@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::io::{ErrorKind, Read, Write};
 
+use ferrokv_server::resp::{Limits, Parsed, Parser};
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
@@ -18,6 +19,7 @@ const LISTENER: Token = Token(usize::MAX);
 
 struct Conn {
     sock: TcpStream,
+    parser: Parser,
     input: Vec<u8>,
     output: Vec<u8>,
 }
@@ -46,7 +48,7 @@ fn main() -> std::io::Result<()> {
                 while let Ok((mut sock, _)) = listener.accept() {
                     sock.set_nodelay(true)?;
                     poll.registry().register(&mut sock, Token(next), Interest::READABLE)?;
-                    conns.insert(next, Conn { sock, input: Vec::new(), output: Vec::new() });
+                    conns.insert(next, Conn { sock, parser: Parser::default(), input: Vec::new(), output: Vec::new() });
                     next += 1;
                 }
                 continue;
@@ -79,11 +81,17 @@ fn serve(c: &mut Conn) -> bool {
             Err(_) => return false,
         }
     }
+    let lim = Limits { proto_max_bulk_len: 512 * 1024 * 1024, unauthenticated: false };
     let mut pos = 0;
-    let mut args = Vec::new();
-    while let Some(end) = parse_command(&c.input[pos..], &mut args) {
-        reply(&args, &mut c.output);
-        pos += end;
+    loop {
+        match c.parser.parse(&c.input, &mut pos, lim) {
+            Parsed::Command(argv) => {
+                reply(&argv, &mut c.output);
+                c.parser.recycle(argv);
+            }
+            Parsed::Incomplete => break,
+            Parsed::Error(_) => return false,
+        }
     }
     c.input.drain(..pos);
     // The replies are a few bytes a turn: a full socket is not a case this tool meets.
@@ -93,7 +101,7 @@ fn serve(c: &mut Conn) -> bool {
 }
 
 /// Append the stand-in reply for a command (see the module comment).
-fn reply(args: &[&[u8]], out: &mut Vec<u8>) {
+fn reply(args: &[Vec<u8>], out: &mut Vec<u8>) {
     const VALUE: &[u8] = b"$3\r\nxxx\r\n";
     let name = args.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
     match name.as_slice() {
@@ -113,33 +121,4 @@ fn reply(args: &[&[u8]], out: &mut Vec<u8>) {
         }
         _ => out.extend_from_slice(b"+OK\r\n"),
     }
-}
-
-/// The length of the first complete command in `buf` (multibulk or inline), its arguments
-/// in `args`; None while it is incomplete.
-fn parse_command<'a>(buf: &'a [u8], args: &mut Vec<&'a [u8]>) -> Option<usize> {
-    args.clear();
-    let line_end = |from: usize| buf.get(from..)?.windows(2).position(|w| w == b"\r\n").map(|i| from + i);
-    if buf.first() != Some(&b'*') {
-        let nl = buf.iter().position(|&b| b == b'\n')?;
-        args.extend(buf[..nl].split(|b| b.is_ascii_whitespace()).filter(|a| !a.is_empty()));
-        return Some(nl + 1);
-    }
-    let end = line_end(0)?;
-    let count: usize = std::str::from_utf8(&buf[1..end]).ok()?.parse().ok()?;
-    let mut pos = end + 2;
-    for _ in 0..count {
-        if buf.get(pos) != Some(&b'$') {
-            return None;
-        }
-        let end = line_end(pos)?;
-        let len: usize = std::str::from_utf8(&buf[pos + 1..end]).ok()?.parse().ok()?;
-        let body = end + 2;
-        if buf.len() < body + len + 2 {
-            return None;
-        }
-        args.push(&buf[body..body + len]);
-        pos = body + len + 2;
-    }
-    Some(pos)
 }
