@@ -19,7 +19,7 @@
 use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Spec, Stats};
 use crate::config::Config;
 use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker};
-use crate::persist::{self, PersistError, Persistence, RewriteJob, RewrittenBase};
+use crate::persist::{self, AofEvent, Failure, PersistError, Persistence, RewriteJob, RewrittenBase};
 
 /// Per-client state the engine needs: the selected database.
 #[derive(Debug, Clone, Default)]
@@ -39,6 +39,9 @@ pub struct Engine {
     /// Effects of the commands run since the last flush.
     pub fx: Effects,
     pub persist: Persistence,
+    /// A unit flushed since [`Engine::take_unacknowledged`] did not reach the disk under
+    /// `appendfsync always`: the MISCONF error to answer instead of the command's reply.
+    unacknowledged: Option<String>,
 }
 
 impl Engine {
@@ -58,6 +61,7 @@ impl Engine {
             rng: fastrand::Rng::new(),
             fx: Effects::default(),
             persist: Persistence::none(),
+            unacknowledged: None,
         }
     }
 
@@ -134,7 +138,8 @@ impl Engine {
         crate::digest::hex(&crate::digest::dataset_digest(&self.ks))
     }
 
-    /// Timer work: the everysec fsync of the AOF when it is due.
+    /// Timer work: the everysec fsync of the AOF when it is due, and the retry of a
+    /// failed write.
     pub fn cron(&mut self) {
         let now = self.clock.now_ms();
         if let Some(aof) = &mut self.persist.aof {
@@ -142,19 +147,45 @@ impl Engine {
         }
     }
 
-    /// The first AOF write or fsync error since the last call (writes keep going to
-    /// memory; the caller decides whether to refuse writes, as Redis does).
-    pub fn take_persist_error(&mut self) -> Option<PersistError> {
-        self.persist.aof.as_mut().and_then(|a| a.take_error())
+    /// Changes of the AOF's write status since the last call (failed, recovered), for
+    /// the log.
+    pub fn take_aof_events(&mut self) -> Vec<AofEvent> {
+        self.persist.aof.as_mut().map(|a| a.take_events()).unwrap_or_default()
     }
 
-    /// Shut down: flush pending propagation, fsync and close the AOF. Commands still
-    /// run afterwards but are no longer logged.
+    /// The AOF write or fsync failure writes must be refused for (until the timer's
+    /// retry succeeds), if any.
+    pub fn aof_failure(&self) -> Option<&Failure> {
+        self.persist.aof.as_ref().and_then(|a| a.failure())
+    }
+
+    /// The error to answer instead of the reply of the command just run, when what it
+    /// propagated is not on disk under `appendfsync always` (the write is applied in
+    /// memory and stays buffered for the retry, but it was not made durable).
+    pub fn take_unacknowledged(&mut self) -> Option<String> {
+        self.unacknowledged.take()
+    }
+
+    /// Shut down: flush pending propagation, write what the AOF still buffers, fsync and
+    /// close it. Commands still run afterwards but are no longer logged. On an error the
+    /// AOF stays open (closing it would lose what it buffers).
     pub fn close(&mut self) -> Result<(), PersistError> {
+        self.settle_aof()?;
+        let now = self.clock.now_ms();
+        if let Some(aof) = &mut self.persist.aof {
+            aof.close(now)?;
+        }
+        self.persist.aof = None;
+        Ok(())
+    }
+
+    /// Flush pending propagation and make everything the AOF buffers durable (write and
+    /// fsync), or say why it cannot be.
+    pub fn settle_aof(&mut self) -> Result<(), PersistError> {
         self.flush();
         let now = self.clock.now_ms();
-        match self.persist.aof.take() {
-            Some(mut aof) => aof.close(now),
+        match &mut self.persist.aof {
+            Some(aof) => aof.settle(now),
             None => Ok(()),
         }
     }
@@ -229,7 +260,9 @@ impl Engine {
     pub fn flush_collect(&mut self) -> Vec<(usize, Argv)> {
         let ops = wrap_unit(std::mem::take(&mut self.fx.propagate));
         if !ops.is_empty() {
-            self.persist.feed(&ops, self.clock.now_ms());
+            if let Err(f) = self.persist.feed(&ops, self.clock.now_ms()) {
+                self.unacknowledged = Some(f.refusal());
+            }
         }
         ops
     }

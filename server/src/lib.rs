@@ -4,6 +4,7 @@
 //! loop; see docs/server.md.
 
 pub mod acl;
+pub mod admission;
 pub mod alloc;
 pub mod background;
 pub mod blocking;
@@ -13,6 +14,7 @@ pub mod config;
 pub mod maxmemory;
 pub mod notify;
 pub mod obuf;
+pub mod persistence;
 pub mod pubsub;
 pub mod resp;
 pub mod script;

@@ -1,4 +1,4 @@
-//! `maxmemory` as Redis 7.0 enforces it, and `min-replicas-to-write`.
+//! `maxmemory` as Redis 7.0 enforces it: eviction (the refusals are in admission.rs).
 //!
 //! Before each command (Redis's processCommand), while `used_memory` is above
 //! `maxmemory`, keys are evicted by `maxmemory-policy`: the LRU, LFU and TTL policies
@@ -9,7 +9,7 @@
 //! `evicted_keys`. Eviction stops after `maxmemory-eviction-tenacity`'s time budget and
 //! goes on from the timer. When memory stays above the limit (nothing left to evict, or
 //! `noeviction`), commands flagged `denyoom`, and every command queued inside MULTI, are
-//! refused with Redis's OOM error; scripts follow Redis's rules for their flags.
+//! refused with Redis's OOM error (server/src/admission.rs).
 //!
 //! Used memory is the allocator's count of bytes in use (server/src/alloc.rs), the figure
 //! INFO reports as `used_memory`. Redis subtracts its replicas' output buffers and the AOF
@@ -18,19 +18,11 @@
 
 use std::time::{Duration, Instant};
 
-use ferrokv::command::{flags, notify, Event};
+use ferrokv::command::{notify, Event};
 use ferrokv::keyspace::{idle_secs, lfu, NO_EXPIRE};
-use ferrokv::Reply;
 
 use crate::client::Client;
-use crate::cmd::Found;
-use crate::script::script_flags;
 use crate::server::Server;
-
-pub const OOM_ERROR: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-pub const NOREPLICAS_ERROR: &str = "NOREPLICAS Not enough good replicas to write.";
-const SCRIPT_OOM_ERROR: &str =
-    "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'";
 
 /// A key's place in its database's slot array.
 const SLOT_BYTES: usize = std::mem::size_of::<ferrokv::keyspace::Slot>();
@@ -366,6 +358,16 @@ impl Server {
     }
 }
 
+impl Server {
+    /// processCommand's eviction: evict while over the limit; true when memory stays
+    /// over it (denyoom commands are refused then).
+    pub fn oom_before_command(&mut self, c: &mut Client) -> bool {
+        let oom = self.perform_evictions(Some(&mut *c)) == Outcome::Fail;
+        grow_within_limit(self, c.session.db);
+        oom
+    }
+}
+
 /// When the selected database's slot array is full and doubling it would take memory
 /// past the limit, grow it by a sixteenth instead: a doubling is memory no eviction of
 /// keys gives back (Redis likewise does not expand a dict past maxmemory).
@@ -398,149 +400,6 @@ fn insert_candidate(pool: &mut Vec<Candidate>, score: u64, db: usize, key: &[u8]
     } else {
         pool.insert(at, Candidate { score, db, key: key.to_vec() });
     }
-}
-
-/// Whether min-replicas-to-write refuses writes: this server never has replicas, so any
-/// requirement (with a max lag set) is unmet.
-pub fn replicas_missing(s: &Server) -> bool {
-    s.cfg.min_replicas_to_write > 0 && s.cfg.min_replicas_max_lag > 0
-}
-
-/// A command's flags as Redis's processCommand judges them: the script's declared flags
-/// for EVAL/FCALL and their variants, the subcommand's for FUNCTION and XGROUP.
-pub fn command_flags(s: &Server, found: Found, argv: &[Vec<u8>]) -> u32 {
-    let base = found.flags();
-    let sub_is =
-        |names: &[&str]| argv.get(1).is_some_and(|a| names.iter().any(|n| a.eq_ignore_ascii_case(n.as_bytes())));
-    match found.name() {
-        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
-            match crate::script::declared_flags(&s.scripts, found.name(), argv) {
-                Some(declared) => script_command_flags(base, declared),
-                None => base,
-            }
-        }
-        "function" if sub_is(&["load", "restore"]) => base | flags::WRITE | flags::DENYOOM,
-        "function" if sub_is(&["delete", "flush"]) => base | flags::WRITE,
-        "xgroup" if sub_is(&["create", "createconsumer"]) => base | flags::WRITE | flags::DENYOOM,
-        "xgroup" if sub_is(&["destroy", "delconsumer", "setid"]) => base | flags::WRITE,
-        _ => base,
-    }
-}
-
-/// A script command's flags from the script's declared ones (Redis's
-/// scriptFlagsToCmdFlags); scripts without a shebang keep the command's.
-fn script_command_flags(base: u32, declared: u32) -> u32 {
-    if declared & script_flags::EVAL_COMPAT != 0 {
-        return base;
-    }
-    let mut f = base & !(flags::STALE | flags::DENYOOM | flags::WRITE | flags::MAY_REPLICATE);
-    if declared & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) == 0 {
-        f |= flags::DENYOOM;
-    }
-    if declared & script_flags::NO_WRITES == 0 {
-        f |= flags::WRITE;
-    }
-    if declared & script_flags::ALLOW_STALE != 0 {
-        f |= flags::STALE;
-    }
-    f
-}
-
-/// The flags of the commands queued in MULTI, together (EXEC is judged by them).
-fn queued_flags(s: &Server, c: &Client) -> u32 {
-    let Some(queue) = &c.multi else {
-        return 0;
-    };
-    queue
-        .iter()
-        .filter_map(|argv| crate::cmd::lookup(argv.first()?).map(|f| command_flags(s, f, argv)))
-        .fold(0, |a, f| a | f)
-}
-
-/// The maxmemory and min-replicas-to-write checks of processCommand, before a command
-/// runs or is queued: evict as needed, then refuse what Redis refuses. A refused EXEC
-/// discards its transaction.
-pub fn refusal(s: &mut Server, c: &mut Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
-    let maxmemory = s.cfg.maxmemory > 0;
-    let replicas = replicas_missing(s);
-    if !maxmemory && !replicas {
-        return None;
-    }
-    let name = found.name();
-    // Refused inside MULTI by their own check first, as in Redis.
-    if c.multi.is_some() && found.flags() & flags::NO_MULTI != 0 {
-        return None;
-    }
-    let flags_of = |s: &Server, c: &Client| {
-        let own = command_flags(s, found, argv);
-        if name == "exec" {
-            own | queued_flags(s, c)
-        } else {
-            own
-        }
-    };
-    let mut refused = None;
-    if maxmemory && !s.engine.fx.from_script {
-        let oom = s.perform_evictions(Some(&mut *c)) == Outcome::Fail;
-        grow_within_limit(s, c.session.db);
-        // Queueing takes memory too: inside MULTI everything is refused but the commands
-        // that end it.
-        let queueing = c.multi.is_some() && !matches!(name, "exec" | "discard" | "quit" | "reset");
-        if oom && (queueing || flags_of(s, c) & flags::DENYOOM != 0) {
-            refused = Some(OOM_ERROR);
-        } else {
-            s.eviction.pre_command_oom = oom;
-        }
-    }
-    if refused.is_none() && replicas && flags_of(s, c) & flags::WRITE != 0 {
-        refused = Some(NOREPLICAS_ERROR);
-    }
-    let text = refused?;
-    if name == "exec" && c.multi.is_some() {
-        c.reset_multi();
-        s.unwatch_all(c);
-        return Some(Reply::error(format!("EXECABORT Transaction discarded because of: {text}")));
-    }
-    Some(Reply::err(text))
-}
-
-/// The checks of a script about to run (Redis's scriptPrepareForRun) for its declared
-/// flags: a script that may write needs the replicas; one that may write and did not
-/// declare `allow-oom` cannot start while memory is over the limit.
-pub fn script_start_refusal(s: &mut Server, declared: u32) -> Option<Reply> {
-    let compat = declared & script_flags::EVAL_COMPAT != 0;
-    s.eviction.script_allow_oom = !compat && declared & script_flags::ALLOW_OOM != 0;
-    if compat {
-        return None;
-    }
-    if declared & script_flags::NO_WRITES == 0 && replicas_missing(s) {
-        return Some(Reply::err(NOREPLICAS_ERROR));
-    }
-    let oom_exempt = declared & (script_flags::ALLOW_OOM | script_flags::NO_WRITES) != 0;
-    if s.cfg.maxmemory > 0 && s.eviction.pre_command_oom && !oom_exempt {
-        return Some(Reply::err(SCRIPT_OOM_ERROR));
-    }
-    None
-}
-
-/// The checks of a command a script calls (Redis's scriptVerifyWriteCommandAllow and
-/// scriptVerifyOOM): until the script's first write, a write needs the replicas and a
-/// denyoom command memory under the limit (as it was when the script started).
-pub fn script_call_refusal(s: &mut Server, found: Found, wrote: bool) -> Option<&'static str> {
-    let f = found.flags();
-    let text = if f & flags::WRITE != 0 && !wrote && replicas_missing(s) {
-        NOREPLICAS_ERROR
-    } else if !s.eviction.script_allow_oom
-        && s.cfg.maxmemory > 0
-        && !wrote
-        && s.eviction.pre_command_oom
-        && f & flags::DENYOOM != 0
-    {
-        OOM_ERROR
-    } else {
-        return None;
-    };
-    Some(text)
 }
 
 /// `used_memory` now and its peak, as INFO reports them.
@@ -601,18 +460,5 @@ mod tests {
         assert_eq!(time_limit(10), Some(Duration::from_micros(500)));
         assert_eq!(time_limit(11), Some(Duration::from_micros(575)));
         assert_eq!(time_limit(100), None);
-    }
-
-    #[test]
-    fn script_flags_become_command_flags() {
-        let eval = flags::NOSCRIPT | flags::MAY_REPLICATE | flags::STALE;
-        assert_eq!(script_command_flags(eval, script_flags::EVAL_COMPAT), eval);
-        assert_eq!(script_command_flags(eval, 0), flags::NOSCRIPT | flags::WRITE | flags::DENYOOM);
-        assert_eq!(script_command_flags(eval, script_flags::NO_WRITES), flags::NOSCRIPT);
-        assert_eq!(script_command_flags(eval, script_flags::ALLOW_OOM), flags::NOSCRIPT | flags::WRITE);
-        assert_eq!(
-            script_command_flags(eval, script_flags::ALLOW_STALE | script_flags::NO_WRITES),
-            flags::NOSCRIPT | flags::STALE
-        );
     }
 }

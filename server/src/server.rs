@@ -135,7 +135,11 @@ pub struct Server {
     /// Unix seconds of the last successful save.
     pub last_save: i64,
     pub last_bgsave_ok: bool,
+    /// Unix seconds of the last BGSAVE attempt (a failed one is retried after a delay).
+    pub last_bgsave_try: i64,
     pub last_rewrite_ok: bool,
+    /// When the AOF's write failure was last logged.
+    pub aof_log: crate::persistence::AofLog,
     /// The dirty count when the running BGSAVE started (subtracted when it succeeds).
     bgsave_dirty: u64,
     pub active_expire: bool,
@@ -209,6 +213,9 @@ impl Server {
     /// Load the data directory and bind the listeners.
     pub fn new(cfg: ServerConfig) -> Result<Server, String> {
         let mut engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
+        for w in std::mem::take(&mut engine.persist.warnings) {
+            log(&w);
+        }
         let time = Clock::virtual_at(unix_us() / 1000);
         engine.clock = time.clone();
         let poll = Poll::new().map_err(|e| e.to_string())?;
@@ -248,7 +255,9 @@ impl Server {
             bgrewrite: None,
             last_save: now_unix,
             last_bgsave_ok: true,
+            last_bgsave_try: 0,
             last_rewrite_ok: true,
+            aof_log: Default::default(),
             bgsave_dirty: 0,
             active_expire: true,
             exit: false,
@@ -336,9 +345,12 @@ impl Server {
             }
             if self.signal.swap(false, Ordering::Relaxed) {
                 log("Received SIGTERM scheduling shutdown...");
-                match self.prepare_shutdown(ShutdownMode::Default) {
+                match self.prepare_shutdown(ShutdownMode::Default, false) {
                     Ok(()) => return Ok(()),
-                    Err(e) => log(&format!("Errors trying to shut down the server: {e}")),
+                    Err(e) => {
+                        log(&e);
+                        log("Errors trying to shut down the server. Check the logs for more information.");
+                    }
                 }
             }
         }
@@ -624,7 +636,7 @@ impl Server {
             self.reject(c, e, Some(found.name()));
             return;
         }
-        if let Some(e) = crate::maxmemory::refusal(self, c, found, argv) {
+        if let Some(e) = crate::admission::refusal(self, c, found, argv) {
             self.reject(c, e, Some(found.name()));
             return;
         }
@@ -650,7 +662,15 @@ impl Server {
             c.reply(&Reply::simple("QUEUED"));
             return;
         }
-        let reply = self.call(c, found, argv);
+        let mark = c.out.len();
+        let mut reply = self.call(c, found, argv);
+        if let Some(e) = self.engine.take_unacknowledged() {
+            // Under appendfsync always what the command propagated is not on disk: it is
+            // not acknowledged (Redis exits there; writes are refused until the AOF works).
+            c.out.truncate(mark);
+            c.raw_reply = false;
+            reply = Reply::error(e);
+        }
         self.count_reply(&reply);
         if !std::mem::take(&mut c.raw_reply) {
             c.reply(&reply);
@@ -873,9 +893,7 @@ impl Server {
         for db in &mut self.engine.ks.dbs {
             db.shrink_if_sparse();
         }
-        if let Some(e) = self.engine.take_persist_error() {
-            log(&format!("Error writing to the AOF file: {e}"));
-        }
+        self.log_aof_events();
         self.close_idle_clients();
         self.collect_background_jobs();
         self.start_scheduled_jobs();
@@ -904,9 +922,12 @@ impl Server {
         }
         let now = Clock::System.now_ms() / 1000;
         let dirty = self.engine.stats.dirty;
-        let due = self.cfg.engine.save.iter().any(|&(secs, changes)| {
-            dirty >= changes && now - self.last_save >= secs as i64 && (changes > 0 || dirty > 0)
-        });
+        // After a failure, the save points try again only after a delay.
+        let may_retry = self.last_bgsave_ok || now - self.last_bgsave_try > crate::persistence::BGSAVE_RETRY_DELAY_SECS;
+        let due = may_retry
+            && self.cfg.engine.save.iter().any(|&(secs, changes)| {
+                dirty >= changes && now - self.last_save >= secs as i64 && (changes > 0 || dirty > 0)
+            });
         if due {
             log(&format!("{dirty} changes since the last save. Saving..."));
             self.start_bgsave();
@@ -927,6 +948,7 @@ impl Server {
             Err(_) => self.engine.ks.snapshot_now(),
         };
         self.bgsave_dirty = self.engine.stats.dirty;
+        self.last_bgsave_try = Clock::System.now_ms() / 1000;
         self.bgsave = Some(std::thread::spawn(move || {
             let src = ferrokv::persist::snapshot::Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay };
             ferrokv::persist::snapshot::save_from(src, &cfg, now)
@@ -960,7 +982,8 @@ impl Server {
                     }
                     Err(e) => {
                         self.last_bgsave_ok = false;
-                        log(&format!("Background saving error: {e}"));
+                        log(&format!("Write error saving DB on disk: {e}"));
+                        log("Background saving error");
                     }
                 }
             }
@@ -1012,8 +1035,10 @@ impl Server {
         Ok(())
     }
 
-    /// Finish background work, save as asked, close the AOF.
-    pub fn prepare_shutdown(&mut self, mode: ShutdownMode) -> Result<(), String> {
+    /// Finish background work, save as asked, close the AOF. An error (the final save,
+    /// or buffered AOF writes that cannot be written) keeps the server running, unless
+    /// `force` says to exit anyway.
+    pub fn prepare_shutdown(&mut self, mode: ShutdownMode, force: bool) -> Result<(), String> {
         log("User requested shutdown...");
         self.collect_background_jobs_wait(true);
         let save = match mode {
@@ -1021,12 +1046,31 @@ impl Server {
             ShutdownMode::NoSave => false,
             ShutdownMode::Default => !self.cfg.engine.save.is_empty(),
         };
+        if self.engine.persist.aof.as_ref().is_some_and(|a| a.is_open()) {
+            log("Calling fsync() on the AOF file.");
+        }
+        // The AOF first: acknowledged writes still buffered after a write error must reach
+        // the disk (Redis exits without them).
+        if let Err(e) = self.engine.settle_aof() {
+            if !force {
+                return Err(format!("Error writing the AOF, can't exit: {e}"));
+            }
+            log(&format!("Error writing the AOF: {e}. Exit anyway."));
+        }
         if save {
             log("Saving the final RDB snapshot before exiting.");
-            self.save_now().map_err(|e| format!("Error trying to save the DB: {e}"))?;
-            log("DB saved on disk");
+            match self.save_now() {
+                Ok(()) => log("DB saved on disk"),
+                Err(e) if force => log(&format!("Error trying to save the DB: {e}. Exit anyway.")),
+                Err(e) => return Err(format!("Error trying to save the DB, can't exit: {e}")),
+            }
         }
-        self.engine.close().map_err(|e| e.to_string())?;
+        if let Err(e) = self.engine.close() {
+            if !force {
+                return Err(format!("Error closing the AOF, can't exit: {e}"));
+            }
+            log(&format!("Error closing the AOF: {e}. Exit anyway."));
+        }
         // Replies (SHUTDOWN's error, if any) are not written once we exit.
         log("Redis is now ready to exit, bye bye...");
         Ok(())

@@ -225,3 +225,22 @@ fn object_freq_follows_the_lfu_policy() {
     );
     assert!(ours.cli(&["INFO", "memory"]).contains("maxmemory_policy:noeviction"));
 }
+
+/// SHUTDOWN's option checks and ABORT with nothing to abort, as Redis 7.0 answers them
+/// (neither server shuts down here).
+#[test]
+fn shutdown_abort_and_bad_options_reply_as_redis() {
+    let (ours, redis, _dir) = pair(&[]);
+    same(
+        &ours,
+        &redis,
+        &[
+            &["SHUTDOWN", "ABORT"],
+            &["SHUTDOWN", "NOW", "ABORT"],
+            &["SHUTDOWN", "ABORT", "FORCE"],
+            &["SHUTDOWN", "SAVE", "NOSAVE"],
+            &["SHUTDOWN", "NOPE"],
+            &["PING"],
+        ],
+    );
+}

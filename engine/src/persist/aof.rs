@@ -6,6 +6,15 @@
 //! timer calls) so a quiet second is synced too; `no` leaves it to the OS. There is no
 //! background thread: the fsync runs on the caller's thread.
 //!
+//! Write errors are handled as Redis's flushAppendOnlyFile does: the bytes of units not
+//! yet written stay in a buffer (Redis's `aof_buf`); a partial write is cut off again
+//! (ftruncate) so the file always ends on a whole unit, or, when that fails too, the part
+//! written is dropped from the buffer. While a write or an fsync has failed,
+//! [`Aof::write_refusal`] says why writes must be refused; [`Aof::cron`] retries, and the
+//! state clears once everything is written (and, under `always`, fsynced). With
+//! `always`, [`Aof::feed`] reports a unit that did not reach the disk, so the command is
+//! not acknowledged.
+//!
 //! A rewrite is three steps. [`Aof::start_rewrite`] opens a new incr file and persists a
 //! manifest naming it, so writes from then on land there, and returns a [`RewriteJob`]
 //! owning a point-in-time copy of the keyspace. [`RewriteJob::run`] (any thread) writes
@@ -13,10 +22,11 @@
 //! turns the old base and the rewritten incr files into history, switches the manifest
 //! atomically (temp file, fsync, rename) and deletes the history files.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use super::disk;
 use super::feed::AofFeed;
 use super::manifest::{manifest_name, temp_manifest_name, Manifest};
 use super::snapshot::Source;
@@ -40,10 +50,60 @@ pub struct Aof {
     /// Bytes written since the last fsync.
     unsynced: bool,
     rewriting: bool,
-    buf: Vec<u8>,
-    /// The first write or fsync error since [`Aof::take_error`] (the unit that failed is
-    /// lost, as Redis loses it when its write fails).
-    error: Option<PersistError>,
+    /// Units not written yet: empty but after a failed write (Redis's aof_buf).
+    pending: Vec<u8>,
+    /// The incr file's size up to the last whole unit written.
+    written_len: u64,
+    /// The failure writes are refused for (Redis's aof_last_write_status and
+    /// aof_bio_fsync_status), until a write and fsync succeed.
+    failed: Option<Failure>,
+    /// What happened that the server logs ([`Aof::take_events`]).
+    events: Vec<AofEvent>,
+}
+
+/// A failed write or fsync of the incr file.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    pub op: &'static str,
+    /// strerror's text of the error.
+    pub reason: String,
+    /// A short write: bytes written and expected.
+    pub short: Option<(usize, usize)>,
+    /// Why the bytes of a short write could not be cut off again (they stay in the file).
+    pub truncate_error: Option<String>,
+}
+
+impl Failure {
+    /// The error Redis answers writes with meanwhile (its MISCONF for the AOF).
+    pub fn refusal(&self) -> String {
+        format!("MISCONF Errors writing to the AOF file: {}", self.reason)
+    }
+
+    /// What Redis logs for it.
+    pub fn log_lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        match (self.op, self.short) {
+            ("fsync", _) => lines.push(format!("Fail to fsync the AOF file: {}", self.reason)),
+            (_, Some((written, expected))) => lines
+                .push(format!("Short write while writing to the AOF file: (nwritten={written}, expected={expected})")),
+            _ => lines.push(format!("Error writing to the AOF file: {}", self.reason)),
+        }
+        if let Some(t) = &self.truncate_error {
+            lines.push(format!(
+                "Could not remove short write from the append-only file.  Redis may refuse to load the AOF the next \
+                 time it starts.  ftruncate: {t}"
+            ));
+        }
+        lines
+    }
+}
+
+/// A change of the write status, for the log.
+#[derive(Debug, Clone)]
+pub enum AofEvent {
+    Failed(Failure),
+    /// Writes and fsyncs work again.
+    Recovered,
 }
 
 /// A rewrite in progress: the point-in-time keyspace and where its base goes.
@@ -89,7 +149,7 @@ impl Aof {
             let tmp = dir.join(format!("temp-rewriteaof-{}.aof", std::process::id()));
             write_base(&tmp, Source::Keyspace(ks), cfg, now_ms, rdb)?;
             let path = dir.join(&name);
-            fs::rename(&tmp, &path).map_err(|e| PersistError::io(&path, "rename", e))?;
+            disk::rename(&tmp, &path).map_err(|e| PersistError::io(&path, "rename", e))?;
             dirty = true;
         }
         if manifest.incr.is_empty() {
@@ -98,11 +158,8 @@ impl Aof {
         }
         let incr_name = manifest.incr.last().map(|ai| ai.name.clone()).unwrap_or_default();
         let path = dir.join(&incr_name);
-        let file = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
-            .map_err(|e| PersistError::io(&path, "open for appending", e))?;
+        let file = disk::open_append(&path).map_err(|e| PersistError::io(&path, "open for appending", e))?;
+        let written_len = file.metadata().map_err(|e| PersistError::io(&path, "stat", e))?.len();
         if dirty {
             persist_manifest(&dir, &cfg.appendfilename, &manifest)?;
         }
@@ -116,8 +173,10 @@ impl Aof {
             last_fsync_ms: now_ms,
             unsynced: false,
             rewriting: false,
-            buf: Vec::new(),
-            error: None,
+            pending: Vec::new(),
+            written_len,
+            failed: None,
+            events: Vec::new(),
         })
     }
 
@@ -136,8 +195,10 @@ impl Aof {
             last_fsync_ms: now_ms,
             unsynced: false,
             rewriting: false,
-            buf: Vec::new(),
-            error: None,
+            pending: Vec::new(),
+            written_len: 0,
+            failed: None,
+            events: Vec::new(),
         })
     }
 
@@ -161,54 +222,147 @@ impl Aof {
         self.dir.join(&self.incr_name)
     }
 
-    /// Append one unit (one write, fsynced per the policy).
-    pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) {
-        let Some(file) = &mut self.file else { return };
-        self.buf.clear();
-        self.feed.unit(&mut self.buf, ops, now_ms);
-        if let Err(e) = file.write_all(&self.buf) {
-            let path = self.dir.join(&self.incr_name);
-            self.error.get_or_insert(PersistError::io(&path, "write", e));
-            return;
+    /// Append one unit (one write, fsynced per the policy). Err when the policy is
+    /// `always` and the unit is not on disk: the command must not be acknowledged.
+    /// Under `everysec` and `no` a unit whose write failed stays buffered for the retry,
+    /// as Redis acknowledges it and keeps it in aof_buf.
+    pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) -> Result<(), Failure> {
+        if self.file.is_none() {
+            return Ok(());
         }
-        self.unsynced = true;
-        match self.cfg.appendfsync {
-            Fsync::Always => self.fsync(now_ms),
-            Fsync::EverySec => self.cron(now_ms),
-            Fsync::No => {}
+        self.feed.unit(&mut self.pending, ops, now_ms);
+        if self.failed.is_none() && self.write_pending() {
+            match self.cfg.appendfsync {
+                Fsync::Always => {
+                    self.fsync(now_ms);
+                }
+                Fsync::EverySec if now_ms - self.last_fsync_ms >= 1000 => {
+                    self.fsync(now_ms);
+                }
+                _ => {}
+            }
+        }
+        // After a failure the timer retries; writes are refused meanwhile, but an
+        // expired key's DEL may still come and wait in the buffer.
+        match (&self.failed, self.cfg.appendfsync) {
+            (Some(f), Fsync::Always) => Err(f.clone()),
+            _ => Ok(()),
         }
     }
 
-    /// The everysec fsync when due; call it from a timer.
+    /// Write the buffered units. On a failure keep what was not written, enter the
+    /// failed state and return false.
+    fn write_pending(&mut self) -> bool {
+        let Some(file) = &mut self.file else { return true };
+        if self.pending.is_empty() {
+            return true;
+        }
+        let mut done = 0;
+        let mut w = disk::Checked(&mut *file);
+        let err = loop {
+            match w.write(&self.pending[done..]) {
+                Ok(0) => break Some(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => {
+                    done += n;
+                    if done == self.pending.len() {
+                        break None;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => break Some(e),
+            }
+        };
+        let Some(e) = err else {
+            self.written_len += done as u64;
+            self.pending.clear();
+            self.unsynced = true;
+            return true;
+        };
+        // Cut a partial unit off again, so the file ends on a whole one and the retry
+        // writes the buffer whole; failing that, the part written stays and leaves the
+        // buffer (as Redis's flushAppendOnlyFile does).
+        let short = (done > 0).then_some((done, self.pending.len()));
+        let mut truncate_error = None;
+        if done > 0 {
+            if let Err(t) = disk::truncate(file, self.written_len) {
+                truncate_error = Some(disk::strerror(&t));
+                self.written_len += done as u64;
+                self.pending.drain(..done);
+                self.unsynced = true;
+            }
+        }
+        self.fail(Failure { op: "write", reason: disk::strerror(&e), short, truncate_error });
+        false
+    }
+
+    fn fail(&mut self, f: Failure) {
+        if self.failed.is_none() {
+            self.events.push(AofEvent::Failed(f.clone()));
+        }
+        self.failed = Some(f);
+    }
+
+    /// Bytes waiting in the buffer for a write that failed (INFO aof_buffer_length).
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Timer work: the everysec fsync when due, and the retry after a failure: the
+    /// buffered units are written and (unless the policy is `no`) fsynced; when both
+    /// work, writes are accepted again.
     pub fn cron(&mut self, now_ms: i64) {
-        if self.cfg.appendfsync == Fsync::EverySec && self.unsynced && now_ms - self.last_fsync_ms >= 1000 {
+        if self.failed.is_some() {
+            if self.write_pending() && (self.cfg.appendfsync == Fsync::No || self.fsync(now_ms)) {
+                self.failed = None;
+                self.events.push(AofEvent::Recovered);
+            }
+        } else if self.cfg.appendfsync == Fsync::EverySec && self.unsynced && now_ms - self.last_fsync_ms >= 1000 {
             self.fsync(now_ms);
         }
     }
 
-    /// fsync the incr file now.
-    pub fn fsync(&mut self, now_ms: i64) {
+    /// fsync the incr file now; false (and the failed state) when it fails.
+    pub fn fsync(&mut self, now_ms: i64) -> bool {
         if let Some(f) = &self.file {
-            if let Err(e) = f.sync_data() {
-                let path = self.dir.join(&self.incr_name);
-                self.error.get_or_insert(PersistError::io(&path, "fsync", e));
-                return;
+            if let Err(e) = disk::fsync(f) {
+                self.fail(Failure { op: "fsync", reason: disk::strerror(&e), short: None, truncate_error: None });
+                return false;
             }
         }
         self.unsynced = false;
         self.last_fsync_ms = now_ms;
+        true
     }
 
-    /// The first write/fsync error since the last call.
-    pub fn take_error(&mut self) -> Option<PersistError> {
-        self.error.take()
+    /// The current failure, if writes are refused for one.
+    pub fn failure(&self) -> Option<&Failure> {
+        self.failed.as_ref()
     }
 
-    /// fsync and close the incr file; later units are not written.
+    /// Changes of the write status since the last call, for the log.
+    pub fn take_events(&mut self) -> Vec<AofEvent> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Write what is buffered and fsync, then close the incr file; later units are not
+    /// written. Err (and the file stays open) when that fails: closing then would lose
+    /// acknowledged writes.
     pub fn close(&mut self, now_ms: i64) -> Result<(), PersistError> {
-        self.fsync(now_ms);
+        self.settle(now_ms)?;
         self.file = None;
-        self.take_error().map_or(Ok(()), Err)
+        Ok(())
+    }
+
+    /// Everything buffered written and fsynced, or the failure that prevents it.
+    pub fn settle(&mut self, now_ms: i64) -> Result<(), PersistError> {
+        self.cron(now_ms);
+        if self.failed.is_none() {
+            self.fsync(now_ms);
+        }
+        match &self.failed {
+            Some(f) => Err(PersistError::io(&self.incr_path(), f.op, io::Error::other(f.reason.clone()))),
+            None => Ok(()),
+        }
     }
 
     /// Step 1 of a rewrite: switch writes to a new incr file named in a persisted
@@ -250,18 +404,20 @@ impl Aof {
             return Err(PersistError::State("a rewrite is already in progress".into()));
         }
         if self.file.is_some() {
+            // The old incr file gets everything written so far before it is left behind:
+            // units still buffered are in the keyspace the new base is made of, so they
+            // must not land in the new incr file after it.
+            self.settle(now_ms)?;
             let mut next = self.manifest.clone();
             let name = next.new_incr(&self.cfg.appendfilename);
             let path = self.dir.join(&name);
-            let file = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&path)
-                .map_err(|e| PersistError::io(&path, "create", e))?;
-            persist_manifest(&self.dir, &self.cfg.appendfilename, &next)?;
-            // The old incr file gets everything written so far before it is left behind.
-            self.fsync(now_ms);
+            let file = disk::create(&path).map_err(|e| PersistError::io(&path, "create", e))?;
+            if let Err(e) = persist_manifest(&self.dir, &self.cfg.appendfilename, &next) {
+                drop(file);
+                let _ = fs::remove_file(&path);
+                return Err(e);
+            }
+            self.written_len = 0;
             self.file = Some(file);
             self.incr_name = name;
             self.manifest = next;
@@ -278,7 +434,7 @@ impl Aof {
         let mut next = self.manifest.clone();
         let name = next.new_base(&self.cfg.appendfilename, done.rdb_base);
         let base = self.dir.join(&name);
-        if let Err(e) = fs::rename(&done.tmp, &base) {
+        if let Err(e) = disk::rename(&done.tmp, &base) {
             let _ = fs::remove_file(&done.tmp);
             return Err(PersistError::io(&base, "rename", e));
         }
@@ -321,14 +477,15 @@ fn rdb_base(cfg: &Config, _ks: &Keyspace) -> bool {
 
 /// A base file at `path`: an RDB with `aof-base` 1, or RESP commands.
 fn write_base(path: &Path, src: Source, cfg: &Config, now_ms: i64, rdb: bool) -> Result<(), PersistError> {
-    let file = File::create(path).map_err(|e| PersistError::io(path, "create", e))?;
-    let w = io::BufWriter::with_capacity(1 << 20, file);
+    let file = disk::create(path).map_err(|e| PersistError::io(path, "create", e))?;
+    let w = io::BufWriter::with_capacity(1 << 20, disk::Checked(file));
     let written = if rdb {
         snapshot::write_rdb_from(w, src, cfg, now_ms, true)
     } else {
         rewrite::write_keyspace_from(w, src, cfg.aof_timestamp_enabled.then_some(now_ms))
     };
-    let synced = written.and_then(|w| w.into_inner().map_err(|e| e.into_error())).and_then(|f| f.sync_all());
+    let synced =
+        written.and_then(|w| w.into_inner().map_err(|e| e.into_error())).and_then(|f| disk::fsync_all(f.file()));
     synced.map_err(|e| {
         let _ = fs::remove_file(path);
         PersistError::io(path, "write", e)

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex};
 
 use super::aof::{persist_manifest, Aof};
 use super::manifest::{manifest_name, AofInfo, FileKind, Manifest};
-use super::PersistError;
+use super::{disk, PersistError};
 use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
 use crate::config::Config;
 use crate::engine::{Engine, Session};
@@ -35,6 +35,7 @@ use crate::value::{Hash, Limits, List, Set, Str, Value, Zset};
 
 /// Load what the configuration says and open the AOF for writing when it is on.
 pub fn startup(e: &mut Engine) -> Result<(), PersistError> {
+    remove_stale_temp_files(e);
     e.mode = ExpireMode::Loading;
     let loaded = if e.cfg.appendonly { load_aof_dir(e) } else { load_dump(e) };
     e.mode = ExpireMode::Master;
@@ -46,6 +47,42 @@ pub fn startup(e: &mut Engine) -> Result<(), PersistError> {
         e.persist.aof = Some(aof);
     }
     Ok(())
+}
+
+/// Temp files a save or rewrite of an earlier process left when it was killed mid-way
+/// (`temp-<pid>.rdb`, `temp-rewriteaof-[bg-]<pid>.aof`), in the data and AOF directories:
+/// removed, and said in the warnings. Redis's BGSAVE runs in a child that outlives a
+/// killed parent and finishes its rename, so Redis never leaves them; here the writer is a
+/// thread, and dies with the process. A file of a process still running is left alone.
+fn remove_stale_temp_files(e: &mut Engine) {
+    let dirs = [e.cfg.dir.clone(), e.cfg.dir.join(&e.cfg.appenddirname)];
+    for dir in dirs {
+        let Ok(entries) = fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name.to_str().and_then(temp_file_pid) else { continue };
+            let alive = pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
+            if !alive && fs::remove_file(entry.path()).is_ok() {
+                e.persist.warnings.push(format!(
+                    "removed {}, left by a save or rewrite of process {pid} that did not finish",
+                    entry.path().display()
+                ));
+            }
+        }
+    }
+}
+
+/// The pid in the name of a snapshot's or rewrite's temp file.
+fn temp_file_pid(name: &str) -> Option<u32> {
+    let digits = name
+        .strip_prefix("temp-rewriteaof-bg-")
+        .or_else(|| name.strip_prefix("temp-rewriteaof-"))
+        .and_then(|r| r.strip_suffix(".aof"))
+        .or_else(|| name.strip_prefix("temp-").and_then(|r| r.strip_suffix(".rdb")))?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
 }
 
 /// DEBUG LOADAOF: the dataset the AOF directory's files hold, replayed into a fresh
@@ -444,7 +481,7 @@ fn load_aof_dir(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
                 }
                 let f =
                     OpenOptions::new().write(true).open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
-                f.set_len(valid_up_to).map_err(|err| PersistError::io(&path, "truncate", err))?;
+                disk::truncate(&f, valid_up_to).map_err(|err| PersistError::io(&path, "truncate", err))?;
                 e.persist.warnings.push(format!(
                     "{}: {why}; truncated the AOF at offset {valid_up_to} and loaded it anyway",
                     path.display()
@@ -473,7 +510,7 @@ fn upgrade_old_aof(name: &str, old: &Path, dir: &Path, m: &mut Manifest) -> Resu
     m.base_seq = 1;
     persist_manifest(dir, name, m)?;
     let to = dir.join(name);
-    fs::rename(old, &to).map_err(|err| PersistError::io(&to, "move the old AOF into the AOF directory", err))
+    disk::rename(old, &to).map_err(|err| PersistError::io(&to, "move the old AOF into the AOF directory", err))
 }
 
 /// How an AOF file replayed.
@@ -595,6 +632,16 @@ mod tests {
         assert_eq!(truncated_at(&multi), whole);
         multi.extend_from_slice(b"*1\r\n$4\r\nEXEC\r\n*1");
         assert_eq!(truncated_at(&multi), multi.len() as u64 - 2);
+    }
+
+    #[test]
+    fn temp_file_names() {
+        assert_eq!(temp_file_pid("temp-123.rdb"), Some(123));
+        assert_eq!(temp_file_pid("temp-rewriteaof-bg-77.aof"), Some(77));
+        assert_eq!(temp_file_pid("temp-rewriteaof-77.aof"), Some(77));
+        assert_eq!(temp_file_pid("temp-appendonly.aof.manifest"), None);
+        assert_eq!(temp_file_pid("temp-99.1700000000.rdb"), None);
+        assert_eq!(temp_file_pid("temp-.rdb"), None);
     }
 
     #[test]

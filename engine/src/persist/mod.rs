@@ -8,6 +8,7 @@
 //! - [`load`]: startup loading (RDB, or the AOF directory replayed through the commands).
 
 pub mod aof;
+pub mod disk;
 pub mod feed;
 pub mod load;
 pub mod manifest;
@@ -18,7 +19,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use aof::{Aof, RewriteJob, RewrittenBase};
+pub use aof::{Aof, AofEvent, Failure, RewriteJob, RewrittenBase};
 pub use feed::AofFeed;
 pub use manifest::{AofInfo, FileKind, Manifest};
 pub use rewrite::{RespBaseWriter, AOF_REWRITE_ITEMS_PER_CMD};
@@ -41,10 +42,12 @@ impl Persistence {
         Persistence::default()
     }
 
-    /// Append one unit of propagated commands (already MULTI/EXEC-wrapped) to the AOF.
-    pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) {
-        if let Some(aof) = &mut self.aof {
-            aof.feed(ops, now_ms);
+    /// Append one unit of propagated commands (already MULTI/EXEC-wrapped) to the AOF;
+    /// Err when the unit is not as durable as the fsync policy promises.
+    pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) -> Result<(), Failure> {
+        match &mut self.aof {
+            Some(aof) => aof.feed(ops, now_ms),
+            None => Ok(()),
         }
     }
 }

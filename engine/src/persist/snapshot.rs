@@ -6,7 +6,7 @@ use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use super::PersistError;
+use super::{disk, PersistError};
 use crate::config::Config;
 use crate::format::rdb::{put_key, Encoder, KeyParts, RdbWriter, Target};
 use crate::keyspace::{Keyspace, Slot, SnapChunk};
@@ -204,33 +204,37 @@ pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, ao
 }
 
 /// Write `path` atomically: build `tmp` with `fill`, fsync it, rename it over `path`, and
-/// fsync the directory so the rename itself is durable.
+/// fsync the directory so the rename itself is durable. On any failure `tmp` is removed
+/// and `path` is left as it was.
 pub fn write_atomically(
     tmp: &Path,
     path: &Path,
-    fill: impl FnOnce(BufWriter<File>) -> io::Result<BufWriter<File>>,
+    fill: impl FnOnce(Buffered) -> io::Result<Buffered>,
 ) -> Result<(), PersistError> {
-    let file = File::create(tmp).map_err(|e| PersistError::io(tmp, "create", e))?;
-    let written =
-        fill(BufWriter::with_capacity(1 << 20, file)).and_then(|w| w.into_inner().map_err(|e| e.into_error()));
+    let file = disk::create(tmp).map_err(|e| PersistError::io(tmp, "create", e))?;
+    let written = fill(BufWriter::with_capacity(1 << 20, disk::Checked(file)))
+        .and_then(|w| w.into_inner().map_err(|e| e.into_error()));
     let file = match written {
-        Ok(f) => f,
+        Ok(f) => f.0,
         Err(e) => {
             let _ = fs::remove_file(tmp);
             return Err(PersistError::io(tmp, "write", e));
         }
     };
-    if let Err(e) = file.sync_all() {
+    if let Err(e) = disk::fsync_all(&file) {
         let _ = fs::remove_file(tmp);
         return Err(PersistError::io(tmp, "fsync", e));
     }
     drop(file);
-    if let Err(e) = fs::rename(tmp, path) {
+    if let Err(e) = disk::rename(tmp, path) {
         let _ = fs::remove_file(tmp);
         return Err(PersistError::io(path, "rename", e));
     }
     sync_dir(path)
 }
+
+/// A file being written through the fault seam, buffered.
+pub type Buffered = BufWriter<disk::Checked<File>>;
 
 /// fsync the directory holding `path`.
 pub fn sync_dir(path: &Path) -> Result<(), PersistError> {
@@ -238,7 +242,7 @@ pub fn sync_dir(path: &Path) -> Result<(), PersistError> {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| PersistError::io(dir, "fsync directory", e))
+    disk::sync_dir(dir).map_err(|e| PersistError::io(dir, "fsync directory", e))
 }
 
 /// SAVE: the keyspace to `dir/dbfilename`, through `dir/temp-<pid>.rdb`.

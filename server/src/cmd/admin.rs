@@ -87,19 +87,37 @@ pub fn lastsave(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
 }
 
 pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    let mut mode = ShutdownMode::Default;
+    let (mut nosave, mut save, mut force, mut abort, mut now) = (false, false, false, false, false);
     for arg in &a[1..] {
         if eq_ic(arg, "nosave") {
-            mode = ShutdownMode::NoSave;
+            nosave = true;
         } else if eq_ic(arg, "save") {
-            mode = ShutdownMode::Save;
-        } else if eq_ic(arg, "now") || eq_ic(arg, "force") || eq_ic(arg, "abort") {
-            // No replicas to wait for: these change nothing here.
+            save = true;
+        } else if eq_ic(arg, "now") {
+            now = true;
+        } else if eq_ic(arg, "force") {
+            force = true;
+        } else if eq_ic(arg, "abort") {
+            abort = true;
         } else {
             return Reply::syntax();
         }
     }
-    match s.prepare_shutdown(mode) {
+    if (abort && (nosave || save || now || force)) || (nosave && save) {
+        return Reply::syntax();
+    }
+    if abort {
+        // A shutdown never waits here (no replicas to wait for), so none can be aborted.
+        return Reply::err("ERR No shutdown in progress.");
+    }
+    let mode = if nosave {
+        ShutdownMode::NoSave
+    } else if save {
+        ShutdownMode::Save
+    } else {
+        ShutdownMode::Default
+    };
+    match s.prepare_shutdown(mode, force) {
         Ok(()) => {
             s.exit = true;
             c.close_after_reply = true;
@@ -107,6 +125,7 @@ pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         Err(e) => {
             log(&e);
+            log("Errors trying to shut down the server. Check the logs for more information.");
             Reply::err("ERR Errors trying to SHUTDOWN. Check logs.")
         }
     }

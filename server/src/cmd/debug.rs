@@ -13,7 +13,10 @@ pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
     s.settle_snapshot();
     let now = s.engine.clock.now_ms();
     if let Some(aof) = s.engine.persist.aof.as_mut() {
-        aof.fsync(now);
+        // What is still buffered would be lost by loading the files without it.
+        if let Err(e) = aof.settle(now) {
+            return Reply::error(format!("ERR Error writing the AOF before loading it: {e}"));
+        }
     }
     match ferrokv::persist::load::load_aof_files(&s.engine.cfg) {
         Ok(Some(ks)) => {

@@ -149,7 +149,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("aof_current_rewrite_time_sec", "-1".into());
             kv("aof_last_bgrewrite_status", if s.last_rewrite_ok { "ok" } else { "err" }.into());
             kv("aof_rewrites", s.aof_rewrites.to_string());
-            kv("aof_last_write_status", "ok".into());
+            kv("aof_last_write_status", if s.engine.aof_failure().is_some() { "err" } else { "ok" }.into());
+            if let Some(aof) = s.engine.persist.aof.as_ref().filter(|a| a.is_open()) {
+                kv("aof_buffer_length", aof.pending_len().to_string());
+            }
             kv("module_fork_in_progress", "0".into());
         }
         "stats" => {

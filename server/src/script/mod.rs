@@ -520,7 +520,7 @@ fn eval_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], evalsha: bool, ro
     if !compat && sflags & script_flags::NO_WRITES == 0 && ro {
         return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
     }
-    if let Some(refused) = crate::maxmemory::script_start_refusal(s, sflags) {
+    if let Some(refused) = crate::admission::script_start_refusal(s, sflags) {
         return refused;
     }
     let readonly = ro || (!compat && sflags & script_flags::NO_WRITES != 0);
@@ -764,8 +764,8 @@ fn script_call(
     if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
         return refuse(s, Some(found), "ERR Write commands are not allowed from read-only scripts.");
     }
-    if let Some(refused) = crate::maxmemory::script_call_refusal(s, found, st.wrote.get()) {
-        return refuse(s, Some(found), refused);
+    if let Some(refused) = crate::admission::script_call_refusal(s, found, st.wrote.get()) {
+        return refuse(s, Some(found), &refused);
     }
     if f & flags::WRITE != 0 {
         st.wrote.set(true);
@@ -1111,7 +1111,7 @@ fn fcall_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], ro: bool) -> Rep
     if fflags & script_flags::NO_WRITES == 0 && ro {
         return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
     }
-    if let Some(refused) = crate::maxmemory::script_start_refusal(s, fflags) {
+    if let Some(refused) = crate::admission::script_start_refusal(s, fflags) {
         return refused;
     }
     let readonly = ro || fflags & script_flags::NO_WRITES != 0;

@@ -586,6 +586,70 @@ pub fn dump_payload(enc: &Encoder, v: &Logical, losses: &mut Vec<Loss>) -> Vec<u
     out
 }
 
+/// FUNCTION DUMP payload: a FUNCTION2 record per library, the RDB version (u16 LE), the
+/// CRC-64 (LE) of all before it.
+pub fn function_payload<C: AsRef<[u8]>>(enc: &Encoder, codes: &[C]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for c in codes {
+        put_function(enc, &mut out, c.as_ref());
+    }
+    out.extend_from_slice(&(enc.target.version() as u16).to_le_bytes());
+    let crc = crc64(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// Why a FUNCTION RESTORE payload is refused, with Redis's texts (after "ERR ").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FunctionPayloadError {
+    /// Too short, newer than `max_version`, or a wrong checksum.
+    VersionOrChecksum,
+    /// A record that is not FUNCTION2 (Redis's "given type is not a function" and
+    /// "Pre-GA function format not supported").
+    Record(String),
+}
+
+impl std::fmt::Display for FunctionPayloadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FunctionPayloadError::VersionOrChecksum => f.write_str("DUMP payload version or checksum are wrong"),
+            FunctionPayloadError::Record(what) => f.write_str(what),
+        }
+    }
+}
+
+/// The libraries' code in a FUNCTION DUMP payload, as FUNCTION RESTORE reads it: footer
+/// checked as RESTORE checks a key's (a version up to `max_version`), then FUNCTION2
+/// records to the footer.
+pub fn read_function_payload(payload: &[u8], max_version: u16) -> Result<Vec<Vec<u8>>, FunctionPayloadError> {
+    use crate::format::input::Input;
+    let n = payload.len();
+    if n < 10 {
+        return Err(FunctionPayloadError::VersionOrChecksum);
+    }
+    let version = u16::from_le_bytes([payload[n - 10], payload[n - 9]]);
+    let stored = u64::from_le_bytes(payload[n - 8..].try_into().unwrap_or([0; 8]));
+    if version > max_version || stored != crc64(&payload[..n - 8]) {
+        return Err(FunctionPayloadError::VersionOrChecksum);
+    }
+    let mut input = Input::at(&payload[..n - 10], 0);
+    let mut codes = Vec::new();
+    while !input.is_empty() {
+        let opcode = input.bytes()[0];
+        match opcode {
+            0xF5 => {}
+            0xF6 => return Err(FunctionPayloadError::Record("Pre-GA function format not supported".into())),
+            _ => return Err(FunctionPayloadError::Record("given type is not a function".into())),
+        }
+        let body = nom::Input::take_from(&input, 1);
+        let (rest, code) = super::prim::rdb_elem(body)
+            .map_err(|_| FunctionPayloadError::Record("failed loading the given functions payload".into()))?;
+        codes.push(code.to_bytes().into_owned());
+        input = rest;
+    }
+    Ok(codes)
+}
+
 // ---------------------------------------------------------------- files
 
 /// SELECTDB, and RESIZEDB when the sizes are known.

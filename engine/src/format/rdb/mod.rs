@@ -9,8 +9,8 @@ mod types;
 mod value;
 
 pub use encode::{
-    dump_payload, put_function, put_key, put_len, put_select_db, put_str, read_dump_payload, score_text, Encoder,
-    KeyParts, Limits, Loss, RdbWriter, Target,
+    dump_payload, function_payload, put_function, put_key, put_len, put_select_db, put_str, read_dump_payload,
+    read_function_payload, score_text, Encoder, FunctionPayloadError, KeyParts, Limits, Loss, RdbWriter, Target,
 };
 pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
 pub use prim::{parse_double, RStr};
