@@ -5,7 +5,7 @@ DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
 SERVER_DATA := target/ferrokv-data
 
-.PHONY: run server dump-demo build test lint unit compat conformance bench fixtures fuzz deps clean
+.PHONY: run server dump-demo build test lint unit compat conformance bench fixtures fuzz faults deps clean
 
 build:
 	$(CARGO) build --release --bins
@@ -55,6 +55,11 @@ bench: deps build
 
 fuzz:
 	./fuzz/run.sh
+
+# Every fault-injection case: every N of every write-path call failing, a real-Redis load of
+# every directory, 100 kill -9 trials (make test runs a reduced set). See docs/reliability.md.
+faults: deps
+	FERROKV_FAULTS=full $(CARGO) test --profile ci -p ferrokv -p ferrokv-server --test faults -- --nocapture
 
 clean:
 	$(CARGO) clean

@@ -21,6 +21,7 @@ pub mod config;
 pub mod digest;
 pub mod engine;
 pub mod format;
+pub mod functions;
 pub mod glob;
 pub mod keyspace;
 pub mod logical;

@@ -285,6 +285,7 @@ impl Server {
             call_depth: 0,
         };
         crate::acl::command::load_at_startup(&mut server)?;
+        crate::script::functions::install(&mut server)?;
         Ok(server)
     }
 

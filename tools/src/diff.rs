@@ -135,7 +135,8 @@ impl Options {
             return false;
         }
         match &self.key {
-            Some(p) => ferrokv::glob::matches(p, &k.key.to_bytes()),
+            // `*` alone takes every key, the empty one too (as Redis's KEYS).
+            Some(p) => p.as_slice() == b"*" || ferrokv::glob::matches(p, &k.key.to_bytes()),
             None => true,
         }
     }

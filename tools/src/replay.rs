@@ -361,6 +361,16 @@ impl Replayer<'_> {
             return;
         }
         let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+        if name == "function" {
+            // Libraries are data: kept, rewritten and compared with the keys. Redis's loader
+            // logs a FUNCTION command that fails and goes on.
+            let max = ferrokv::format::rdb::REDIS_MAX_VERSION as u16;
+            if let Err(what) = self.e.ks.functions.replay(argv, max) {
+                self.summary.warnings.push(format!("{}: offset {offset}: FUNCTION failed: {what}", self.file));
+            }
+            self.summary.commands += 1;
+            return;
+        }
         let spec = command::lookup(&argv[0]);
         let keys: Vec<usize> = match spec {
             Some(spec) => spec.key_positions(argv),

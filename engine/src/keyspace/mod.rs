@@ -13,15 +13,17 @@ pub use db::{Db, Slot, NO_EXPIRE};
 pub use expire::{CycleReport, ExpireCycle};
 pub use snapshot::{SnapChunk, SnapRecord, SnapshotWalker, Step};
 
-/// All databases.
+/// All databases, and the function libraries (data too: saved, loaded and rewritten with
+/// the keys, kept by FLUSHALL).
 #[derive(Debug, Clone)]
 pub struct Keyspace {
     pub dbs: Vec<Db>,
+    pub functions: crate::functions::Libraries,
 }
 
 impl Keyspace {
     pub fn new(databases: usize) -> Keyspace {
-        Keyspace { dbs: (0..databases.max(1)).map(|_| Db::default()).collect() }
+        Keyspace { dbs: (0..databases.max(1)).map(|_| Db::default()).collect(), functions: Default::default() }
     }
 
     pub fn db(&self, i: usize) -> &Db {

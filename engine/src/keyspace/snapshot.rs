@@ -59,6 +59,8 @@ impl SnapRecord {
 /// A channel closed before `End` means the snapshot was abandoned.
 #[derive(Debug)]
 pub enum SnapChunk {
+    /// The function libraries' code, first.
+    Functions(Vec<Vec<u8>>),
     /// The next database: its index and its key and TTL counts at the start.
     Db {
         index: usize,
@@ -209,6 +211,8 @@ impl Keyspace {
             }
         }
         let (tx, rx) = mpsc::sync_channel(CHANNEL_CHUNKS);
+        // The channel is empty: the first message always fits.
+        let _ = tx.try_send(SnapChunk::Functions(self.functions.codes()));
         let walker = SnapshotWalker {
             tx: Some(tx),
             order,
@@ -230,6 +234,7 @@ impl Keyspace {
     /// that run the writer on their own thread afterwards).
     pub fn snapshot_now(&self) -> Receiver<SnapChunk> {
         let (tx, rx) = mpsc::channel();
+        let _ = tx.send(SnapChunk::Functions(self.functions.codes()));
         for (i, db) in self.dbs.iter().enumerate() {
             if db.is_empty() {
                 continue;
@@ -398,6 +403,7 @@ mod tests {
                     }
                 }
                 SnapChunk::End => *ended = true,
+                SnapChunk::Functions(_) => {}
             }
         }
     }

@@ -412,11 +412,10 @@ impl Aof {
             let name = next.new_incr(&self.cfg.appendfilename);
             let path = self.dir.join(&name);
             let file = disk::create(&path).map_err(|e| PersistError::io(&path, "create", e))?;
-            if let Err(e) = persist_manifest(&self.dir, &self.cfg.appendfilename, &next) {
-                drop(file);
-                let _ = fs::remove_file(&path);
-                return Err(e);
-            }
+            // On a failure the new incr file stays (empty): the manifest on disk may name
+            // it already (a rename whose directory fsync failed). Writes go on to the
+            // old file, which both manifests name; the next switch reuses the name.
+            persist_manifest(&self.dir, &self.cfg.appendfilename, &next)?;
             self.written_len = 0;
             self.file = Some(file);
             self.incr_name = name;
@@ -439,16 +438,28 @@ impl Aof {
             return Err(PersistError::io(&base, "rename", e));
         }
         next.mark_rewritten_incr_as_history(self.file.is_some());
-        if let Err(e) = persist_manifest(&self.dir, &self.cfg.appendfilename, &next) {
-            let _ = fs::remove_file(&base);
-            return Err(e);
+        match persist_manifest(&self.dir, &self.cfg.appendfilename, &next) {
+            Ok(()) => {}
+            Err(e @ PersistError::RenameNotDurable { .. }) => {
+                // The new manifest is the one in place: follow it (its base's name must not
+                // be given again), but keep the history files the old one, which a power
+                // loss may bring back, names.
+                self.manifest = next;
+                return Err(e);
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&base);
+                return Err(e);
+            }
         }
         self.manifest = next;
-        // History files are garbage now; a failure to delete them is harmless.
+        // History files are garbage now: a failure to delete them, or to write the
+        // manifest without them, is harmless (loading reads no history entry).
         for ai in std::mem::take(&mut self.manifest.history) {
             let _ = fs::remove_file(self.dir.join(&ai.name));
         }
-        persist_manifest(&self.dir, &self.cfg.appendfilename, &self.manifest)
+        let _ = persist_manifest(&self.dir, &self.cfg.appendfilename, &self.manifest);
+        Ok(())
     }
 }
 

@@ -5,8 +5,9 @@
 //! variable `FERROKV_FAULT` (a spawned server), written `OP:N:KIND[:sticky]`:
 //! - `OP`: `create`, `write`, `fsync`, `rename`, `dirsync`, `truncate`, or `any`;
 //! - `N`: the 1-based call of that kind that fails;
-//! - `KIND`: `enospc`, `eio`, `short` (half the bytes are written, then ENOSPC), or `die`
-//!   (the process exits at once with status 137, as after kill -9);
+//! - `KIND`: `enospc`, `eio`, `short` (half the bytes are written, then ENOSPC),
+//!   `short-stuck` (the same, and the truncate that would cut the half off fails too), or
+//!   `die` (the process exits at once with status 137, as after kill -9);
 //! - `sticky`: every later call of that kind fails too (a disk that stays full).
 //!
 //! Unarmed, a call costs one relaxed atomic load.
@@ -54,6 +55,8 @@ pub enum Fault {
     Io,
     /// A write that stores half its bytes, then ENOSPC (other calls: ENOSPC).
     Short,
+    /// [`Fault::Short`], and the next truncate fails (the half cannot be cut off).
+    ShortStuck,
     /// The process exits on the spot (status 137), as if killed.
     Die,
 }
@@ -86,6 +89,7 @@ impl Plan {
             "enospc" => Fault::NoSpace,
             "eio" => Fault::Io,
             "short" => Fault::Short,
+            "short-stuck" => Fault::ShortStuck,
             "die" => Fault::Die,
             other => return Err(format!("unknown fault '{other}'")),
         };
@@ -103,6 +107,8 @@ static PLAN: Mutex<Option<Plan>> = Mutex::new(None);
 /// Calls per kind since the plan was armed; the last slot counts every kind.
 static CALLS: [AtomicU64; 7] = [const { AtomicU64::new(0) }; 7];
 static FROM_ENV: OnceLock<()> = OnceLock::new();
+/// Set by a [`Fault::ShortStuck`] write: the next truncate fails.
+static FAIL_NEXT_TRUNCATE: AtomicBool = AtomicBool::new(false);
 
 /// Arm `plan` (or disarm with None) and reset the call counts.
 pub fn arm(plan: Option<Plan>) {
@@ -113,6 +119,7 @@ pub fn arm(plan: Option<Plan>) {
     if let Ok(mut p) = PLAN.lock() {
         *p = plan;
     }
+    FAIL_NEXT_TRUNCATE.store(false, Ordering::SeqCst);
     ARMED.store(plan.is_some(), Ordering::SeqCst);
 }
 
@@ -212,6 +219,9 @@ pub fn sync_dir(dir: &Path) -> io::Result<()> {
 }
 
 pub fn truncate(file: &File, len: u64) -> io::Result<()> {
+    if armed() && FAIL_NEXT_TRUNCATE.swap(false, Ordering::SeqCst) {
+        return Err(injected(Fault::Io));
+    }
     fail(Op::Truncate)?;
     file.set_len(len)
 }
@@ -226,6 +236,10 @@ impl<W: Write> Write for Checked<W> {
         match check(Op::Write) {
             None => self.0.write(buf),
             Some(Fault::Short) if buf.len() > 1 => self.0.write(&buf[..buf.len() / 2]),
+            Some(Fault::ShortStuck) if buf.len() > 1 => {
+                FAIL_NEXT_TRUNCATE.store(true, Ordering::SeqCst);
+                self.0.write(&buf[..buf.len() / 2])
+            }
             Some(f) => Err(injected(f)),
         }
     }

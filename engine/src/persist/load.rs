@@ -11,7 +11,6 @@
 //! `aof-load-truncated` is on: the file is truncated after the last whole command (or
 //! before an unfinished MULTI block) and a warning is recorded.
 
-use std::borrow::Cow;
 use std::fs::{self, OpenOptions};
 use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TryRecvError};
@@ -24,14 +23,10 @@ use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
 use crate::config::Config;
 use crate::engine::{Engine, Session};
 use crate::format::aof::{has_rdb_preamble, AofError, CommandReader};
-use crate::format::blob::{fmt_i64, itoa_buf};
-use crate::format::rdb::{KeyRecord, LogicalType, RdbError, RdbReader, Record, Value as RdbValue};
-use crate::format::{Elem, FormatError};
+use crate::format::rdb::{KeyRecord, RdbError, RdbReader, Record};
 use crate::keyspace::{Keyspace, LRU_MAX};
-use crate::logical::Logical;
 use crate::source::Source;
-use crate::value::str::EMBSTR_MAX;
-use crate::value::{Hash, Limits, List, Set, Str, Value, Zset};
+use crate::value::{FromRdbError, Limits, Value};
 
 /// Load what the configuration says and open the AOF for writing when it is on.
 pub fn startup(e: &mut Engine) -> Result<(), PersistError> {
@@ -142,130 +137,15 @@ fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded
     if !k.meta.is_empty() {
         return Err(unsupported("key metadata is not supported".into()));
     }
-    let value = match value_from_rdb(&k.value, limits) {
+    let value = match Value::from_rdb(&k.value, limits) {
         Ok(v) => v,
-        Err(Fail::Format(err)) => {
+        Err(FromRdbError::Format(err)) => {
             return Err(PersistError::Rdb { path: path.to_path_buf(), source: RdbError::in_key(err, k) })
         }
-        Err(Fail::Unsupported(what)) => return Err(unsupported(what)),
+        Err(FromRdbError::Unsupported(what)) => return Err(unsupported(what)),
     };
     let lru = k.idle.map_or(0, |idle| (LRU_MAX as u64).saturating_sub(idle.min(LRU_MAX as u64)) as u32);
     Ok(Decoded { offset: k.offset, db: k.db, key, value, expire_ms: k.expire_ms, lru })
-}
-
-/// Why a value could not be built.
-enum Fail {
-    Format(FormatError),
-    Unsupported(String),
-}
-
-impl From<FormatError> for Fail {
-    fn from(e: FormatError) -> Fail {
-        Fail::Format(e)
-    }
-}
-
-/// An element's bytes without allocating for integers.
-enum ElemBytes<'a> {
-    Bytes(Cow<'a, [u8]>),
-    Int([u8; 20], usize),
-}
-
-impl<'a> ElemBytes<'a> {
-    fn new(e: Elem<'a>) -> ElemBytes<'a> {
-        match e {
-            Elem::Bytes(b) => ElemBytes::Bytes(b),
-            Elem::Int(i) => {
-                let mut buf = itoa_buf();
-                let len = fmt_i64(i, &mut buf).len();
-                // fmt_i64 writes at the end of the buffer.
-                ElemBytes::Int(buf, len)
-            }
-        }
-    }
-}
-
-impl AsRef<[u8]> for ElemBytes<'_> {
-    fn as_ref(&self) -> &[u8] {
-        match self {
-            ElemBytes::Bytes(b) => b,
-            ElemBytes::Int(buf, len) => &buf[buf.len() - len..],
-        }
-    }
-}
-
-/// Build an engine value straight from the RDB's element iterators, in the encoding
-/// `limits` call for (the same result as going through `Logical`, without its copies and
-/// sorting; collections keep the file's order, as Redis does).
-fn value_from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, Fail> {
-    Ok(match v.logical() {
-        LogicalType::String => Value::Str(match v.string()?.to_elem()? {
-            Elem::Bytes(Cow::Owned(b)) if b.len() > EMBSTR_MAX => Str::Raw(b),
-            e => Str::from_loaded(ElemBytes::new(e).as_ref()),
-        }),
-        LogicalType::List => {
-            let mut l = List::default();
-            for e in v.list()? {
-                l.push_back(ElemBytes::new(e?).as_ref());
-            }
-            l.seal_ends();
-            Value::List(Box::new(l))
-        }
-        LogicalType::Set => {
-            let members = v.set()?;
-            let n = match members.declared_len() {
-                Some(n) => n as usize,
-                // Intsets and listpacks: counting walks borrowed bytes.
-                None => v.set()?.count(),
-            };
-            let mut set = Set::default();
-            for (i, m) in members.enumerate() {
-                let m = ElemBytes::new(m?);
-                if i == 0 {
-                    set = Set::create(m.as_ref(), n, limits);
-                }
-                set.insert(m.as_ref(), limits);
-            }
-            Value::Set(Box::new(set))
-        }
-        LogicalType::Zset => {
-            // The encoding depends on every member's length: gather them first.
-            let items: Vec<(ElemBytes<'_>, f64)> =
-                v.zset()?.map(|r| r.map(|(m, s)| (ElemBytes::new(m), s))).collect::<Result<_, _>>()?;
-            let small = items.len() <= limits.zset_max_listpack_entries
-                && items.iter().all(|(m, _)| m.as_ref().len() <= limits.zset_max_listpack_value);
-            if !small {
-                if let Some(s) = crate::value::zset::SkipList::from_distinct(&items) {
-                    return Ok(Value::Zset(Box::new(Zset::Skiplist(s))));
-                }
-            }
-            // A skiplist keeps a -0 score; a listpack reads it back as 0.
-            let mut z = if small { Zset::default() } else { Zset::Skiplist(Default::default()) };
-            for (m, sc) in &items {
-                z.insert(m.as_ref(), *sc, limits);
-            }
-            Value::Zset(Box::new(z))
-        }
-        LogicalType::Hash => {
-            let fields = v.hash()?;
-            let n = match fields.declared_len() {
-                Some(n) => n as usize,
-                None => v.hash()?.count(),
-            };
-            let mut h = Hash::with_capacity(n, limits);
-            for f in fields {
-                let f = f?;
-                if f.expire_ms.is_some() {
-                    return Err(Fail::Unsupported("hash field TTLs are not supported".into()));
-                }
-                h.insert(ElemBytes::new(f.field).as_ref(), ElemBytes::new(f.value).as_ref(), limits);
-            }
-            Value::Hash(Box::new(h))
-        }
-        LogicalType::Stream | LogicalType::Module => {
-            Value::from_logical_owned(Logical::from_value(v)?, limits).map_err(Fail::Unsupported)?
-        }
-    })
 }
 
 fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<(), PersistError> {
@@ -422,11 +302,23 @@ fn read_records<'a>(
                 submit(&mut batch, flight)?;
                 return Ok(end);
             }
-            Record::Function { .. } | Record::FunctionPreGa { .. } => {
-                return Err(PersistError::State(format!(
-                    "{}: the file holds a function library; functions are not supported",
-                    path.display()
-                )))
+            Record::Function { code } => {
+                ks.functions.load(code.to_bytes().into_owned()).map_err(|what| {
+                    PersistError::State(format!("{}: Failed loading library, {what}", path.display()))
+                })?;
+            }
+            Record::FunctionPreGa { name, engine, code, .. } => {
+                // Redis 7.0 still converts the release candidates' record to a library.
+                let mut lib = format!(
+                    "#!{} name={}\n",
+                    String::from_utf8_lossy(&engine.to_bytes()),
+                    String::from_utf8_lossy(&name.to_bytes())
+                )
+                .into_bytes();
+                lib.extend_from_slice(&code.to_bytes());
+                ks.functions.load(lib).map_err(|what| {
+                    PersistError::State(format!("{}: Failed loading library, {what}", path.display()))
+                })?;
             }
             Record::ModuleAux(_) => {
                 return Err(PersistError::State(format!(
@@ -560,7 +452,7 @@ pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replaye
             for queued in multi.take().unwrap_or_default() {
                 replay_command(e, &mut sess, &queued);
             }
-        } else if !cmd.is("select") && command::lookup(cmd.name()).is_none() {
+        } else if !cmd.is("select") && !cmd.is("function") && command::lookup(cmd.name()).is_none() {
             let name = cmd.name();
             let shown = String::from_utf8_lossy(&name[..name.len().min(128)]).into_owned();
             return Err(PersistError::aof(path, cmd.offset as u64, format!("unknown command '{shown}'")));
@@ -581,8 +473,15 @@ pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replaye
     Ok(Replayed::Whole)
 }
 
-/// Run one logged command (replies are discarded, as for Redis's AOF client).
+/// Run one logged command (replies are discarded, as for Redis's AOF client, which logs
+/// a FUNCTION command's error and goes on).
 fn replay_command(e: &mut Engine, sess: &mut Session, argv: &[Vec<u8>]) {
+    if eq_ic(&argv[0], "function") {
+        if let Err(what) = e.ks.functions.replay(argv, crate::format::rdb::REDIS_MAX_VERSION as u16) {
+            e.persist.warnings.push(format!("an AOF's FUNCTION command failed: {what}"));
+        }
+        return;
+    }
     if eq_ic(&argv[0], "select") {
         let db = argv.get(1).and_then(|a| command::parse_i64(a));
         if let Some(db) = db.and_then(|d| usize::try_from(d).ok()).filter(|&d| d < e.ks.dbs.len()) {

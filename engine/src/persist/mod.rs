@@ -57,6 +57,9 @@ impl Persistence {
 pub enum PersistError {
     /// A system call on `path` failed.
     Io { path: PathBuf, op: &'static str, source: io::Error },
+    /// `path` was renamed into place, but the fsync of its directory failed: the new
+    /// file is the one seen now, and the old one may come back after a power loss.
+    RenameNotDurable { path: PathBuf, source: io::Error },
     /// The AOF manifest is malformed.
     Manifest { path: PathBuf, line: usize, what: String },
     /// An RDB (the dump file, or an AOF base in RDB form) is malformed.
@@ -82,6 +85,7 @@ impl PersistError {
     pub fn path(&self) -> Option<&Path> {
         match self {
             PersistError::Io { path, .. }
+            | PersistError::RenameNotDurable { path, .. }
             | PersistError::Manifest { path, .. }
             | PersistError::Rdb { path, .. }
             | PersistError::Aof { path, .. }
@@ -95,6 +99,9 @@ impl fmt::Display for PersistError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             PersistError::Io { path, op, source } => write!(f, "{}: {op}: {source}", path.display()),
+            PersistError::RenameNotDurable { path, source } => {
+                write!(f, "{}: renamed, but the fsync of its directory failed: {source}", path.display())
+            }
             PersistError::Manifest { path, line, what } => write!(f, "{}: line {line}: {what}", path.display()),
             PersistError::Rdb { path, source } => write!(f, "{}: {source}", path.display()),
             PersistError::Aof { path, offset, what } => write!(f, "{}: offset {offset}: {what}", path.display()),
@@ -109,7 +116,7 @@ impl fmt::Display for PersistError {
 impl std::error::Error for PersistError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            PersistError::Io { source, .. } => Some(source),
+            PersistError::Io { source, .. } | PersistError::RenameNotDurable { source, .. } => Some(source),
             PersistError::Rdb { source, .. } => Some(source),
             _ => None,
         }

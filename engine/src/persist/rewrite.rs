@@ -58,6 +58,15 @@ impl<W: Write> RespBaseWriter<W> {
         self.spill()
     }
 
+    /// A function library, as Redis's rewrite writes it: `FUNCTION LOAD <code>`.
+    pub fn function(&mut self, code: &[u8]) -> io::Result<()> {
+        self.count(3);
+        self.bulk(b"FUNCTION");
+        self.bulk(b"LOAD");
+        self.bulk(code);
+        self.spill()
+    }
+
     pub fn select_db(&mut self, db: usize) -> io::Result<()> {
         put_multibulk(&mut self.buf, &[b"SELECT".to_vec(), db.to_string().into_bytes()]);
         self.spill()
@@ -306,6 +315,13 @@ pub fn write_keyspace_from<W: Write>(w: W, src: Source, timestamp_ms: Option<i64
 }
 
 impl<W: Write> KeySink for RespBaseWriter<W> {
+    fn functions(&mut self, codes: &[Vec<u8>]) -> io::Result<()> {
+        for c in codes {
+            self.function(c)?;
+        }
+        Ok(())
+    }
+
     fn db(&mut self, index: usize, _keys: u64, _volatile: u64) -> io::Result<()> {
         self.select_db(index)
     }

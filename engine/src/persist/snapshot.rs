@@ -49,6 +49,8 @@ fn key_delay(n: i32) {
 
 /// What a snapshot is written as: an RDB or a RESP AOF base.
 pub trait KeySink {
+    /// The function libraries, before the first database.
+    fn functions(&mut self, codes: &[Vec<u8>]) -> io::Result<()>;
     /// The next database, with its key and TTL counts.
     fn db(&mut self, index: usize, keys: u64, volatile: u64) -> io::Result<()>;
     fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()>;
@@ -109,6 +111,7 @@ impl Source<'_> {
     pub fn feed(self, sink: &mut dyn KeySink) -> io::Result<()> {
         match self {
             Source::Keyspace(ks) => {
+                sink.functions(&ks.functions.codes())?;
                 // (database, range of its slots) per piece of work.
                 let mut chunks: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
                 for (i, db) in ks.dbs.iter().enumerate() {
@@ -131,6 +134,7 @@ impl Source<'_> {
             }
             Source::Stream { rx, key_delay_us } => loop {
                 match rx.recv() {
+                    Ok(SnapChunk::Functions(codes)) => sink.functions(&codes)?,
                     Ok(SnapChunk::Db { index, keys, volatile }) => sink.db(index, keys, volatile)?,
                     Ok(SnapChunk::Keys(records)) => {
                         for r in &records {
@@ -162,6 +166,16 @@ fn refuse(losses: &mut Vec<crate::format::rdb::Loss>) -> io::Result<()> {
 }
 
 impl<W: Write> KeySink for RdbSink<W> {
+    fn functions(&mut self, codes: &[Vec<u8>]) -> io::Result<()> {
+        for c in codes {
+            if let Some(l) = self.rdb.function(c)? {
+                self.losses.push(l);
+                refuse(&mut self.losses)?;
+            }
+        }
+        Ok(())
+    }
+
     fn db(&mut self, index: usize, keys: u64, volatile: u64) -> io::Result<()> {
         self.rdb.select_db(index as u64, Some((keys, volatile)))
     }
@@ -204,8 +218,9 @@ pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, ao
 }
 
 /// Write `path` atomically: build `tmp` with `fill`, fsync it, rename it over `path`, and
-/// fsync the directory so the rename itself is durable. On any failure `tmp` is removed
-/// and `path` is left as it was.
+/// fsync the directory so the rename itself is durable. On a failure before the rename
+/// `tmp` is removed and `path` is left as it was; when only the directory's fsync fails,
+/// the error is [`PersistError::RenameNotDurable`] (the new file is in place).
 pub fn write_atomically(
     tmp: &Path,
     path: &Path,
@@ -230,7 +245,10 @@ pub fn write_atomically(
         let _ = fs::remove_file(tmp);
         return Err(PersistError::io(path, "rename", e));
     }
-    sync_dir(path)
+    sync_dir(path).map_err(|e| match e {
+        PersistError::Io { source, .. } => PersistError::RenameNotDurable { path: path.to_path_buf(), source },
+        other => other,
+    })
 }
 
 /// A file being written through the fault seam, buffered.

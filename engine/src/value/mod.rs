@@ -4,6 +4,7 @@
 //! big one a "hashtable"), because OBJECT ENCODING, reply order and the RDB a snapshot
 //! writes all follow from it. Conversions happen at the thresholds in [`Limits`].
 
+mod from_rdb;
 pub mod hash;
 pub mod list;
 pub mod set;
@@ -14,6 +15,7 @@ pub mod zset;
 
 use smallvec::SmallVec;
 
+pub use from_rdb::FromRdbError;
 pub use hash::Hash;
 pub use list::List;
 pub use set::Set;
@@ -165,6 +167,12 @@ impl Value {
             Value::Zset(z) => Logical::Zset(z.iter().map(|(m, s)| (m.to_vec(), s)).collect()),
             Value::Stream(s) => Logical::Stream(Box::new(s.to_stream_value())),
         }
+    }
+
+    /// A value from its RDB form, in the encoding `limits` call for, keeping the file's
+    /// element order (and a compact zset's scores exactly, `-0` too).
+    pub fn from_rdb(v: &crate::format::rdb::Value<'_>, limits: &Limits) -> Result<Value, FromRdbError> {
+        from_rdb::from_rdb(v, limits)
     }
 
     /// [`Value::from_logical`] taking ownership, so long strings and streams move instead

@@ -285,6 +285,19 @@ impl Zset {
         Some((added, updated))
     }
 
+    /// A listpack of a file's (member, score) pairs, kept as they are (a `-0` score too),
+    /// when they are distinct and in (score, member) order; None otherwise.
+    pub fn from_sorted_listpack<M: AsRef<[u8]>>(items: &[(M, f64)]) -> Option<Zset> {
+        let sorted = items.windows(2).all(|w| (Score(w[0].1), w[0].0.as_ref()) < (Score(w[1].1), w[1].0.as_ref()));
+        // Sorted with a strict order: no member twice in a row; a member twice elsewhere
+        // (with two scores) is checked against the others.
+        let mut seen = std::collections::HashSet::with_capacity(items.len());
+        if !sorted || !items.iter().all(|(m, _)| seen.insert(m.as_ref())) {
+            return None;
+        }
+        Some(Zset::Listpack(items.iter().map(|(m, s)| (sds(m.as_ref()), *s)).collect()))
+    }
+
     /// Add or update a member; true when it is new. Converts to a skiplist past the limits.
     pub fn insert(&mut self, m: &[u8], score: f64, limits: &Limits) -> bool {
         if let Zset::Listpack(v) = self {

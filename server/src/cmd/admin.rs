@@ -266,6 +266,10 @@ fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
     if flush {
         s.engine.ks = loaded.ks;
     } else {
+        // Libraries of the file replace those of the same name (Redis's MERGE).
+        for (name, code) in loaded.ks.functions.iter() {
+            s.engine.ks.functions.insert(name.to_string(), code.to_vec());
+        }
         // Keys already there win (MERGE / NOFLUSH).
         for (i, db) in loaded.ks.dbs.iter().enumerate() {
             let Some(mine) = s.engine.ks.dbs.get_mut(i) else { continue };
@@ -277,6 +281,9 @@ fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
                 }
             }
         }
+    }
+    if let Err(e) = crate::script::functions::install(s) {
+        return Reply::error(format!("ERR Error trying to load the RDB dump: {e}"));
     }
     log("DB reloaded by DEBUG RELOAD");
     Reply::ok()

@@ -23,6 +23,9 @@ pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
             s.touch_all_watched(c);
             s.engine.ks = ks;
             s.engine.stats.dirty = 0;
+            if let Err(e) = crate::script::functions::install(s) {
+                return Reply::error(format!("ERR Error loading the AOF: {e}"));
+            }
             log("Append Only File loaded by DEBUG LOADAOF");
             Reply::ok()
         }

@@ -129,9 +129,9 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("eval_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::eval_ro),
     cmd("evalsha_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::evalsha_ro),
     cmd("script", -2, NOSCRIPT, crate::script::script),
-    cmd("function", -2, NOSCRIPT, crate::script::function),
-    cmd("fcall", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::fcall),
-    cmd("fcall_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::fcall_ro),
+    cmd("function", -2, NOSCRIPT, crate::script::functions::function),
+    cmd("fcall", -3, NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | STALE, crate::script::functions::fcall),
+    cmd("fcall_ro", -3, NOSCRIPT | SKIP_MONITOR | STALE | READONLY, crate::script::functions::fcall_ro),
     cmd("acl", -2, NOSCRIPT | LOADING | STALE, crate::acl::command::acl),
 ];
 

@@ -12,6 +12,7 @@
 pub mod cjson;
 pub mod cmsgpack;
 pub mod convert;
+pub mod functions;
 pub mod libs;
 pub mod lstruct;
 
@@ -77,22 +78,6 @@ struct Cached {
     flags: u32,
 }
 
-/// A function registered by FUNCTION LOAD.
-struct Registered {
-    name: String,
-    func: Function,
-    flags: u32,
-}
-
-struct Library {
-    functions: Vec<String>,
-}
-
-struct FunctionEntry {
-    func: Function,
-    flags: u32,
-}
-
 /// One Lua interpreter with the sandbox: EVAL scripts have one, functions another (as
 /// in Redis, so SCRIPT FLUSH and FUNCTION FLUSH reset them apart).
 struct Vm {
@@ -106,7 +91,7 @@ struct Vm {
     run_function: Function,
     run: Rc<RunState>,
     /// The functions the library being loaded registered (Some while loading).
-    registered: Rc<RefCell<Option<Vec<Registered>>>>,
+    registered: Rc<RefCell<Option<Vec<functions::Registered>>>>,
     /// The real `redis` table: a running script's redis.call and redis.pcall are put
     /// there, as C functions called straight from the script.
     redis: Table,
@@ -121,8 +106,8 @@ pub struct Scripts {
     cache: HashMap<String, Cached>,
     /// Bytes of the cached bodies (INFO used_memory_scripts_eval).
     cache_bytes: usize,
-    libraries: HashMap<String, Library>,
-    functions: HashMap<String, FunctionEntry>,
+    /// FUNCTION LOAD's libraries, compiled in `func` (their code is the engine's).
+    functions: functions::Registry,
     rng: libs::Lrand48,
 }
 
@@ -135,8 +120,7 @@ impl Scripts {
             func: mk(&rng)?,
             cache: HashMap::new(),
             cache_bytes: 0,
-            libraries: HashMap::new(),
-            functions: HashMap::new(),
+            functions: Default::default(),
             rng,
         })
     }
@@ -149,11 +133,10 @@ impl Scripts {
         Ok(())
     }
 
-    /// FUNCTION FLUSH.
+    /// FUNCTION FLUSH: a new interpreter for functions, no library.
     pub fn flush_functions(&mut self) -> Result<(), String> {
         self.func = Vm::new(self.rng.clone()).map_err(|e| e.to_string())?;
-        self.libraries.clear();
-        self.functions.clear();
+        self.functions = Default::default();
         Ok(())
     }
 
@@ -192,7 +175,7 @@ impl Scripts {
 
 impl Vm {
     fn new(rng: libs::Lrand48) -> mlua::Result<Vm> {
-        let registered: Rc<RefCell<Option<Vec<Registered>>>> = Rc::new(RefCell::new(None));
+        let registered: Rc<RefCell<Option<Vec<functions::Registered>>>> = Rc::new(RefCell::new(None));
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let run = Rc::new(RunState::default());
         let native = lua.create_table()?;
@@ -315,7 +298,7 @@ impl Vm {
         let reg = Rc::clone(&registered);
         native.raw_set(
             "register_function",
-            lua.create_function(move |_, args: MultiValue| register_function(&reg, args))?,
+            lua.create_function(move |_, args: MultiValue| functions::register_function(&reg, args))?,
         )?;
         let (_env, compile, runner, load_library, run_library, run_function, redis): (
             Table,
@@ -850,275 +833,6 @@ pub fn script(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     cmd::unknown_subcommand(sub, "script")
 }
 
-/// redis.register_function(name, callback) or redis.register_function{function_name=,
-/// callback=, flags=, description=}, while a library loads.
-fn register_function(reg: &RefCell<Option<Vec<Registered>>>, args: MultiValue) -> mlua::Result<()> {
-    let (name, func, flags) = match (args.len(), args.front()) {
-        (1, Some(Value::Table(t))) => {
-            let mut name = None;
-            let mut func = None;
-            let mut flags = 0;
-            for pair in t.pairs::<Value, Value>() {
-                let (k, v) = pair?;
-                let key = match &k {
-                    Value::String(s) => s.as_bytes().to_vec(),
-                    _ => return Err(raise("named argument key given to redis.register_function is not a string")),
-                };
-                match (key.as_slice(), v) {
-                    (b"function_name", Value::String(s)) => name = Some(s.as_bytes().to_vec()),
-                    (b"function_name", _) => {
-                        return Err(raise("function_name argument given to redis.register_function must be a string"))
-                    }
-                    (b"callback", Value::Function(f)) => func = Some(f),
-                    (b"callback", _) => {
-                        return Err(raise("callback argument given to redis.register_function must be a function"))
-                    }
-                    (b"description", Value::String(_)) => {}
-                    (b"description", _) => {
-                        return Err(raise("description argument given to redis.register_function must be a string"))
-                    }
-                    (b"flags", Value::Table(ft)) => {
-                        for f in ft.sequence_values::<Value>() {
-                            let Value::String(f) = f? else {
-                                return Err(raise("unknown flag given"));
-                            };
-                            match script_flags::NAMES.iter().find(|(n, _)| n.as_bytes() == &f.as_bytes()[..]) {
-                                Some((_, bit)) => flags |= bit,
-                                None => return Err(raise("unknown flag given")),
-                            }
-                        }
-                    }
-                    (b"flags", _) => {
-                        return Err(raise(
-                            "flags argument to redis.register_function must be a table representing function flags",
-                        ))
-                    }
-                    _ => return Err(raise("unknown argument given to redis.register_function")),
-                }
-            }
-            let Some(name) = name else {
-                return Err(raise("redis.register_function must get a function name argument"));
-            };
-            let Some(func) = func else {
-                return Err(raise("redis.register_function must get a callback argument"));
-            };
-            (name, func, flags)
-        }
-        (2, _) => {
-            let mut it = args.into_iter();
-            let (Some(Value::String(n)), Some(Value::Function(f))) = (it.next(), it.next()) else {
-                return Err(raise("wrong argument types given to redis.register_function"));
-            };
-            (n.as_bytes().to_vec(), f, 0)
-        }
-        _ => return Err(raise("wrong number of arguments to redis.register_function")),
-    };
-    if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-        return Err(raise(
-            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long",
-        ));
-    }
-    let name = String::from_utf8_lossy(&name).into_owned();
-    let mut guard = reg.borrow_mut();
-    let Some(list) = guard.as_mut() else {
-        return Err(raise("redis.register_function can only be called on FUNCTION LOAD command"));
-    };
-    if list.iter().any(|r| r.name == name) {
-        return Err(raise("Function already exists in the library"));
-    }
-    list.push(Registered { name, func, flags });
-    Ok(())
-}
-
-/// The library name of a FUNCTION LOAD body (`#!lua name=<lib>`) and the shebang's length.
-fn library_metadata(code: &[u8]) -> Result<(String, usize), Reply> {
-    if !code.starts_with(b"#!") {
-        return Err(Reply::err("ERR Missing library metadata"));
-    }
-    let end = code.iter().position(|&b| b == b'\n').unwrap_or(code.len());
-    let parts = ferrokv::format::args::split_args(&code[..end]).unwrap_or_default();
-    let engine = parts.first().map(|e| e[2..].to_vec()).unwrap_or_default();
-    if !engine.eq_ignore_ascii_case(b"lua") {
-        return Err(Reply::error(format!("ERR Engine '{}' not found", String::from_utf8_lossy(&engine))));
-    }
-    let mut name = None;
-    for p in &parts[1..] {
-        match p.strip_prefix(b"name=") {
-            Some(n) => name = Some(String::from_utf8_lossy(n).into_owned()),
-            None => {
-                return Err(Reply::error(format!("ERR Invalid metadata value given: {}", String::from_utf8_lossy(p))))
-            }
-        }
-    }
-    match name {
-        Some(n) => Ok((n, end)),
-        None => Err(Reply::err("ERR Library name was not given")),
-    }
-}
-
-fn function_load(s: &mut Server, code: &[u8], replace: bool) -> Reply {
-    let (lib, shebang_len) = match library_metadata(code) {
-        Ok(x) => x,
-        Err(e) => return e,
-    };
-    if lib.is_empty() || !lib.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-        return Reply::err(
-            "ERR Library names can only contain letters, numbers, or underscores(_) and must be at least one character long",
-        );
-    }
-    if s.scripts.libraries.contains_key(&lib) && !replace {
-        return Reply::error(format!("ERR Library '{lib}' already exists"));
-    }
-    let vm = &s.scripts.func;
-    let loaded = vm.lua.create_string(&code[shebang_len..]).and_then(|body| {
-        let (f, err): (Option<Function>, Option<mlua::LuaString>) = vm.load_library.call(body)?;
-        Ok((f, err))
-    });
-    let (func, err) = match loaded {
-        Ok(x) => x,
-        Err(e) => return lua_failure(e),
-    };
-    let Some(func) = func else {
-        let msg = err.map(|e| String::from_utf8_lossy(&e.as_bytes()).into_owned()).unwrap_or_default();
-        return Reply::error(format!("ERR Error compiling function: {msg}"));
-    };
-    *vm.registered.borrow_mut() = Some(Vec::new());
-    vm.run.started.set(Some(Instant::now()));
-    let ran: mlua::Result<(bool, Value)> = vm.run_library.call(func);
-    vm.run.started.set(None);
-    let registered = vm.registered.borrow_mut().take().unwrap_or_default();
-    match ran {
-        Err(e) => return lua_failure(e),
-        Ok((false, v)) => {
-            let msg = convert::error_parts(&v).0.unwrap_or_default();
-            return Reply::error(format!("ERR Error registering functions: {msg}"));
-        }
-        Ok((true, _)) => {}
-    }
-    if registered.is_empty() {
-        return Reply::err("ERR No functions registered");
-    }
-    for r in &registered {
-        if let Some(owner) = s.scripts.libraries.iter().find(|(n, l)| **n != lib && l.functions.contains(&r.name)) {
-            let _ = owner;
-            return Reply::error(format!("ERR Function {} already exists", r.name));
-        }
-    }
-    if let Some(old) = s.scripts.libraries.remove(&lib) {
-        for f in old.functions {
-            s.scripts.functions.remove(&f);
-        }
-    }
-    let mut names = Vec::with_capacity(registered.len());
-    for r in registered {
-        names.push(r.name.clone());
-        s.scripts.functions.insert(r.name, FunctionEntry { func: r.func, flags: r.flags });
-    }
-    s.scripts.libraries.insert(lib.clone(), Library { functions: names });
-    Reply::Bulk(lib.into_bytes())
-}
-
-/// FUNCTION LOAD [REPLACE] / DELETE / FLUSH / LIST (names only).
-pub fn function(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
-    let sub = &a[1];
-    if eq_ic(sub, "load") {
-        return match a.len() {
-            3 => function_load(s, &a[2], false),
-            4 if eq_ic(&a[2], "replace") => function_load(s, &a[3], true),
-            4 => Reply::error(format!("ERR Unknown option given: {}", String::from_utf8_lossy(&a[2]))),
-            _ => cmd::sub_arity("function", sub),
-        };
-    }
-    if eq_ic(sub, "flush") {
-        let ok = a.len() == 2 || (a.len() == 3 && (eq_ic(&a[2], "sync") || eq_ic(&a[2], "async")));
-        if !ok {
-            return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
-        }
-        return match s.scripts.flush_functions() {
-            Ok(()) => Reply::ok(),
-            Err(e) => Reply::error(format!("ERR {e}")),
-        };
-    }
-    if eq_ic(sub, "delete") && a.len() == 3 {
-        let lib = String::from_utf8_lossy(&a[2]).into_owned();
-        return match s.scripts.libraries.remove(&lib) {
-            Some(l) => {
-                for f in l.functions {
-                    s.scripts.functions.remove(&f);
-                }
-                Reply::ok()
-            }
-            None => Reply::err("ERR Library not found"),
-        };
-    }
-    if eq_ic(sub, "list") {
-        let mut names: Vec<&String> = s.scripts.libraries.keys().collect();
-        names.sort();
-        return Reply::Array(
-            names
-                .into_iter()
-                .map(|n| {
-                    let fns = s.scripts.libraries[n]
-                        .functions
-                        .iter()
-                        .map(|f| {
-                            Reply::Map(vec![
-                                (Reply::bulk(b"name"), Reply::bulk(f.as_bytes())),
-                                (Reply::bulk(b"description"), Reply::Nil),
-                                (Reply::bulk(b"flags"), Reply::Set(Vec::new())),
-                            ])
-                        })
-                        .collect();
-                    Reply::Map(vec![
-                        (Reply::bulk(b"library_name"), Reply::bulk(n.as_bytes())),
-                        (Reply::bulk(b"engine"), Reply::bulk(b"LUA")),
-                        (Reply::bulk(b"functions"), Reply::Array(fns)),
-                    ])
-                })
-                .collect(),
-        );
-    }
-    if eq_ic(sub, "kill") && a.len() == 2 {
-        return kill(s, false);
-    }
-    cmd::unknown_subcommand(sub, "function")
-}
-
-pub fn fcall(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    fcall_generic(s, c, a, false)
-}
-
-pub fn fcall_ro(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    fcall_generic(s, c, a, true)
-}
-
-fn fcall_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], ro: bool) -> Reply {
-    let name = String::from_utf8_lossy(&a[1]).into_owned();
-    let Some(entry) = s.scripts.functions.get(&name) else {
-        return Reply::err("ERR Function not found");
-    };
-    let func = entry.func.clone();
-    let fflags = entry.flags;
-    let Some(numkeys) = parse_i64(&a[2]) else {
-        return Reply::err("ERR Bad number of keys provided");
-    };
-    if numkeys > (a.len() - 3) as i64 {
-        return Reply::err("ERR Number of keys can't be greater than number of args");
-    }
-    if numkeys < 0 {
-        return Reply::err("ERR Number of keys can't be negative");
-    }
-    if fflags & script_flags::NO_WRITES == 0 && ro {
-        return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
-    }
-    if let Some(refused) = crate::admission::script_start_refusal(s, fflags) {
-        return refused;
-    }
-    let readonly = ro || fflags & script_flags::NO_WRITES != 0;
-    let numkeys = numkeys as usize;
-    run_script(s, c, true, func, &name, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
-}
-
 const BUSY_EVAL: &str = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
 const BUSY_FUNCTION: &str = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
 
@@ -1178,7 +892,7 @@ pub fn declared_flags(s: &Scripts, command: &str, argv: &[Vec<u8>]) -> Option<u3
     match command {
         "eval" | "eval_ro" => parse_shebang(target).ok().map(|(f, _)| f),
         "evalsha" | "evalsha_ro" => s.cache.get(&String::from_utf8_lossy(target).to_ascii_lowercase()).map(|c| c.flags),
-        _ => s.functions.get(String::from_utf8_lossy(target).as_ref()).map(|f| f.flags),
+        _ => s.functions.flags(&String::from_utf8_lossy(target)),
     }
 }
 
@@ -1200,8 +914,8 @@ pub fn info_memory(s: &Scripts) -> Vec<(&'static str, String)> {
         ("used_memory_lua_human", human_bytes(lua)),
         ("used_memory_scripts_eval", scripts.to_string()),
         ("number_of_cached_scripts", s.cached().to_string()),
-        ("number_of_functions", "0".into()),
-        ("number_of_libraries", "0".into()),
+        ("number_of_functions", s.functions.function_count().to_string()),
+        ("number_of_libraries", s.functions.library_count().to_string()),
         ("used_memory_vm_functions", "0".into()),
         ("used_memory_vm_total", lua.to_string()),
         ("used_memory_vm_total_human", human_bytes(lua)),

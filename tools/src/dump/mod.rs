@@ -48,7 +48,8 @@ impl Filter {
             return false;
         }
         if let Some(p) = &self.key {
-            if !ferrokv::glob::matches(p, &k.key.to_bytes()) {
+            // `*` alone takes every key, the empty one too (Redis's KEYS does the same).
+            if p.as_slice() != b"*" && !ferrokv::glob::matches(p, &k.key.to_bytes()) {
                 return false;
             }
         }

@@ -4,7 +4,6 @@ use super::super::{arg_i64, eq_ic, notify, Ctx, Reply};
 use super::already_expired;
 use crate::format::crc::crc64;
 use crate::format::rdb::{dump_payload, read_dump_payload, Encoder, Family, Target};
-use crate::logical::Logical;
 use crate::value::Value;
 
 /// The newest RDB version Redis 7.0 restores.
@@ -40,10 +39,10 @@ fn payload_ok(p: &[u8]) -> bool {
     version <= RDB_VERSION && u64::from_le_bytes(crc) == crc64(&p[..n - 8])
 }
 
+/// The payload's value as loading builds it (the payload's element order kept).
 fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Option<Value> {
     let v = read_dump_payload(p, Family::Redis).ok()?;
-    let logical = Logical::from_value(&v).ok()?;
-    Value::from_logical(&logical, &ctx.cfg.limits).ok().filter(|v| !v.is_empty_collection())
+    Value::from_rdb(&v, &ctx.cfg.limits).ok().filter(|v| !v.is_empty_collection())
 }
 
 pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {

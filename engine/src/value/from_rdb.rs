@@ -1,0 +1,139 @@
+//! Engine values straight from an RDB value's element iterators (loading, RESTORE): the
+//! same result as going through [`crate::logical::Logical`], without its copies and
+//! sorting; collections keep the file's order, as Redis keeps a listpack's.
+
+use std::borrow::Cow;
+
+use super::str::EMBSTR_MAX;
+use super::{Hash, Limits, List, Set, Str, Value, Zset};
+use crate::format::blob::{fmt_i64, itoa_buf};
+use crate::format::rdb::{LogicalType, Value as RdbValue, ValueType};
+use crate::format::{Elem, FormatError};
+use crate::logical::Logical;
+
+/// Why a value could not be built from its RDB form.
+#[derive(Debug)]
+pub enum FromRdbError {
+    /// The bytes are not what the type says.
+    Format(FormatError),
+    /// A value the engine cannot hold (module types, hash field TTLs).
+    Unsupported(String),
+}
+
+impl From<FormatError> for FromRdbError {
+    fn from(e: FormatError) -> FromRdbError {
+        FromRdbError::Format(e)
+    }
+}
+
+/// An element's bytes without allocating for integers.
+enum ElemBytes<'a> {
+    Bytes(Cow<'a, [u8]>),
+    Int([u8; 20], usize),
+}
+
+impl<'a> ElemBytes<'a> {
+    fn new(e: Elem<'a>) -> ElemBytes<'a> {
+        match e {
+            Elem::Bytes(b) => ElemBytes::Bytes(b),
+            Elem::Int(i) => {
+                let mut buf = itoa_buf();
+                let len = fmt_i64(i, &mut buf).len();
+                // fmt_i64 writes at the end of the buffer.
+                ElemBytes::Int(buf, len)
+            }
+        }
+    }
+}
+
+impl AsRef<[u8]> for ElemBytes<'_> {
+    fn as_ref(&self) -> &[u8] {
+        match self {
+            ElemBytes::Bytes(b) => b,
+            ElemBytes::Int(buf, len) => &buf[buf.len() - len..],
+        }
+    }
+}
+
+/// Build an engine value straight from the RDB's element iterators, in the encoding
+/// `limits` call for (the same result as going through `Logical`, without its copies and
+/// sorting; collections keep the file's order, as Redis does).
+pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError> {
+    Ok(match v.logical() {
+        LogicalType::String => Value::Str(match v.string()?.to_elem()? {
+            Elem::Bytes(Cow::Owned(b)) if b.len() > EMBSTR_MAX => Str::Raw(b),
+            e => Str::from_loaded(ElemBytes::new(e).as_ref()),
+        }),
+        LogicalType::List => {
+            let mut l = List::default();
+            for e in v.list()? {
+                l.push_back(ElemBytes::new(e?).as_ref());
+            }
+            l.seal_ends();
+            Value::List(Box::new(l))
+        }
+        LogicalType::Set => {
+            let members = v.set()?;
+            let n = match members.declared_len() {
+                Some(n) => n as usize,
+                // Intsets and listpacks: counting walks borrowed bytes.
+                None => v.set()?.count(),
+            };
+            let mut set = Set::default();
+            for (i, m) in members.enumerate() {
+                let m = ElemBytes::new(m?);
+                if i == 0 {
+                    set = Set::create(m.as_ref(), n, limits);
+                }
+                set.insert(m.as_ref(), limits);
+            }
+            Value::Set(Box::new(set))
+        }
+        LogicalType::Zset => {
+            // The encoding depends on every member's length: gather them first.
+            let items: Vec<(ElemBytes<'_>, f64)> =
+                v.zset()?.map(|r| r.map(|(m, s)| (ElemBytes::new(m), s))).collect::<Result<_, _>>()?;
+            let small = items.len() <= limits.zset_max_listpack_entries
+                && items.iter().all(|(m, _)| m.as_ref().len() <= limits.zset_max_listpack_value);
+            let compact = matches!(v.vtype, ValueType::ZsetZiplist | ValueType::ZsetListpack);
+            if small && compact {
+                // A ziplist or listpack is kept as the file has it (Redis converts a
+                // ziplist entry by entry), a `-0` score too: only an insertion writes 0.
+                if let Some(z) = Zset::from_sorted_listpack(&items) {
+                    return Ok(Value::Zset(Box::new(z)));
+                }
+            }
+            if !small {
+                if let Some(s) = crate::value::zset::SkipList::from_distinct(&items) {
+                    return Ok(Value::Zset(Box::new(Zset::Skiplist(s))));
+                }
+            }
+            // A skiplist small enough becomes a listpack by insertion, where -0 becomes 0
+            // (Redis 7's zsetConvert); a skiplist keeps it.
+            let mut z = if small { Zset::default() } else { Zset::Skiplist(Default::default()) };
+            for (m, sc) in &items {
+                z.insert(m.as_ref(), *sc, limits);
+            }
+            Value::Zset(Box::new(z))
+        }
+        LogicalType::Hash => {
+            let fields = v.hash()?;
+            let n = match fields.declared_len() {
+                Some(n) => n as usize,
+                None => v.hash()?.count(),
+            };
+            let mut h = Hash::with_capacity(n, limits);
+            for f in fields {
+                let f = f?;
+                if f.expire_ms.is_some() {
+                    return Err(FromRdbError::Unsupported("hash field TTLs are not supported".into()));
+                }
+                h.insert(ElemBytes::new(f.field).as_ref(), ElemBytes::new(f.value).as_ref(), limits);
+            }
+            Value::Hash(Box::new(h))
+        }
+        LogicalType::Stream | LogicalType::Module => {
+            Value::from_logical_owned(Logical::from_value(v)?, limits).map_err(FromRdbError::Unsupported)?
+        }
+    })
+}

@@ -1,0 +1,480 @@
+//! FUNCTION and FCALL, as Redis 7.0: libraries compiled in the functions' interpreter.
+//!
+//! The code of every library is the engine's (`Keyspace::functions`, ferrokv::functions),
+//! which saves it in RDB files and AOF bases and loads it back; this module keeps what
+//! running it needs (the compiled functions, their flags and descriptions) in step with it:
+//! FUNCTION LOAD / DELETE / FLUSH / RESTORE change both and propagate as sent, and after
+//! the engine's libraries were replaced (startup, DEBUG RELOAD, DEBUG LOADAOF)
+//! [`install`] compiles them again.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::time::Instant;
+
+use ferrokv::command::{eq_ic, parse_i64};
+use ferrokv::format::rdb::read_function_payload;
+use ferrokv::functions::{self as libs, Libraries, RestorePolicy};
+use ferrokv::Reply;
+use mlua::{Function, MultiValue, Value};
+
+use super::{convert, lua_failure, raise, run_script, script_flags, Vm};
+use crate::client::Client;
+use crate::cmd;
+use crate::server::Server;
+
+/// A function a library registered while it loaded.
+pub struct Registered {
+    name: String,
+    func: Function,
+    flags: u32,
+    description: Option<Vec<u8>>,
+}
+
+/// A compiled function.
+struct Entry {
+    /// As registered (FCALL finds it by its lower-cased name).
+    name: String,
+    library: String,
+    func: Function,
+    flags: u32,
+    description: Option<Vec<u8>>,
+}
+
+/// The compiled libraries: function names (lower-cased) to functions, and each library's
+/// functions in registration order.
+#[derive(Default)]
+pub struct Registry {
+    functions: HashMap<String, Entry>,
+    libraries: BTreeMap<String, Vec<String>>,
+    /// The FCALL running now (FUNCTION STATS): its function and arguments.
+    running: Option<(String, Vec<Vec<u8>>, Instant)>,
+}
+
+impl Registry {
+    pub fn flags(&self, function: &str) -> Option<u32> {
+        self.functions.get(&function.to_ascii_lowercase()).map(|e| e.flags)
+    }
+
+    pub fn function_count(&self) -> usize {
+        self.functions.len()
+    }
+
+    pub fn library_count(&self) -> usize {
+        self.libraries.len()
+    }
+
+    /// Add a compiled library, replacing one of the same name. Err (and nothing changed)
+    /// when one of its functions belongs to another library.
+    fn add(&mut self, library: &str, registered: Vec<Registered>) -> Result<(), Reply> {
+        for r in &registered {
+            if let Some(e) = self.functions.get(&r.name.to_ascii_lowercase()) {
+                if e.library != library {
+                    return Err(Reply::error(format!("ERR Function {} already exists", r.name)));
+                }
+            }
+        }
+        self.remove(library);
+        let names = registered.iter().map(|r| r.name.to_ascii_lowercase()).collect();
+        for r in registered {
+            let entry = Entry {
+                name: r.name,
+                library: library.to_string(),
+                func: r.func,
+                flags: r.flags,
+                description: r.description,
+            };
+            self.functions.insert(entry.name.to_ascii_lowercase(), entry);
+        }
+        self.libraries.insert(library.to_string(), names);
+        Ok(())
+    }
+
+    fn remove(&mut self, library: &str) -> bool {
+        match self.libraries.remove(library) {
+            Some(names) => {
+                for n in names {
+                    self.functions.remove(&n);
+                }
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// redis.register_function(name, callback) or redis.register_function{function_name=,
+/// callback=, flags=, description=}, while a library loads.
+pub(super) fn register_function(reg: &RefCell<Option<Vec<Registered>>>, args: MultiValue) -> mlua::Result<()> {
+    let (name, func, flags, description) = match (args.len(), args.front()) {
+        (1, Some(Value::Table(t))) => {
+            let (mut name, mut func, mut flags, mut description) = (None, None, 0, None);
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                let key = match &k {
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    _ => return Err(raise("named argument key given to redis.register_function is not a string")),
+                };
+                match (key.as_slice(), v) {
+                    (b"function_name", Value::String(s)) => name = Some(s.as_bytes().to_vec()),
+                    (b"function_name", _) => {
+                        return Err(raise("function_name argument given to redis.register_function must be a string"))
+                    }
+                    (b"callback", Value::Function(f)) => func = Some(f),
+                    (b"callback", _) => {
+                        return Err(raise("callback argument given to redis.register_function must be a function"))
+                    }
+                    (b"description", Value::String(d)) => description = Some(d.as_bytes().to_vec()),
+                    (b"description", _) => {
+                        return Err(raise("description argument given to redis.register_function must be a string"))
+                    }
+                    (b"flags", Value::Table(ft)) => {
+                        for f in ft.sequence_values::<Value>() {
+                            let Value::String(f) = f? else {
+                                return Err(raise("unknown flag given"));
+                            };
+                            match script_flags::NAMES.iter().find(|(n, _)| n.as_bytes() == &f.as_bytes()[..]) {
+                                Some((_, bit)) => flags |= bit,
+                                None => return Err(raise("unknown flag given")),
+                            }
+                        }
+                    }
+                    (b"flags", _) => {
+                        return Err(raise(
+                            "flags argument to redis.register_function must be a table representing function flags",
+                        ))
+                    }
+                    _ => return Err(raise("unknown argument given to redis.register_function")),
+                }
+            }
+            let Some(name) = name else {
+                return Err(raise("redis.register_function must get a function name argument"));
+            };
+            let Some(func) = func else {
+                return Err(raise("redis.register_function must get a callback argument"));
+            };
+            (name, func, flags, description)
+        }
+        (2, _) => {
+            let mut it = args.into_iter();
+            let (Some(Value::String(n)), Some(Value::Function(f))) = (it.next(), it.next()) else {
+                return Err(raise("wrong argument types given to redis.register_function"));
+            };
+            (n.as_bytes().to_vec(), f, 0, None)
+        }
+        _ => return Err(raise("wrong number of arguments to redis.register_function")),
+    };
+    if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        return Err(raise(
+            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+        ));
+    }
+    let name = String::from_utf8_lossy(&name).into_owned();
+    let mut guard = reg.borrow_mut();
+    let Some(list) = guard.as_mut() else {
+        return Err(raise("redis.register_function can only be called on FUNCTION LOAD command"));
+    };
+    if list.iter().any(|r| r.name == name) {
+        return Err(raise("Function already exists in the library"));
+    }
+    list.push(Registered { name, func, flags, description });
+    Ok(())
+}
+
+/// Compile a library's code and run it to collect what it registers: its name and
+/// functions, or Redis's error reply.
+fn compile(vm: &Vm, code: &[u8]) -> Result<(String, Vec<Registered>), Reply> {
+    let name = libs::check(code).map_err(|e| Reply::error(format!("ERR {e}")))?;
+    let body = libs::header(code).map(|h| h.body).unwrap_or(0);
+    let loaded = vm.lua.create_string(&code[body..]).and_then(|body| {
+        let (f, err): (Option<Function>, Option<mlua::LuaString>) = vm.load_library.call(body)?;
+        Ok((f, err))
+    });
+    let (func, err) = loaded.map_err(lua_failure)?;
+    let Some(func) = func else {
+        let msg = err.map(|e| String::from_utf8_lossy(&e.as_bytes()).into_owned()).unwrap_or_default();
+        return Err(Reply::error(format!("ERR Error compiling function: {msg}")));
+    };
+    *vm.registered.borrow_mut() = Some(Vec::new());
+    vm.run.started.set(Some(Instant::now()));
+    let ran: mlua::Result<(bool, Value)> = vm.run_library.call(func);
+    vm.run.started.set(None);
+    let registered = vm.registered.borrow_mut().take().unwrap_or_default();
+    match ran {
+        Err(e) => return Err(lua_failure(e)),
+        Ok((false, v)) => {
+            let msg = convert::error_parts(&v).0.unwrap_or_default();
+            return Err(Reply::error(format!("ERR Error registering functions: {msg}")));
+        }
+        Ok((true, _)) => {}
+    }
+    if registered.is_empty() {
+        return Err(Reply::err("ERR No functions registered"));
+    }
+    Ok((name, registered))
+}
+
+/// Compile every library of `libs` into a new registry and put it in place; on an error,
+/// nothing changes.
+fn replace_all(s: &mut Server, libs: &Libraries) -> Result<(), Reply> {
+    let mut next = Registry::default();
+    for (_, code) in libs.iter() {
+        let (name, registered) = compile(&s.scripts.func, code)?;
+        next.add(&name, registered)?;
+    }
+    s.scripts.functions = next;
+    Ok(())
+}
+
+/// Compile the engine's libraries (after loading, DEBUG RELOAD, DEBUG LOADAOF).
+pub fn install(s: &mut Server) -> Result<(), String> {
+    let libs = s.engine.ks.functions.clone();
+    replace_all(s, &libs).map_err(|r| match r {
+        Reply::Error(e) => format!("Failed loading library: {e}"),
+        _ => "Failed loading library".into(),
+    })
+}
+
+/// A successful FUNCTION write: propagated as the client sent it (SELECT first when the
+/// database differs, as for any write), and counted as a change.
+fn propagate(s: &mut Server, c: &Client, argv: &[Vec<u8>]) {
+    s.engine.fx.propagate.push((c.session.db, argv.to_vec()));
+    s.engine.stats.dirty += 1;
+    if !c.in_exec {
+        s.engine.flush();
+    }
+}
+
+/// FUNCTION LOAD [REPLACE] code.
+fn load(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
+    let code = &a[a.len() - 1];
+    let mut replace = false;
+    for opt in &a[2..a.len() - 1] {
+        if !eq_ic(opt, "replace") {
+            return Reply::error(format!("ERR Unknown option given: {}", String::from_utf8_lossy(opt)));
+        }
+        replace = true;
+    }
+    let name = match libs::check(code) {
+        Ok(n) => n,
+        Err(e) => return Reply::error(format!("ERR {e}")),
+    };
+    if !replace && s.engine.ks.functions.get(&name).is_some() {
+        return Reply::error(format!("ERR Library '{name}' already exists"));
+    }
+    let (name, registered) = match compile(&s.scripts.func, code) {
+        Ok(x) => x,
+        Err(e) => return e,
+    };
+    if let Err(e) = s.scripts.functions.add(&name, registered) {
+        return e;
+    }
+    s.engine.ks.functions.insert(name.clone(), code.clone());
+    propagate(s, c, a);
+    Reply::Bulk(name.into_bytes())
+}
+
+/// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
+fn restore(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
+    if a.len() > 4 {
+        return Reply::err("ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP.");
+    }
+    let policy = match a.get(3) {
+        None => RestorePolicy::Append,
+        Some(p) => match RestorePolicy::parse(p) {
+            Some(p) => p,
+            None => {
+                return Reply::err("ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.")
+            }
+        },
+    };
+    let max_version = ferrokv::format::rdb::Target::Redis70.version() as u16;
+    let codes = match read_function_payload(&a[2], max_version) {
+        Ok(c) => c,
+        Err(e) => return Reply::error(format!("ERR {e}")),
+    };
+    let mut incoming = Libraries::default();
+    for code in codes {
+        if let Err(e) = incoming.load(code) {
+            return Reply::error(format!("ERR {e}"));
+        }
+    }
+    let mut next = s.engine.ks.functions.clone();
+    if let Err(e) = next.merge(incoming, policy) {
+        return Reply::error(format!("ERR {e}"));
+    }
+    if let Err(e) = replace_all(s, &next) {
+        return e;
+    }
+    s.engine.ks.functions = next;
+    propagate(s, c, a);
+    Reply::ok()
+}
+
+/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].
+fn list(s: &Server, a: &[Vec<u8>]) -> Reply {
+    let (mut pattern, mut with_code) = (None::<&[u8]>, false);
+    let mut i = 2;
+    while i < a.len() {
+        if eq_ic(&a[i], "withcode") && !with_code {
+            with_code = true;
+        } else if eq_ic(&a[i], "libraryname") && pattern.is_none() {
+            let Some(p) = a.get(i + 1) else {
+                return Reply::err("ERR library name argument was not given");
+            };
+            pattern = Some(p);
+            i += 1;
+        } else {
+            return Reply::error(format!("ERR Unknown argument {}", String::from_utf8_lossy(&a[i])));
+        }
+        i += 1;
+    }
+    let reg = &s.scripts.functions;
+    let mut out = Vec::new();
+    for (lib, names) in &reg.libraries {
+        if pattern.is_some_and(|p| !ferrokv::glob::matches_nocase(p, lib.as_bytes())) {
+            continue;
+        }
+        let functions = names
+            .iter()
+            .filter_map(|n| reg.functions.get(n))
+            .map(|f| {
+                let flags = script_flags::NAMES.iter().filter(|(_, bit)| f.flags & bit != 0);
+                Reply::Map(vec![
+                    (Reply::bulk(b"name"), Reply::bulk(f.name.as_bytes())),
+                    (Reply::bulk(b"description"), f.description.as_ref().map_or(Reply::Nil, |d| Reply::bulk(d))),
+                    (Reply::bulk(b"flags"), Reply::Set(flags.map(|(n, _)| Reply::simple(n)).collect())),
+                ])
+            })
+            .collect();
+        let mut fields = vec![
+            (Reply::bulk(b"library_name"), Reply::bulk(lib.as_bytes())),
+            (Reply::bulk(b"engine"), Reply::bulk(b"LUA")),
+            (Reply::bulk(b"functions"), Reply::Array(functions)),
+        ];
+        if with_code {
+            let code = s.engine.ks.functions.get(lib).unwrap_or_default();
+            fields.push((Reply::bulk(b"library_code"), Reply::bulk(code)));
+        }
+        out.push(Reply::Map(fields));
+    }
+    Reply::Array(out)
+}
+
+/// FUNCTION STATS: the function running now, and the engine's counts.
+fn stats(s: &Server) -> Reply {
+    if s.scripts.eval.run.busy.get() {
+        return Reply::err(super::BUSY_EVAL);
+    }
+    let reg = &s.scripts.functions;
+    let running = match &reg.running {
+        Some((name, argv, started)) => Reply::Map(vec![
+            (Reply::bulk(b"name"), Reply::bulk(name.as_bytes())),
+            (Reply::bulk(b"command"), Reply::Array(argv.iter().map(|a| Reply::bulk(a)).collect())),
+            (Reply::bulk(b"duration_ms"), Reply::Int(started.elapsed().as_millis() as i64)),
+        ]),
+        None => Reply::Nil,
+    };
+    Reply::Map(vec![
+        (Reply::bulk(b"running_script"), running),
+        (
+            Reply::bulk(b"engines"),
+            Reply::Map(vec![(
+                Reply::bulk(b"LUA"),
+                Reply::Map(vec![
+                    (Reply::bulk(b"libraries_count"), Reply::Int(reg.libraries.len() as i64)),
+                    (Reply::bulk(b"functions_count"), Reply::Int(reg.functions.len() as i64)),
+                ]),
+            )]),
+        ),
+    ])
+}
+
+/// FUNCTION LOAD / DELETE / FLUSH / DUMP / RESTORE / LIST / STATS / KILL.
+pub fn function(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = &a[1];
+    let arity_ok = |min: usize, exact: bool| if exact { a.len() == min } else { a.len() >= min };
+    let sub_name = sub.to_ascii_lowercase();
+    let (min, exact) = match sub_name.as_slice() {
+        b"load" | b"restore" => (3, false),
+        b"delete" => (3, true),
+        b"flush" | b"list" => (2, false),
+        b"dump" | b"stats" | b"kill" => (2, true),
+        _ => return cmd::unknown_subcommand(sub, "function"),
+    };
+    if !arity_ok(min, exact) {
+        return cmd::sub_arity("function", sub);
+    }
+    match sub_name.as_slice() {
+        b"load" => load(s, c, a),
+        b"restore" => restore(s, c, a),
+        b"delete" => {
+            let lib = String::from_utf8_lossy(&a[2]).into_owned();
+            if !s.scripts.functions.remove(&lib) {
+                return Reply::err("ERR Library not found");
+            }
+            s.engine.ks.functions.remove(&lib);
+            propagate(s, c, a);
+            Reply::ok()
+        }
+        b"flush" => {
+            if a.len() > 3 {
+                return Reply::err(
+                    "ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.",
+                );
+            }
+            if a.len() == 3 && !(eq_ic(&a[2], "sync") || eq_ic(&a[2], "async")) {
+                return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+            }
+            if let Err(e) = s.scripts.flush_functions() {
+                return Reply::error(format!("ERR {e}"));
+            }
+            s.engine.ks.functions.clear();
+            propagate(s, c, a);
+            Reply::ok()
+        }
+        b"dump" => {
+            let mut enc = ferrokv::format::rdb::Encoder::new(ferrokv::format::rdb::Target::Redis70);
+            enc.limits.compression = s.engine.cfg.rdbcompression;
+            Reply::Bulk(s.engine.ks.functions.dump(&enc))
+        }
+        b"list" => list(s, a),
+        b"stats" => stats(s),
+        _ => super::kill(s, false),
+    }
+}
+
+pub fn fcall(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    fcall_generic(s, c, a, false)
+}
+
+pub fn fcall_ro(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    fcall_generic(s, c, a, true)
+}
+
+fn fcall_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], ro: bool) -> Reply {
+    let Some(entry) = s.scripts.functions.functions.get(&String::from_utf8_lossy(&a[1]).to_ascii_lowercase()) else {
+        return Reply::err("ERR Function not found");
+    };
+    let (func, fflags, name) = (entry.func.clone(), entry.flags, entry.name.clone());
+    let Some(numkeys) = parse_i64(&a[2]) else {
+        return Reply::err("ERR Bad number of keys provided");
+    };
+    if numkeys > (a.len() - 3) as i64 {
+        return Reply::err("ERR Number of keys can't be greater than number of args");
+    }
+    if numkeys < 0 {
+        return Reply::err("ERR Number of keys can't be negative");
+    }
+    if fflags & script_flags::NO_WRITES == 0 && ro {
+        return Reply::err("ERR Can not execute a script with write flag using *_ro command.");
+    }
+    if let Some(refused) = crate::admission::script_start_refusal(s, fflags) {
+        return refused;
+    }
+    let readonly = ro || fflags & script_flags::NO_WRITES != 0;
+    let numkeys = numkeys as usize;
+    s.scripts.functions.running = Some((name.clone(), a.to_vec(), Instant::now()));
+    let r = run_script(s, c, true, func, &name, &a[3..3 + numkeys], &a[3 + numkeys..], readonly);
+    s.scripts.functions.running = None;
+    r
+}
