@@ -5,7 +5,7 @@ DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
 SERVER_DATA := target/ferrokv-data
 
-.PHONY: run server dump-demo build test lint unit compat conformance bench fixtures fuzz faults deps clean
+.PHONY: run server dump-demo build test lint unit compat conformance bench fixtures catalog fuzz faults deps clean
 
 build:
 	$(CARGO) build --release --bins
@@ -45,6 +45,15 @@ compat:
 # docs/conformance.md). Not part of make test: fetching the suite is a developer step.
 conformance:
 	./scripts/conformance.sh
+
+# Regenerate engine/src/command/catalog.json from each version's command JSON (source trees
+# extracted from their tags, outside the project) and a real Redis 6.2's COMMAND reply.
+# SRC: the directory holding redis-7.0.15, redis-7.2.6, redis-7.4.1, valkey-7.2.7, valkey-8.0.1.
+SRC ?= ../src
+catalog:
+	python3 scripts/gen-commands.py --json redis-7.0=$(SRC)/redis-7.0.15 --json redis-7.2=$(SRC)/redis-7.2.6 \
+		--json redis-7.4=$(SRC)/redis-7.4.1 --json valkey-7.2=$(SRC)/valkey-7.2.7 --json valkey-8.0=$(SRC)/valkey-8.0.1 \
+		--server redis-6.2=../shared/bin/redis-server-6.2.16
 
 # Regenerate the committed fixtures from a real redis-server.
 fixtures:

@@ -35,7 +35,7 @@ fn in_db2(tag: &str) -> Vec<Argv> {
 }
 
 fn assert_verifies(path: &Path) -> ferrokv_tools::aof::check::VerifyReport {
-    let r = verify(path).expect("verify runs");
+    let r = verify(path, Default::default()).expect("verify runs");
     assert!(r.problem.is_none(), "{}", r.problem.map(|p| p.to_string()).unwrap_or_default());
     r
 }
@@ -136,7 +136,7 @@ fn plain_dir() -> (ferrokv_testkit::TempDir, std::path::PathBuf) {
 }
 
 fn problem_of(path: &Path) -> ferrokv_tools::aof::Problem {
-    verify(path).expect("verify runs").problem.expect("a problem")
+    verify(path, Default::default()).expect("verify runs").problem.expect("a problem")
 }
 
 #[test]
@@ -192,7 +192,7 @@ fn command_problems_name_file_offset_and_number() {
     let (_d, aof) = plain_dir();
     let incr = incr_files(&aof)[0].clone();
     let size = std::fs::metadata(aof.join(&incr)).unwrap().len() as usize;
-    let n = verify(&aof).unwrap().files[1].commands;
+    let n = verify(&aof, Default::default()).unwrap().files[1].commands;
     let cases: [(&[u8], &str); 5] = [
         (b"*2\r\n$4\r\nNOPE\r\n$1\r\nx\r\n", "unknown command 'NOPE'"),
         (b"*1\r\n$3\r\nSET\r\n", "wrong number of arguments for 'set' (0 given)"),

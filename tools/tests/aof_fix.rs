@@ -98,7 +98,7 @@ fn truncated_tails_are_named_and_fixed_to_load_in_redis() {
         f.set_len(cut as u64).unwrap();
         drop(f);
         let whole: Vec<_> = cmds.iter().filter(|c| c.1 <= cut).collect();
-        let r = verify(&aof_dir).unwrap();
+        let r = verify(&aof_dir, Default::default()).unwrap();
         if cmds.iter().any(|c| c.1 == cut) {
             assert!(r.problem.is_none(), "cut at a boundary {cut}");
             continue;
@@ -113,7 +113,7 @@ fn truncated_tails_are_named_and_fixed_to_load_in_redis() {
         assert_eq!(fixes.len(), 1);
         assert_eq!(fixes[0].new_size as usize, cmds[cut_cmd].0);
         assert!(fixes[0].backup.as_ref().is_some_and(|b| std::fs::metadata(b).unwrap().len() == cut as u64));
-        assert!(verify(&aof_dir).unwrap().problem.is_none());
+        assert!(verify(&aof_dir, Default::default()).unwrap().problem.is_none());
         // The backup is not an AOF file name, so Redis and verify ignore it.
         assert_eq!(load_in_redis(dir), expected(&whole), "cut at {cut}");
     }
@@ -135,7 +135,7 @@ fn a_corrupt_middle_region_is_salvaged_and_reported() {
         *b = b'?';
     }
     std::fs::write(&file, &data).unwrap();
-    let p = verify(&aof_dir).unwrap().problem.expect("corrupt");
+    let p = verify(&aof_dir, Default::default()).unwrap().problem.expect("corrupt");
     assert_eq!(p.kind, Kind::Framing, "{p}");
     assert_eq!(p.command, Some(first as u64 + 1), "{p}");
 
@@ -160,7 +160,7 @@ fn a_corrupt_middle_region_is_salvaged_and_reported() {
     let got = commands_of(&dump_jsonl(&aof_dir), &incr);
     let want: Vec<Argv> = kept.iter().filter(|c| c.2[0] != b"SELECT").map(|c| c.2.clone()).collect();
     assert_eq!(got, want, "everything outside the region is kept");
-    assert!(verify(&aof_dir).unwrap().problem.is_none());
+    assert!(verify(&aof_dir, Default::default()).unwrap().problem.is_none());
     assert_eq!(load_in_redis(dir), expected(&kept));
 }
 
@@ -190,5 +190,5 @@ fn salvage_drops_damaged_transactions_and_bad_commands() {
     assert!(whys[1].contains("without EXEC"), "{whys:?}");
     let got = commands_of(&dump_jsonl(dir.path()), &incr);
     assert_eq!(got.last().unwrap(), &args(&["SET", "ok", "1"]));
-    assert!(verify(dir.path()).unwrap().problem.is_none());
+    assert!(verify(dir.path(), Default::default()).unwrap().problem.is_none());
 }

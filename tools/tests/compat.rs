@@ -357,3 +357,35 @@ fn external_files_survive_a_reencode() {
     eprintln!("{n} external files re-encoded");
     assert!(n >= 150);
 }
+
+/// Every AOF real Redis 7.4.1 wrote in ../shared/corpus (functions in the base, hash-field
+/// TTLs in an incr file): aoftool verify accepts it with no warning, checked against the
+/// version its base names or, for a base without one, against Redis 7.4 given; the same
+/// AOFs checked as Redis 7.0 warn about each command 7.0 does not have, and fail with --strict.
+#[test]
+#[ignore = "needs ../shared; run with make compat"]
+fn aof_verify_takes_the_version_from_the_file() {
+    use ferrokv::command::catalog::ServerVersion;
+    use ferrokv_tools::aof::check::{verify, Options};
+    let corpus = shared_dir().join("corpus");
+    for (dir, given) in [
+        ("redis-7.4.1/aof-preamble/appendonlydir", None),
+        ("redis-7.4.1/aof-nopreamble/appendonlydir", Some(ServerVersion::Redis74)),
+        ("expire-7.4.1/aof/appendonlydir", Some(ServerVersion::Redis74)),
+    ] {
+        let path = corpus.join(dir);
+        let r = verify(&path, Options { version: given, strict: false }).expect("verify runs");
+        assert!(r.problem.is_none(), "{dir}: {:?}", r.problem);
+        let warnings: Vec<_> = r.files.iter().flat_map(|f| &f.warnings).collect();
+        assert!(warnings.is_empty(), "{dir}: {warnings:?}");
+        assert_eq!(r.version.map(|(v, _)| v), Some(ServerVersion::Redis74), "{dir}");
+    }
+    let expiry = corpus.join("expire-7.4.1/aof/appendonlydir");
+    let as70 = Options { version: Some(ServerVersion::Redis70), strict: false };
+    let r = verify(&expiry, as70).expect("verify runs");
+    assert!(r.problem.is_none());
+    let warned: Vec<_> = r.files.iter().flat_map(|f| &f.warnings).collect();
+    assert!(!warned.is_empty() && warned.iter().all(|w| w.what.contains("'hpexpireat' is not a command of Redis 7.0")));
+    let strict = verify(&expiry, Options { strict: true, ..as70 }).expect("verify runs");
+    assert!(strict.problem.is_some_and(|p| p.offset == warned[0].offset));
+}

@@ -5,6 +5,7 @@
 //! propagates: the command as called (or as the command rewrote itself, e.g. EXPIRE →
 //! PEXPIREAT), after the DELs of keys found expired on the way.
 
+pub mod catalog;
 mod ctx;
 mod reply;
 pub mod table;

@@ -4,7 +4,8 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use ferrokv::command;
+use ferrokv::command::catalog::{Catalog, Checked, ServerVersion};
+use ferrokv::command::{self, eq_ic};
 use ferrokv::format::aof::{has_rdb_preamble, AofError, AofPart, AofSet, Command, CommandReader, FileKind};
 use ferrokv::Source;
 use serde_json::{json, Value};
@@ -34,6 +35,19 @@ pub struct FileSummary {
     pub dbs: BTreeSet<u64>,
     pub first_ts: Option<i64>,
     pub last_ts: Option<i64>,
+    /// Commands the file's server version does not have (known to others): warnings,
+    /// problems under `strict`.
+    pub warnings: Vec<Problem>,
+}
+
+/// What verify checks commands against.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// The server version the AOF is for (`--redis-version`); else the one its base names,
+    /// else any.
+    pub version: Option<ServerVersion>,
+    /// A command the version does not have is a problem, not a warning.
+    pub strict: bool,
 }
 
 /// What verify found.
@@ -41,6 +55,8 @@ pub struct FileSummary {
 pub struct VerifyReport {
     pub path: String,
     pub manifest: Option<String>,
+    /// The server version commands were checked against, and where it came from.
+    pub version: Option<(ServerVersion, &'static str)>,
     pub files: Vec<FileSummary>,
     pub problem: Option<Problem>,
 }
@@ -51,24 +67,82 @@ impl VerifyReport {
     }
 }
 
-/// Why a whole command cannot be replayed, as Redis's loader would refuse it.
-pub fn command_problem(cmd: &Command<'_>) -> Option<String> {
+/// Why a whole command cannot be replayed, as Redis's loader would refuse it: not a
+/// command of any version, a container's unknown subcommand, a wrong arity, a bad SELECT.
+/// A command only other versions have is [`CommandCheck::OtherVersion`].
+pub fn command_problem(cmd: &Command<'_>, version: Option<ServerVersion>) -> CommandCheck {
     if cmd.is("multi") || cmd.is("exec") {
-        return (cmd.argv.len() != 1).then(|| format!("{} takes no arguments", lower(cmd.name())));
+        return match cmd.argv.len() {
+            1 => CommandCheck::Ok,
+            _ => CommandCheck::Problem(format!("{} takes no arguments", lower(cmd.name()))),
+        };
     }
-    let Some(spec) = command::lookup(cmd.name()) else {
-        return Some(format!(
-            "unknown command '{}'",
-            String::from_utf8_lossy(&cmd.name()[..cmd.name().len().min(128)])
-        ));
-    };
-    if !spec.arity_ok(cmd.argv.len()) {
-        return Some(format!("wrong number of arguments for '{}' ({} given)", spec.name, cmd.argv.len() - 1));
+    match Catalog::get().check(&cmd.argv, version) {
+        Checked::Known => {}
+        Checked::WrongArity { name, given } => {
+            return CommandCheck::Problem(format!("wrong number of arguments for '{name}' ({given} given)"))
+        }
+        Checked::OtherVersions { name, known_in } => {
+            let v = version.map(|v| v.display()).unwrap_or_default();
+            let others: Vec<String> = known_in.iter().map(|v| v.display()).collect();
+            return CommandCheck::OtherVersion(format!(
+                "'{name}' is not a command of {v} (it is of {})",
+                others.join(", ")
+            ));
+        }
+        Checked::Unknown => {
+            let name = cmd.name();
+            return CommandCheck::Problem(format!(
+                "unknown command '{}'",
+                String::from_utf8_lossy(&name[..name.len().min(128)])
+            ));
+        }
     }
     if cmd.is("select") && cmd.argv.get(1).and_then(|a| command::parse_i64(a)).is_none_or(|db| db < 0) {
-        return Some(format!("invalid database index '{}'", String::from_utf8_lossy(cmd.argv[1])));
+        return CommandCheck::Problem(format!("invalid database index '{}'", String::from_utf8_lossy(cmd.argv[1])));
     }
-    None
+    CommandCheck::Ok
+}
+
+/// What [`command_problem`] says of a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandCheck {
+    Ok,
+    /// The version given does not have it; another does.
+    OtherVersion(String),
+    Problem(String),
+}
+
+/// The server version an AOF's base names: its RDB version and `redis-ver` /
+/// `valkey-ver` aux field (a RESP base says nothing).
+pub fn base_version(set: &AofSet) -> Option<ServerVersion> {
+    let base = set.parts.first()?;
+    let src = open_part(base).ok()?;
+    rdb_server_version(&src)
+}
+
+/// The version an RDB's header and aux fields name.
+pub fn rdb_server_version(data: &[u8]) -> Option<ServerVersion> {
+    use ferrokv::format::rdb::{RdbReader, Record};
+    if !has_rdb_preamble(data) && !data.starts_with(b"VALKEY") {
+        return None;
+    }
+    let reader = RdbReader::new(data).ok()?;
+    let rdb_version = reader.dialect().version;
+    let mut ver = None;
+    for rec in reader {
+        match rec {
+            Ok(Record::Aux { key, value }) => {
+                let k = key.to_bytes();
+                if eq_ic(&k, "redis-ver") || eq_ic(&k, "valkey-ver") {
+                    ver = Some((String::from_utf8_lossy(&k).to_ascii_lowercase(), value.to_bytes().into_owned()));
+                }
+            }
+            _ => break,
+        }
+    }
+    let ver = ver.map(|(k, v)| (k, String::from_utf8_lossy(&v).into_owned()));
+    ServerVersion::of_file(rdb_version, ver.as_ref().map(|(k, v)| (k.as_str(), v.as_str())))
 }
 
 fn lower(b: &[u8]) -> String {
@@ -98,7 +172,7 @@ impl Txn {
 
 /// Check one file's bytes; `last` says whether it is the last file of the AOF.
 pub fn check_file(name: &str, kind: Option<FileKind>, data: &[u8], last: bool) -> (FileSummary, Option<Problem>) {
-    check_file_with(name, kind, data, last, &|_| {})
+    check_file_with(name, kind, data, last, Options::default(), &|_| {})
 }
 
 /// [`check_file`], calling `done(offset)` as the bytes before `offset` are checked (to
@@ -108,6 +182,7 @@ pub fn check_file_with(
     kind: Option<FileKind>,
     data: &[u8],
     last: bool,
+    opts: Options,
     done: &dyn Fn(usize),
 ) -> (FileSummary, Option<Problem>) {
     let mut sum = FileSummary { name: name.to_string(), kind, size: data.len() as u64, ..Default::default() };
@@ -158,9 +233,16 @@ pub fn check_file_with(
                 return (sum, Some(p));
             }
         };
-        if let Some(what) = command_problem(&cmd) {
-            let what = format!("{what}: {}", show_argv(&cmd.argv, 4));
-            return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
+        match command_problem(&cmd, opts.version) {
+            CommandCheck::Ok => {}
+            CommandCheck::OtherVersion(what) if !opts.strict => {
+                let what = format!("{what}: {}", show_argv(&cmd.argv, 4));
+                sum.warnings.push(problem(Kind::Command, cmd.offset, Some(k), what));
+            }
+            CommandCheck::OtherVersion(what) | CommandCheck::Problem(what) => {
+                let what = format!("{what}: {}", show_argv(&cmd.argv, 4));
+                return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
+            }
         }
         if let Err(what) = txn.step(&cmd, k) {
             return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
@@ -232,7 +314,7 @@ pub fn manifest_problem(set: &AofSet) -> Result<Option<Problem>, ToolError> {
 }
 
 /// Verify the AOF at `path` (a file, a manifest or a directory).
-pub fn verify(path: &std::path::Path) -> Result<VerifyReport, ToolError> {
+pub fn verify(path: &std::path::Path, opts: Options) -> Result<VerifyReport, ToolError> {
     let mut rep = VerifyReport { path: path.display().to_string(), ..Default::default() };
     let set = match open(path)? {
         Ok(set) => set,
@@ -246,6 +328,11 @@ pub fn verify(path: &std::path::Path) -> Result<VerifyReport, ToolError> {
         rep.problem = Some(p);
         return Ok(rep);
     }
+    rep.version = match opts.version {
+        Some(v) => Some((v, "--redis-version")),
+        None => base_version(&set).map(|v| (v, "the base")),
+    };
+    let opts = Options { version: rep.version.map(|(v, _)| v), ..opts };
     // Files are independent (each starts in db 0 with no MULTI open), so they are checked
     // in parallel, one per core; the report stops at the first problem in load order.
     let n = set.parts.len();
@@ -256,7 +343,7 @@ pub fn verify(path: &std::path::Path) -> Result<VerifyReport, ToolError> {
         let part = &set.parts[i];
         let src = open_part(part)?;
         let kind = set.manifest.as_ref().map(|_| part.kind);
-        Ok(check_file_with(&part.name, kind, &src, i + 1 == n, &|o| src.release_before(o)))
+        Ok(check_file_with(&part.name, kind, &src, i + 1 == n, opts, &|o| src.release_before(o)))
     };
     let work = || loop {
         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -313,6 +400,12 @@ pub fn text(r: &VerifyReport) -> String {
     if let Some(m) = &r.manifest {
         s.push_str(&format!("manifest: {m}\n"));
     }
+    if let Some((v, from)) = r.version {
+        s.push_str(&format!("commands checked against: {} (from {from})\n", v.display()));
+    }
+    for w in r.files.iter().flat_map(|f| &f.warnings) {
+        s.push_str(&format!("warning: {w}\n"));
+    }
     for f in &r.files {
         s.push_str(&format!("{} {}: {} bytes", kind_name(f.kind), f.name, f.size));
         if let Some(rdb) = &f.rdb {
@@ -357,6 +450,7 @@ pub fn json(r: &VerifyReport) -> Value {
                 "dbs": f.dbs,
                 "first_ts": f.first_ts,
                 "last_ts": f.last_ts,
+                "warnings": f.warnings.iter().map(problem_json).collect::<Vec<_>>(),
             })
         })
         .collect();
@@ -366,6 +460,7 @@ pub fn json(r: &VerifyReport) -> Value {
         "manifest": r.manifest,
         "files": files,
         "commands": r.commands(),
+        "version": r.version.map(|(v, from)| json!({"version": v.tag(), "from": from})),
         "problem": r.problem.as_ref().map(problem_json),
     })
 }

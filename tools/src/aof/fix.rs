@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use ferrokv::format::aof::{has_rdb_preamble, AofPart, Command, CommandReader};
 use serde_json::{json, Value};
 
-use super::check::{check_file, command_problem, manifest_problem, open_part, Txn};
+use super::check::{check_file, command_problem, manifest_problem, open_part, CommandCheck, Txn};
 use super::{file_name, open, show_argv, Kind, Problem};
 use crate::out::ToolError;
 use crate::verify::{walk, Depth};
@@ -225,7 +225,8 @@ fn salvage_units(data: &[u8], start: usize) -> Vec<Unit> {
             Ok(cmd) => {
                 units.push(Unit::Keep(last_end, cmd.offset));
                 last_end = cmd.end;
-                if let Some(why) = command_problem(&cmd) {
+                // Salvage keeps a command some version has: only the unreadable go.
+                if let CommandCheck::Problem(why) = command_problem(&cmd, None) {
                     units.push(Unit::Lose(cmd.offset, cmd.end, why));
                     continue;
                 }
@@ -270,7 +271,7 @@ fn resync(data: &[u8], from: usize) -> usize {
         if data[p - 1] == b'\n' {
             if let Some((argv, end)) = CommandReader::command_at(data, p) {
                 let cmd = Command { offset: p, end, db: 0, ts: None, argv };
-                if command_problem(&cmd).is_none() {
+                if command_problem(&cmd, None) == CommandCheck::Ok {
                     return p;
                 }
             }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv_tools::aof::{check, dump, fix};
 use ferrokv_tools::exit;
 use ferrokv_tools::out::{Out, ToolError};
@@ -32,6 +33,13 @@ enum Cmd {
         /// Print the report as JSON.
         #[arg(long)]
         json: bool,
+        /// The server version whose commands the AOF may hold (6.2, 7.0, 7.2, 7.4,
+        /// valkey-7.2, valkey-8.0); default: the one its base names, else any.
+        #[arg(long, value_parser = parse_version)]
+        redis_version: Option<ServerVersion>,
+        /// A command that version does not have is a problem, not a warning.
+        #[arg(long)]
+        strict: bool,
     },
     /// Cut an incomplete tail of the last file (as redis-check-aof --fix), or with
     /// --salvage drop every corrupt region; the originals are kept as .bak files.
@@ -58,6 +66,10 @@ enum Cmd {
     },
 }
 
+fn parse_version(s: &str) -> Result<ServerVersion, String> {
+    ServerVersion::parse(s).ok_or_else(|| format!("unknown version '{s}' (6.2, 7.0, 7.2, 7.4, valkey-7.2, valkey-8.0)"))
+}
+
 fn confirm(fixes: &[fix::FileFix]) -> bool {
     eprint!("{}Continue? [y/N]: ", fix::text(fixes));
     let mut answer = String::new();
@@ -80,8 +92,8 @@ fn default_report(path: &std::path::Path) -> PathBuf {
 fn run(cli: Cli) -> Result<u8, ToolError> {
     let mut stdout = io::stdout().lock();
     match cli.cmd {
-        Cmd::Verify { path, json } => {
-            let r = check::verify(&path)?;
+        Cmd::Verify { path, json, redis_version, strict } => {
+            let r = check::verify(&path, check::Options { version: redis_version, strict })?;
             let text = if json { format!("{}\n", check::json(&r)) } else { check::text(&r) };
             stdout.write_all(text.as_bytes())?;
             Ok(if r.problem.is_some() { exit::INVALID } else { exit::OK })
