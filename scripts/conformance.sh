@@ -24,7 +24,9 @@ esac
 cargo build -q --release -p ferrokv-server
 WORK=$(mktemp -d)
 PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-target/release/ferrokv-server --port "$PORT" --save "" --appendonly no --dir "$WORK" > "$WORK/server.log" &
+# DEBUG on, as Redis's own test configuration (tests/assets/default.conf) has it.
+target/release/ferrokv-server --port "$PORT" --save "" --appendonly no --enable-debug-command yes --dir "$WORK" \
+    > "$WORK/server.log" &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
 until redis-cli -p "$PORT" PING 2>/dev/null | grep -q PONG; do sleep 0.05; done

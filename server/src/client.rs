@@ -148,9 +148,11 @@ impl Client {
         }
         let big = self.parser.pending_bulk().filter(|&len| len + 2 > READ_CHUNK);
         let r = match big {
-            // A big argument: make room for all of it at once and read in place.
+            // A big argument: read in place, the buffer growing with what arrives (doubling
+            // up to the argument's size), so a length announced but not sent costs nothing.
             Some(len) => {
-                let want = (len + 2).saturating_sub(self.query.len()).max(READ_CHUNK);
+                let missing = (len + 2).saturating_sub(self.query.len());
+                let want = missing.min(self.query.len().max(READ_CHUNK)).max(READ_CHUNK);
                 let start = self.query.len();
                 self.query.resize(start + want, 0);
                 let r = self.sock.read(&mut self.query[start..]);

@@ -27,8 +27,11 @@ pub struct ServerConfig {
     /// Idle seconds before a client is closed (0: never).
     pub timeout: u64,
     pub proto_max_bulk_len: i64,
+    /// A client whose unparsed input grows past this is closed.
+    pub client_query_buffer_limit: u64,
     pub enable_protected_configs: Protected,
     pub enable_debug_command: Protected,
+    pub enable_module_command: Protected,
     pub loglevel: String,
     /// Values of the parameters accepted for compatibility that change nothing here yet
     /// (see `stored`), by canonical name.
@@ -71,8 +74,11 @@ impl Default for ServerConfig {
             maxclients: 10000,
             timeout: 0,
             proto_max_bulk_len: 512 * 1024 * 1024,
+            client_query_buffer_limit: 1 << 30,
             enable_protected_configs: Protected::No,
-            enable_debug_command: Protected::Yes,
+            // Redis 7's defaults: both off.
+            enable_debug_command: Protected::No,
+            enable_module_command: Protected::No,
             loglevel: "notice".into(),
             stored: std::collections::HashMap::new(),
             notify_keyspace_events: 0,
@@ -180,6 +186,7 @@ const PARAMS: &[Param] = &[
     alias("list-max-listpack-size", "list-max-ziplist-size", Kind::Int { min: i32::MIN as i64, max: INT_MAX }),
     fixed("enable-protected-configs", Kind::Enum(YES_NO_LOCAL)),
     fixed("enable-debug-command", Kind::Enum(YES_NO_LOCAL)),
+    fixed("enable-module-command", Kind::Enum(YES_NO_LOCAL)),
     fixed("daemonize", Kind::Bool),
     p("loglevel", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"])),
     p("notify-keyspace-events", Kind::Special),
@@ -193,7 +200,7 @@ const PARAMS: &[Param] = &[
     p("stream-node-max-bytes", Kind::Memory { min: 0, max: i64::MAX }),
     alias("min-replicas-to-write", "min-slaves-to-write", Kind::Int { min: 0, max: INT_MAX }),
     alias("min-replicas-max-lag", "min-slaves-max-lag", Kind::Int { min: 0, max: INT_MAX }),
-    stored("client-query-buffer-limit", None, Kind::Memory { min: 1024 * 1024, max: i64::MAX }, "1073741824"),
+    p("client-query-buffer-limit", Kind::Memory { min: 1024 * 1024, max: i64::MAX }),
     stored("sanitize-dump-payload", None, Kind::Enum(&["no", "yes", "clients"]), "no"),
     stored("replica-serve-stale-data", Some("slave-serve-stale-data"), Kind::Bool, "yes"),
     stored("replica-read-only", Some("slave-read-only"), Kind::Bool, "yes"),
@@ -316,6 +323,7 @@ impl ServerConfig {
             "maxclients" => self.maxclients.to_string(),
             "timeout" => self.timeout.to_string(),
             "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
+            "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "lazyfree-lazy-expire" => yes_no(e.lazyfree_lazy_expire),
             "hash-max-listpack-entries" => l.hash_max_listpack_entries.to_string(),
             "hash-max-listpack-value" => l.hash_max_listpack_value.to_string(),
@@ -327,6 +335,7 @@ impl ServerConfig {
             "stream-node-max-bytes" => l.stream_node_max_bytes.to_string(),
             "enable-protected-configs" => protected_name(self.enable_protected_configs),
             "enable-debug-command" => protected_name(self.enable_debug_command),
+            "enable-module-command" => protected_name(self.enable_module_command),
             "daemonize" => "no".into(),
             "loglevel" => self.loglevel.clone(),
             "notify-keyspace-events" => crate::notify::flags_to_string(self.notify_keyspace_events),
@@ -440,6 +449,7 @@ impl ServerConfig {
             "min-replicas-to-write" => self.min_replicas_to_write = n.clamp(0, INT_MAX) as u32,
             "min-replicas-max-lag" => self.min_replicas_max_lag = n.clamp(0, INT_MAX) as u32,
             "proto-max-bulk-len" => self.proto_max_bulk_len = n,
+            "client-query-buffer-limit" => self.client_query_buffer_limit = n as u64,
             "hash-max-listpack-entries" => e.limits.hash_max_listpack_entries = u,
             "hash-max-listpack-value" => e.limits.hash_max_listpack_value = u,
             "set-max-intset-entries" => e.limits.set_max_intset_entries = u,
@@ -467,6 +477,7 @@ impl ServerConfig {
             "appendfsync" => self.engine.appendfsync = Fsync::parse(v).unwrap_or_default(),
             "enable-protected-configs" => self.enable_protected_configs = prot(),
             "enable-debug-command" => self.enable_debug_command = prot(),
+            "enable-module-command" => self.enable_module_command = prot(),
             "loglevel" => self.loglevel = v.into(),
             "maxmemory-policy" => {
                 self.maxmemory_policy = v.into();

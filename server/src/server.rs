@@ -453,6 +453,14 @@ impl Server {
             match c.read_some(&mut n) {
                 ReadOutcome::Data => {
                     self.stats.net_input_bytes += n as u64;
+                    if (c.query.len() - c.qpos) as u64 > self.cfg.client_query_buffer_limit {
+                        let head: String = c.query[c.qpos..].iter().take(64).map(|&b| b as char).collect();
+                        log(&format!(
+                            "Closing client that reached max query buffer length: id={} (qbuf initial bytes: {head:?})",
+                            c.id
+                        ));
+                        return false;
+                    }
                     // Once per read, not per command: the clock is not free.
                     let now = Instant::now();
                     c.last_interaction = now;
@@ -585,6 +593,11 @@ impl Server {
         self.forget_client(&mut c);
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);
+        let big = c.query.capacity().max(c.out.capacity()) >= crate::alloc::RELEASE_AT;
+        drop(c);
+        if big {
+            crate::alloc::release_free_memory();
+        }
     }
 
     /// Close another client (CLIENT KILL): after its pending output if `graceful`.

@@ -131,6 +131,35 @@ pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// Redis's refusal of a command its `enable-*-command` option keeps off.
+fn protected_refusal(command: &str, option: &str) -> Reply {
+    Reply::error(format!(
+        "ERR {command} command not allowed. If the {option} option is set to \"local\", you can run it from a local \
+         connection, otherwise you need to set this option in the configuration file, and then restart the server."
+    ))
+}
+
+/// MODULE: refused unless `enable-module-command` allows it (off by default, as in Redis
+/// 7); where allowed, no module is loaded and none can be (modules are not supported).
+pub fn module(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    let sub = a[1].to_ascii_lowercase();
+    // LIST is not protected; LOAD, LOADEX and UNLOAD are.
+    let protected = matches!(sub.as_slice(), b"load" | b"loadex" | b"unload");
+    if protected && !crate::cmd::config::protected_allowed(s.cfg.enable_module_command, c) {
+        return protected_refusal("MODULE", "enable-module-command");
+    }
+    match (sub.as_slice(), a.len()) {
+        (b"list", 2) => Reply::Array(Vec::new()),
+        (b"load" | b"loadex", n) if n >= 3 => {
+            log(&format!("Module {} failed to load: modules are not supported", text(&a[2])));
+            Reply::err("ERR Error loading the extension. Please check the server logs.")
+        }
+        (b"unload", 3) => Reply::err("ERR Error unloading module: no such module with that name"),
+        (b"list" | b"load" | b"loadex" | b"unload", _) => crate::cmd::sub_arity("module", &a[1]),
+        _ => crate::cmd::unknown_subcommand(&a[1], "module"),
+    }
+}
+
 pub fn time(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     let us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
     let _ = s;
@@ -150,16 +179,12 @@ pub fn wait(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
 }
 
 pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if !crate::cmd::config::protected_allowed(s.cfg.enable_debug_command, c) {
+        return protected_refusal("DEBUG", "enable-debug-command");
+    }
     if eq_ic(&a[1], "reload") {
         // Every key is replaced: WATCHes fail.
         s.touch_all_watched(c);
-    }
-    if !crate::cmd::config::protected_allowed(s.cfg.enable_debug_command, c) {
-        return Reply::err(
-            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it \
-             from a local connection, otherwise you need to set this option in the configuration file, and then \
-             restart the server.",
-        );
     }
     let sub = a[1].to_ascii_lowercase();
     match sub.as_slice() {

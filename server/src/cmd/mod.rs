@@ -60,6 +60,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("lastsave", 1, LOADING | STALE | FAST, admin::lastsave),
     cmd("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI, admin::shutdown),
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
+    cmd("module", -2, ADMIN | NOSCRIPT, admin::module),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, admin::wait),
     cmd("subscribe", -2, PUBSUB | NOSCRIPT | LOADING | STALE, pubsub::subscribe),
