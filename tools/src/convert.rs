@@ -183,7 +183,7 @@ fn encode_records(
                 key_loss(k.db, &key, losses, &mut e.losses);
                 e.keys += 1;
             }
-            Record::Function { code } | Record::FunctionPreGa { code, .. } => {
+            Record::Function { code, .. } | Record::FunctionPreGa { code, .. } => {
                 if let Some(l) = put_function(enc, &mut e.bytes, &code.to_bytes()) {
                     e.losses.push(KeyLoss { db: None, key: None, what: l.what });
                 }

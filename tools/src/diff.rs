@@ -935,7 +935,7 @@ fn entry_of(rec: &Record<'_>, opts: &Options, nparts: usize, out: &mut BatchOut)
             encode(&mut out.buf, k.db, &key, &m);
             out.index.push((part, start, out.buf.len()));
         }
-        Record::Function { code } | Record::FunctionPreGa { code, .. } if !opts.filtered() => {
+        Record::Function { code, .. } | Record::FunctionPreGa { code, .. } if !opts.filtered() => {
             let code = code.to_bytes();
             out.functions.push((H::new(T_FUNCTION).bytes(&code).finish(), library_name(&code)));
         }

@@ -77,8 +77,131 @@ struct Checked_ {
     warnings: Vec<String>,
 }
 
-fn check_key(k: &KeyRecord<'_>) -> Result<Checked, RdbError> {
-    check_value(k).map_err(|e| RdbError::in_key(e, k))
+fn check_key(k: &KeyRecord<'_>, rdb_version: u32) -> Result<Checked, RdbError> {
+    check_value(k, rdb_version).map_err(|e| RdbError::in_key(e, k))
+}
+
+/// A function library as Redis's loader takes it: a shebang naming the Lua engine and a
+/// valid library name, Lua code that compiles, and that, run, registers at least one
+/// function with `redis.register_function` and fails nowhere. Returns the library's name
+/// and its functions' (lower-cased: Redis finds functions by any case).
+///
+/// The server's interpreter (ferrokv-server's script module) is not shared here: loading
+/// needs only `redis.register_function`, which this reimplements with Redis's checks.
+pub fn check_function(offset: usize, code: &Elem<'_>) -> Result<(String, Vec<String>), RdbError> {
+    use std::cell::RefCell;
+    use std::rc::Rc;
+    let code = code.to_bytes();
+    let fail = |what: String| RdbError::at(offset, format!("function library: {what} (Redis refuses to load it)"));
+    let name = ferrokv::functions::check(&code).map_err(fail)?;
+    let body = ferrokv::functions::header(&code).map(|h| h.body).unwrap_or(0);
+    let lua = mlua::Lua::new_with(
+        mlua::StdLib::TABLE | mlua::StdLib::STRING | mlua::StdLib::MATH,
+        mlua::LuaOptions::default(),
+    )
+    .map_err(|e| fail(format!("cannot start Lua: {e}")))?;
+    let func = lua
+        .load(&code[body..])
+        .set_name("@user_function")
+        .into_function()
+        .map_err(|e| fail(format!("Error compiling function: {e}")))?;
+    let registered: Rc<RefCell<Vec<String>>> = Rc::default();
+    let reg = Rc::clone(&registered);
+    let register = lua
+        .create_function(move |_, args: mlua::MultiValue| register_function(&reg, args))
+        .map_err(|e| fail(e.to_string()))?;
+    let redis = lua.create_table().map_err(|e| fail(e.to_string()))?;
+    let set = |k: &str, v: mlua::Value| redis.raw_set(k, v).map_err(|e| fail(e.to_string()));
+    set("register_function", mlua::Value::Function(register))?;
+    set(
+        "log",
+        mlua::Value::Function(lua.create_function(|_, _: mlua::MultiValue| Ok(())).map_err(|e| fail(e.to_string()))?),
+    )?;
+    for (i, level) in ["LOG_DEBUG", "LOG_VERBOSE", "LOG_NOTICE", "LOG_WARNING"].iter().enumerate() {
+        set(level, mlua::Value::Integer(i as i64))?;
+    }
+    lua.globals().raw_set("redis", redis).map_err(|e| fail(e.to_string()))?;
+    // Loading a library runs it: a budget stops one that would never end.
+    let left = std::cell::Cell::new(100u32);
+    lua.set_hook(mlua::HookTriggers::new().every_nth_instruction(1_000_000), move |_, _| {
+        left.set(left.get().saturating_sub(1));
+        if left.get() == 0 {
+            return Err(mlua::Error::RuntimeError("the library did not finish loading".into()));
+        }
+        Ok(mlua::VmState::Continue)
+    })
+    .map_err(|e| fail(e.to_string()))?;
+    func.call::<()>(()).map_err(|e| fail(format!("Error registering functions: {e}")))?;
+    let fns = registered.borrow().clone();
+    if fns.is_empty() {
+        return Err(fail("No functions registered".into()));
+    }
+    Ok((name, fns))
+}
+
+/// `redis.register_function` while a library loads, with Redis's argument checks.
+fn register_function(reg: &std::cell::RefCell<Vec<String>>, args: mlua::MultiValue) -> mlua::Result<()> {
+    use mlua::Value;
+    let err = |m: &str| mlua::Error::RuntimeError(m.to_string());
+    let name = match (args.len(), args.front()) {
+        (1, Some(Value::Table(t))) => {
+            let mut name = None;
+            let mut callback = false;
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                let Value::String(k) = k else {
+                    return Err(err("named argument key given to redis.register_function is not a string"));
+                };
+                match (&k.as_bytes()[..], v) {
+                    (b"function_name", Value::String(s)) => name = Some(s.as_bytes().to_vec()),
+                    (b"callback", Value::Function(_)) => callback = true,
+                    (b"description", Value::String(_)) => {}
+                    (b"flags", Value::Table(ft)) => {
+                        for f in ft.sequence_values::<Value>() {
+                            let known =
+                                ["no-writes", "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys"];
+                            match f? {
+                                Value::String(f) if known.iter().any(|n| n.as_bytes() == &f.as_bytes()[..]) => {}
+                                _ => return Err(err("unknown flag given")),
+                            }
+                        }
+                    }
+                    _ => return Err(err("unknown argument given to redis.register_function")),
+                }
+            }
+            if !callback {
+                return Err(err("redis.register_function must get a callback argument"));
+            }
+            name.ok_or_else(|| err("redis.register_function must get a function name argument"))?
+        }
+        (2, _) => {
+            let mut it = args.into_iter();
+            match (it.next(), it.next()) {
+                (Some(Value::String(n)), Some(Value::Function(_))) => n.as_bytes().to_vec(),
+                _ => return Err(err("wrong argument types given to redis.register_function")),
+            }
+        }
+        _ => return Err(err("wrong number of arguments to redis.register_function")),
+    };
+    let name = String::from_utf8_lossy(&name).into_owned();
+    if !ferrokv::functions::valid_name(&name) {
+        return Err(err(
+            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+        ));
+    }
+    let mut list = reg.borrow_mut();
+    if list.iter().any(|n| n == &name) {
+        return Err(err("Function already exists in the library"));
+    }
+    list.push(name);
+    Ok(())
+}
+
+fn check_record(rec: &Record<'_>, rdb_version: u32) -> Result<Option<Checked>, RdbError> {
+    match rec {
+        Record::Key(k) => check_key(k, rdb_version).map(Some),
+        _ => Ok(None),
+    }
 }
 
 fn key_warning(k: &KeyRecord<'_>, w: &str) -> String {
@@ -104,6 +227,7 @@ pub fn walk_with(
         Ok(r) => r,
         Err(e) => return Err((Box::new(rep.into_inner()), e)),
     };
+    let rdb_version = reader.dialect().version;
     {
         let d = reader.dialect();
         let mut r = rep.borrow_mut();
@@ -112,6 +236,8 @@ pub fn walk_with(
     }
     let mut progress = Progress::new(data.len() as u64);
     let current_db = Cell::new(0u64);
+    let function_names = RefCell::new(std::collections::HashSet::new());
+    let function_problem = RefCell::new(None::<RdbError>);
     // Structure and counts on this thread, as records are read.
     let records = reader.inspect(|rec| {
         let Ok(rec) = rec else { return };
@@ -122,7 +248,32 @@ pub fn walk_with(
             Record::ResizeDb { db_size, expires_size } => {
                 rep.dbs.entry(current_db.get()).or_default().resize_hint = Some((*db_size, *expires_size));
             }
-            Record::Function { .. } | Record::FunctionPreGa { .. } => rep.functions += 1,
+            Record::Function { offset, code } => {
+                rep.functions += 1;
+                // Libraries load in file order: a name twice, or a function two libraries
+                // register, makes the loader refuse the file.
+                let mut problem = function_problem.borrow_mut();
+                if problem.is_none() {
+                    match check_function(*offset, code) {
+                        Ok((name, fns)) => {
+                            let mut seen = function_names.borrow_mut();
+                            if !seen.insert(format!("lib:{name}")) {
+                                *problem = Some(RdbError::at(
+                                    *offset,
+                                    format!("function library: Library '{name}' already exists (Redis refuses to load it)"),
+                                ));
+                            } else if let Some(f) = fns.iter().find(|f| !seen.insert(format!("fn:{}", f.to_ascii_lowercase()))) {
+                                *problem = Some(RdbError::at(
+                                    *offset,
+                                    format!("function library '{name}': Function {f} already exists (Redis refuses to load it)"),
+                                ));
+                            }
+                        }
+                        Err(e) => *problem = Some(e),
+                    }
+                }
+            }
+            Record::FunctionPreGa { .. } => rep.functions += 1,
             Record::ModuleAux(m) => rep.module_aux.push(m.name.clone()),
             Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
             Record::Key(k) => {
@@ -163,8 +314,7 @@ pub fn walk_with(
         let work = |batch: &Batch<'_>| -> Result<Checked_, ToolError> {
             let mut c = Checked_ { elements: 0, warnings: Vec::new() };
             for rec in &batch.records {
-                if let Record::Key(k) = rec {
-                    let r = check_key(k)?;
+                if let (Some(r), Record::Key(k)) = (check_record(rec, rdb_version)?, rec) {
                     c.elements += r.elements;
                     if let Some(w) = r.warning {
                         c.warnings.push(key_warning(k, &w));
@@ -182,8 +332,7 @@ pub fn walk_with(
             Ok(())
         };
         let inline = |rec: &Record<'_>, _: Option<u64>| -> Result<(), ToolError> {
-            if let Record::Key(k) = rec {
-                let c = check_key(k)?;
+            if let (Some(c), Record::Key(k)) = (check_record(rec, rdb_version)?, rec) {
                 let mut r = rep.borrow_mut();
                 r.elements += c.elements;
                 if let Some(w) = c.warning {
@@ -199,6 +348,11 @@ pub fn walk_with(
     };
     progress.finish();
     let rep = rep.into_inner();
+    // A library the loader would refuse: the file does not load.
+    let result = match (result, function_problem.into_inner()) {
+        (Ok(()), Some(e)) => Err(e),
+        (r, _) => r,
+    };
     match result {
         Ok(()) => Ok(rep),
         Err(e) => Err((Box::new(rep), e)),
@@ -281,12 +435,119 @@ pub struct Checked {
     pub warning: Option<String>,
 }
 
+/// Check a value as Redis's loader would, then decode every element: what the loader
+/// refuses is an error; damage it lets through (inside a listpack or an intset, which it
+/// checks by their headers only) is a warning, as the file does load.
+pub fn check_value(k: &KeyRecord<'_>, rdb_version: u32) -> Result<Checked, FormatError> {
+    let v = &k.value;
+    if !v.loader_checks_headers_only(rdb_version) {
+        return walk_value(k, rdb_version);
+    }
+    v.loader_check()?;
+    if v.logical() == LogicalType::Stream {
+        return check_stream(v, rdb_version);
+    }
+    match walk_value(k, rdb_version) {
+        Ok(c) => Ok(c),
+        Err(e) => Ok(Checked { elements: 0, warning: Some(tolerated(&e)) }),
+    }
+}
+
+/// The warning for damage Redis's loader lets through.
+fn tolerated(e: &FormatError) -> String {
+    format!(
+        "{e}: Redis loads it (its loader checks only the blob's header unless sanitize-dump-payload is on), and a \
+         command reading the value may fail or crash the server"
+    )
+}
+
+/// A stream: its entries' damage (inside their listpacks, IDs out of order) is tolerated by
+/// Redis's loader; its consumer groups' consistency is not.
+fn check_stream(v: &ferrokv::format::rdb::Value<'_>, rdb_version: u32) -> Result<Checked, FormatError> {
+    let s = v.stream()?;
+    let mut live = 0u64;
+    let mut prev = None;
+    let mut warning = None;
+    for e in s.entries() {
+        let e = match e {
+            Ok(e) => e,
+            Err(err) => {
+                warning = Some(tolerated(&err));
+                break;
+            }
+        };
+        if prev.is_some_and(|p| e.id <= p) && warning.is_none() {
+            warning = Some(tolerated(&FormatError::new(0, format!("stream entry IDs not increasing at {}", e.id))));
+        }
+        prev = Some(e.id);
+        live += 1;
+    }
+    if warning.is_none() && live != s.meta.length {
+        // Redis 5 could save a stale length after XTRIM; Redis loads such files.
+        warning =
+            Some(format!("stream length says {} but {live} live entries were read (Redis loads it)", s.meta.length));
+    }
+    check_groups(&s.meta, rdb_version)?;
+    Ok(Checked { elements: live, warning })
+}
+
+/// A stream's consumer groups as Redis's loader checks them: group names unique, a group's
+/// PEL without repeats, consumer names unique in a group (Redis 7 and later, RDB 10+),
+/// and every entry a consumer owns in its group's PEL, once.
+fn check_groups(meta: &ferrokv::format::rdb::StreamMeta<'_>, rdb_version: u32) -> Result<(), FormatError> {
+    use std::collections::HashSet;
+    let mut names = HashSet::new();
+    for g in &meta.groups {
+        if !names.insert(g.name.to_bytes()) {
+            return Err(FormatError::new(0, format!("duplicated consumer group name '{}'", lossy(&g.name))));
+        }
+        let mut pel = HashSet::new();
+        for p in &g.pending {
+            if !pel.insert(p.id) {
+                return Err(FormatError::new(
+                    0,
+                    format!("duplicated PEL entry {} in group '{}'", p.id, lossy(&g.name)),
+                ));
+            }
+        }
+        let mut consumers = HashSet::new();
+        for c in &g.consumers {
+            if rdb_version >= 10 && !consumers.insert(c.name.to_bytes()) {
+                return Err(FormatError::new(
+                    0,
+                    format!("duplicate consumer '{}' in group '{}'", lossy(&c.name), lossy(&g.name)),
+                ));
+            }
+            let mut owned = HashSet::new();
+            for id in &c.pending {
+                if !owned.insert(*id) {
+                    return Err(FormatError::new(
+                        0,
+                        format!("consumer '{}' in group '{}' owns {id} twice", lossy(&c.name), lossy(&g.name)),
+                    ));
+                }
+                if !pel.contains(id) {
+                    return Err(FormatError::new(
+                        0,
+                        format!(
+                            "consumer '{}' in group '{}' owns {id}, which is not in the group PEL",
+                            lossy(&c.name),
+                            lossy(&g.name)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Decode every element of a value and check it.
-pub fn check_value(k: &KeyRecord<'_>) -> Result<Checked, FormatError> {
+fn walk_value(k: &KeyRecord<'_>, rdb_version: u32) -> Result<Checked, FormatError> {
     use ValueType::*;
     let v = &k.value;
-    let compact =
-        !matches!(v.vtype, SetHashtable | Hash | HashMetadata | HashMetadataPreGa | ValkeyHash2 | ZsetText | Zset2);
+    // Duplicates: Redis's loader refuses them in a hashtable-encoded value (its dict add
+    // fails); an intset's order and uniqueness are checked only under deep sanitization.
     let mut n = 0u64;
     match v.logical() {
         LogicalType::String => {
@@ -300,7 +561,7 @@ pub fn check_value(k: &KeyRecord<'_>) -> Result<Checked, FormatError> {
             }
         }
         LogicalType::Set => {
-            let mut d = DupCheck::new(compact && v.vtype != SetIntset);
+            let mut d = DupCheck::new(v.vtype != SetIntset);
             for e in v.set()? {
                 d.add(&e?);
                 n += 1;
@@ -312,7 +573,7 @@ pub fn check_value(k: &KeyRecord<'_>) -> Result<Checked, FormatError> {
             }
         }
         LogicalType::Zset => {
-            let mut d = DupCheck::new(compact);
+            let mut d = DupCheck::new(true);
             for e in v.zset()? {
                 let (m, s) = e?;
                 if s.is_nan() {
@@ -328,7 +589,11 @@ pub fn check_value(k: &KeyRecord<'_>) -> Result<Checked, FormatError> {
             }
         }
         LogicalType::Hash => {
-            let mut d = DupCheck::new(compact);
+            let mut d = DupCheck::new(true);
+            // A type-4 hash the loader keeps as a listpack (at most 512 fields, none
+            // longer than 64 bytes): a duplicate goes unnoticed there.
+            let mut listpack_phase = matches!(v.vtype, Hash | HashMetadata | HashMetadataPreGa)
+                && v.hash()?.declared_len().is_some_and(|n| n <= 512);
             for e in v.hash()? {
                 let h = e?;
                 if let Some(t) = h.expire_ms {
@@ -336,12 +601,17 @@ pub fn check_value(k: &KeyRecord<'_>) -> Result<Checked, FormatError> {
                         return Err(FormatError::new(0, format!("hash field TTL {t} is out of range")));
                     }
                 }
+                listpack_phase &= h.field.to_bytes().len() <= 64 && h.value.to_bytes().len() <= 64;
                 d.add(&h.field);
                 n += 1;
             }
             if d.suspicious() {
                 if let Some(b) = find_dup(v.hash()?.map(|r| r.map(|h| h.field)))? {
-                    return Err(dup_error("hash field", &b));
+                    let e = dup_error("hash field", &b);
+                    if listpack_phase {
+                        return Ok(Checked { elements: n, warning: Some(tolerated(&e)) });
+                    }
+                    return Err(e);
                 }
             }
         }
@@ -357,31 +627,10 @@ pub fn check_value(k: &KeyRecord<'_>) -> Result<Checked, FormatError> {
                 prev = Some(e.id);
                 live += 1;
             }
-            let mut warning = None;
-            if live != s.meta.length {
-                // Redis 5 could save a stale length after XTRIM; Redis loads such files.
-                warning = Some(format!(
-                    "stream length says {} but {live} live entries were read (Redis loads it)",
-                    s.meta.length
-                ));
-            }
-            for g in &s.meta.groups {
-                let pel: std::collections::HashSet<_> = g.pending.iter().map(|p| p.id).collect();
-                for c in &g.consumers {
-                    for id in &c.pending {
-                        if !pel.contains(id) {
-                            return Err(FormatError::new(
-                                0,
-                                format!(
-                                    "consumer '{}' in group '{}' owns {id}, which is not in the group PEL",
-                                    lossy(&c.name),
-                                    lossy(&g.name)
-                                ),
-                            ));
-                        }
-                    }
-                }
-            }
+            let warning = (live != s.meta.length).then(|| {
+                format!("stream length says {} but {live} live entries were read (Redis loads it)", s.meta.length)
+            });
+            check_groups(&s.meta, rdb_version)?;
             return Ok(Checked { elements: live, warning });
         }
         LogicalType::Module => {

@@ -114,7 +114,7 @@ fn dump_payloads_restore_in_real_redis() {
                 let ttl = k.expire_ms.unwrap_or(0).to_string();
                 resp.extend(resp_command(&[b"RESTORE", &k.key.to_bytes(), ttl.as_bytes(), &payload, b"ABSTTL"]));
             }
-            Record::Function { code } => {
+            Record::Function { code, .. } => {
                 resp.extend(resp_command(&[b"FUNCTION", b"LOAD", &code.to_bytes()]));
             }
             _ => {}

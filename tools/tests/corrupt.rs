@@ -56,7 +56,9 @@ fn flip_each_byte(t: ValueType, head: usize) {
         let mut bad = data.clone();
         bad[pos] ^= 0xFF;
         let e = must_fail(&bad, &format!("{t:?} byte {pos}"));
-        // Structural bytes are caught where they are, before the checksum.
+        // The bytes Redis's loader checks (a listpack's total size, an intset's encoding and
+        // length) are caught where they are; damage past them only by the checksum, as
+        // the loader lets it through (a warning when the checksum is zero or recomputed).
         if pos < start + head {
             assert!(
                 (start..end).contains(&e.offset) || e.what.contains("LZF"),
@@ -69,7 +71,7 @@ fn flip_each_byte(t: ValueType, head: usize) {
 
 #[test]
 fn flipped_bytes_inside_a_listpack_are_caught() {
-    flip_each_byte(ValueType::HashListpack, 6);
+    flip_each_byte(ValueType::HashListpack, 4);
 }
 
 #[test]
@@ -115,7 +117,8 @@ fn flipped_bytes_inside_a_ziplist_are_caught() {
         let mut bad = good.clone();
         bad[pos] ^= 0xFF;
         let e = must_fail(&bad, &format!("ziplist byte {pos}"));
-        if pos < at + 10 {
+        // Redis 6.2 (RDB 9) checks a ziplist's total size and tail offset, not its count.
+        if pos < at + 8 {
             assert!((at..at + zl_len).contains(&e.offset), "ziplist header byte {pos}: {e}");
         }
     }

@@ -49,6 +49,20 @@ impl<'a> IntsetIter<'a> {
         self.len
     }
 
+    /// The elements as stored, order and uniqueness unchecked (what a loader converting
+    /// the set reads).
+    pub fn unordered(&self) -> impl Iterator<Item = i64> + '_ {
+        let data = self.blob.data();
+        (0..self.len).map(move |i| {
+            let d = &data[8 + i * self.width..8 + (i + 1) * self.width];
+            match self.width {
+                2 => i64::from(i16::from_le_bytes([d[0], d[1]])),
+                4 => i64::from(i32::from_le_bytes([d[0], d[1], d[2], d[3]])),
+                _ => i64::from_le_bytes([d[0], d[1], d[2], d[3], d[4], d[5], d[6], d[7]]),
+            }
+        })
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

@@ -48,6 +48,13 @@ impl<'a> ListpackIter<'a> {
         self.declared
     }
 
+    /// Iterate without comparing the header's count with the entries at the end (what a
+    /// loader walking the entries, not counting them, accepts).
+    pub fn without_count_check(mut self) -> Self {
+        self.declared = None;
+        self
+    }
+
     fn read(&mut self) -> Result<Option<Elem<'a>>, FormatError> {
         let data = self.blob.data();
         let start = self.pos;

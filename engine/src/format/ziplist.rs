@@ -47,6 +47,18 @@ impl<'a> ZiplistIter<'a> {
         Ok(ZiplistIter { blob, pos: HEADER, prev_size: 0, last_start: None, seen: 0, declared, tail, done: false })
     }
 
+    /// Number of elements the header declares, if it knows.
+    pub fn declared_len(&self) -> Option<usize> {
+        self.declared
+    }
+
+    /// Iterate without comparing the header's count with the entries at the end (what a
+    /// loader walking the entries, not counting them, accepts).
+    pub fn without_count_check(mut self) -> Self {
+        self.declared = None;
+        self
+    }
+
     fn read(&mut self) -> Result<Option<Elem<'a>>, FormatError> {
         let data = self.blob.data();
         let start = self.pos;

@@ -302,7 +302,7 @@ fn read_records<'a>(
                 submit(&mut batch, flight)?;
                 return Ok(end);
             }
-            Record::Function { code } => {
+            Record::Function { code, .. } => {
                 ks.functions.load(code.to_bytes().into_owned()).map_err(|what| {
                     PersistError::State(format!("{}: Failed loading library, {what}", path.display()))
                 })?;

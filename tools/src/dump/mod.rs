@@ -121,7 +121,7 @@ fn write_record(
                 stats.keys_skipped += 1;
             }
         }
-        Record::Function { code } if !filter.keys_only() => w.function(out, code)?,
+        Record::Function { code, .. } if !filter.keys_only() => w.function(out, code)?,
         Record::FunctionPreGa { code, .. } if !filter.keys_only() => w.function(out, code)?,
         other if !filter.keys_only() => w.other(out, other)?,
         _ => {}

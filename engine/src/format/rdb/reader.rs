@@ -132,8 +132,9 @@ pub enum Record<'a> {
     },
     Key(Box<KeyRecord<'a>>),
     ModuleAux(ModuleAux<'a>),
-    /// FUNCTION2: one library's source.
+    /// FUNCTION2: one library's source; `offset` is the record's opcode.
     Function {
+        offset: usize,
         code: Elem<'a>,
     },
     /// 7.0-rc1/rc2 pre-release function record.
@@ -381,7 +382,7 @@ impl<'a> RdbReader<'a> {
             Opcode::Function2 => {
                 let (r, code) = rdb_elem(r).map_err(|e| self.err(e, "a function library"))?;
                 self.rest = r;
-                Record::Function { code }
+                Record::Function { offset: at.offset(), code }
             }
             Opcode::FunctionPreGa => {
                 let (r, name) = rdb_elem(r).map_err(|e| self.err(e, "a pre-release function name"))?;

@@ -206,9 +206,170 @@ impl<'a> Flat<'a> {
     }
 }
 
+/// Elements a compact value may declare before Redis's loader converts it, walking every
+/// entry (the defaults: `hash-max-listpack-entries` and `set-max-intset-entries` 512,
+/// `zset-max-listpack-entries` and `set-max-listpack-entries` 128).
+const HASH_CONVERTS_ABOVE: usize = 512;
+const INTSET_CONVERTS_ABOVE: usize = 512;
+const ZSET_CONVERTS_ABOVE: usize = 128;
+const SET_CONVERTS_ABOVE: usize = 128;
+
 impl<'a> Value<'a> {
     pub fn logical(&self) -> super::types::LogicalType {
         self.vtype.logical()
+    }
+
+    /// Whether the loader of the server that wrote an RDB of `rdb_version`, without
+    /// `sanitize-dump-payload`, checks only the header of this value's compact blobs
+    /// ([`Value::loader_check`]): damage inside their entries goes unnoticed until a
+    /// command reads it. True for listpacks (lists, hashes, zsets, sets, streams) and
+    /// intsets, and, for Redis 6.2 and older (RDB 9 and below), ziplists and zipmaps; Redis
+    /// 7 walks a ziplist whole (it converts it to a listpack).
+    pub fn loader_checks_headers_only(&self, rdb_version: u32) -> bool {
+        use ValueType::*;
+        match self.vtype {
+            ListQuicklist2 | Stream1 | Stream2 | Stream3 | Stream4 | Stream5 | SetIntset | HashListpack
+            | ZsetListpack | SetListpack | HashListpackEx | HashListpackExPreGa => true,
+            ListQuicklist | ListZiplist | HashZipmap | HashZiplist | ZsetZiplist => rdb_version <= 9,
+            _ => false,
+        }
+    }
+
+    /// What Redis's loader checks of this value when `sanitize-dump-payload` is off, for
+    /// the values whose blobs it checks by their headers only
+    /// ([`Value::loader_checks_headers_only`]): the structure around the blobs, each
+    /// listpack's total size and terminator, an intset's encoding and size, a stream's node
+    /// keys (16 bytes, each once) and non-empty nodes. An error here is a file Redis
+    /// refuses to load.
+    pub fn loader_check(&self) -> Result<(), FormatError> {
+        use ValueType::*;
+        let lp = |s: RStr<'a>| -> Result<ListpackIter<'a>, FormatError> { ListpackIter::new(to_blob(s)?) };
+        let zl = |s: RStr<'a>| -> Result<ZiplistIter<'a>, FormatError> { ZiplistIter::new(to_blob(s)?) };
+        // A listpack whose header does not know its count is walked by the loader (and an
+        // entry it cannot read crashes it).
+        let lp_walked = |s: RStr<'a>| -> Result<(), FormatError> {
+            let it = lp(s)?;
+            if it.declared_len().is_none() {
+                for e in it {
+                    e?;
+                }
+            }
+            Ok(())
+        };
+        // A value the loader converts (more elements than the default limit, or a count
+        // the header does not know) is walked entry by entry, every `step`-th element a
+        // member that must be unique: a bad entry or a duplicate crashes the loader.
+        let converted = |it: Flat<'a>, declared: Option<usize>, step: usize, limit: usize| {
+            if declared.is_some_and(|n| n / step <= limit) {
+                return Ok(());
+            }
+            let mut seen = std::collections::HashSet::new();
+            for (i, e) in it.enumerate() {
+                let e = e?;
+                if i % step == 0 && !seen.insert(e.to_bytes().into_owned()) {
+                    return Err(FormatError::new(0, "duplicate member in a compact value the loader converts"));
+                }
+            }
+            Ok(())
+        };
+        let flat = |s: RStr<'a>, ziplist: bool, step: usize, limit: usize| -> Result<(), FormatError> {
+            if ziplist {
+                let it = zl(s)?;
+                let n = it.declared_len();
+                converted(Flat::Ziplist(it.without_count_check()), n, step, limit)
+            } else {
+                let it = lp(s)?;
+                let n = it.declared_len();
+                converted(Flat::Listpack(it.without_count_check()), n, step, limit)
+            }
+        };
+        match self.vtype {
+            SetIntset => {
+                let it = IntsetIter::new(to_blob(read_str(self.body)?)?)?;
+                if it.len() > INTSET_CONVERTS_ABOVE {
+                    let mut seen = std::collections::HashSet::new();
+                    for v in it.unordered() {
+                        if !seen.insert(v) {
+                            return Err(FormatError::new(0, "duplicate member in an intset the loader converts"));
+                        }
+                    }
+                }
+                Ok(())
+            }
+            HashListpack => flat(read_str(self.body)?, false, 2, HASH_CONVERTS_ABOVE),
+            HashListpackExPreGa => flat(read_str(self.body)?, false, 3, HASH_CONVERTS_ABOVE),
+            HashListpackEx => {
+                let (r, _) = le_u64(self.body).map_err(|e| finish(e, "a hash's minimum field expiry"))?;
+                let s = read_str(r)?;
+                // The loader reads the first field's TTL (a bad one crashes it).
+                let mut it = lp(s)?;
+                if let (Some(_), Some(_), Some(ttl)) = (it.next(), it.next(), it.next()) {
+                    if ttl?.as_i64().is_none() {
+                        return Err(FormatError::new(0, "the first field TTL of a listpack-ex is not an integer"));
+                    }
+                }
+                flat(s, false, 3, HASH_CONVERTS_ABOVE)
+            }
+            ZsetListpack => flat(read_str(self.body)?, false, 2, ZSET_CONVERTS_ABOVE),
+            SetListpack => flat(read_str(self.body)?, false, 1, SET_CONVERTS_ABOVE),
+            HashZiplist => flat(read_str(self.body)?, true, 2, HASH_CONVERTS_ABOVE),
+            ZsetZiplist => flat(read_str(self.body)?, true, 2, ZSET_CONVERTS_ABOVE),
+            ListZiplist => zl(read_str(self.body)?).map(|_| ()),
+            HashZipmap => ZipmapIter::new(to_blob(read_str(self.body)?)?).map(|_| ()),
+            ListQuicklist => {
+                let (mut nodes, _) = Seq::new(self.body, "quicklist node count")?;
+                while let Some(node) = nodes.next("a quicklist node", rdb_str) {
+                    zl(node?)?;
+                }
+                Ok(())
+            }
+            ListQuicklist2 => {
+                let (mut nodes, _) = Seq::new(self.body, "quicklist node count")?;
+                while let Some(node) = nodes.next("a quicklist node", |i| {
+                    let (i, container) = length(i, "a quicklist container")?;
+                    let (r, s) = rdb_str(i)?;
+                    Ok((r, (container, s, i.offset())))
+                }) {
+                    let (container, s, at) = node?;
+                    match container {
+                        1 if s.is_empty() => return Err(FormatError::new(at, "empty quicklist node")),
+                        1 => {}
+                        2 => lp_walked(s)?,
+                        c => return Err(FormatError::new(at, format!("unknown quicklist container type {c}"))),
+                    }
+                }
+                Ok(())
+            }
+            Stream1 | Stream2 | Stream3 | Stream4 | Stream5 => {
+                let (mut nodes, _) = Seq::new(self.body, "stream node count")?;
+                let mut keys = std::collections::HashSet::new();
+                while let Some(node) = nodes.next("a stream node", |i| {
+                    let (r, key) = rdb_str(i)?;
+                    let (r, s) = rdb_str(r)?;
+                    Ok((r, (key, s, i.offset())))
+                }) {
+                    let (key, s, at) = node?;
+                    let key = key.to_elem()?.to_bytes().into_owned();
+                    if key.len() != 16 {
+                        return Err(FormatError::new(at, "stream node key entry is not the size of a stream ID"));
+                    }
+                    let blob = to_blob(s)?;
+                    let mut entries = ListpackIter::new(blob)?;
+                    // The loader reads each node's first entry (a bad one crashes it).
+                    match entries.next() {
+                        None => return Err(FormatError::new(at, "empty listpack inside stream")),
+                        Some(first) => {
+                            first?;
+                        }
+                    }
+                    if !keys.insert(key) {
+                        return Err(FormatError::new(at, "stream listpack re-added with an existing key"));
+                    }
+                }
+                self.stream().map(|_| ())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The string value as stored.
