@@ -50,11 +50,12 @@ pub fn rdb_len(input: Input<'_>) -> PResult<'_, Len> {
     }
 }
 
-/// A plain length; a string encoding here is an error naming `what`.
-pub fn length<'a>(input: Input<'a>, what: &str) -> PResult<'a, u64> {
+/// A plain length. A string-encoding byte (0xC0..0xFF) where a length is expected reads as
+/// its low six bits, as Redis's rdbLoadLen reads it (the loader accepts such files).
+pub fn length<'a>(input: Input<'a>, _what: &str) -> PResult<'a, u64> {
     match rdb_len(input) {
         Ok((rest, Len::Len(n))) => Ok((rest, n)),
-        Ok((_, Len::Encoded(e))) => fail(input, format!("expected a length for {what}, found string encoding {e}")),
+        Ok((rest, Len::Encoded(e))) => Ok((rest, u64::from(e))),
         Err(e) => Err(e),
     }
 }

@@ -301,11 +301,12 @@ impl<'a> Value<'a> {
             HashListpackEx => {
                 let (r, _) = le_u64(self.body).map_err(|e| finish(e, "a hash's minimum field expiry"))?;
                 let s = read_str(r)?;
-                // The loader reads the first field's TTL (a bad one crashes it).
-                let mut it = lp(s)?;
-                if let (Some(_), Some(_), Some(ttl)) = (it.next(), it.next(), it.next()) {
-                    if ttl?.as_i64().is_none() {
-                        return Err(FormatError::new(0, "the first field TTL of a listpack-ex is not an integer"));
+                // The loader reads every field's TTL to find the earliest: it walks every
+                // entry (a bad one crashes it), and each TTL must be an integer.
+                for (i, e) in lp(s)?.without_count_check().enumerate() {
+                    let e = e?;
+                    if i % 3 == 2 && e.as_i64().is_none() {
+                        return Err(FormatError::new(0, "a field TTL of a listpack-ex is not an integer"));
                     }
                 }
                 flat(s, false, 3, HASH_CONVERTS_ABOVE)
