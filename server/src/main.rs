@@ -22,6 +22,25 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // The server runs on a thread whose stack does not depend on `ulimit -s`: a script may
+    // return a table nested thousands deep, and its conversion recurses as deep (Redis stops
+    // at its Lua stack limit, about 8,000 levels, and so do we). Reserved, not committed.
+    let main_loop =
+        std::thread::Builder::new().name("ferrokv-main".into()).stack_size(MAIN_STACK_BYTES).spawn(move || serve(cfg));
+    match main_loop.map(|h| h.join()) {
+        Ok(Ok(())) => {}
+        Ok(Err(_)) => std::process::exit(1),
+        Err(e) => {
+            eprintln!("cannot start the main thread: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+/// Stack of the thread that serves clients.
+const MAIN_STACK_BYTES: usize = 128 << 20;
+
+fn serve(cfg: ServerConfig) {
     let mut server = match Server::new(cfg) {
         Ok(s) => s,
         Err(e) => {

@@ -374,14 +374,14 @@ fn aof_verify_takes_the_version_from_the_file() {
         ("expire-7.4.1/aof/appendonlydir", Some(ServerVersion::Redis74)),
     ] {
         let path = corpus.join(dir);
-        let r = verify(&path, Options { version: given, strict: false }).expect("verify runs");
+        let r = verify(&path, Options { version: given, ..Options::default() }).expect("verify runs");
         assert!(r.problem.is_none(), "{dir}: {:?}", r.problem);
         let warnings: Vec<_> = r.files.iter().flat_map(|f| &f.warnings).collect();
         assert!(warnings.is_empty(), "{dir}: {warnings:?}");
         assert_eq!(r.version.map(|(v, _)| v), Some(ServerVersion::Redis74), "{dir}");
     }
     let expiry = corpus.join("expire-7.4.1/aof/appendonlydir");
-    let as70 = Options { version: Some(ServerVersion::Redis70), strict: false };
+    let as70 = Options { version: Some(ServerVersion::Redis70), ..Options::default() };
     let r = verify(&expiry, as70).expect("verify runs");
     assert!(r.problem.is_none());
     let warned: Vec<_> = r.files.iter().flat_map(|f| &f.warnings).collect();

@@ -153,8 +153,8 @@ impl CommandDef {
 pub enum Checked {
     /// The version has it, with this arity.
     Known,
-    /// The version has it, but not with this many arguments.
-    WrongArity { name: String, given: usize },
+    /// The version has it, but not with this many arguments (more than it takes, or fewer).
+    WrongArity { name: String, given: usize, too_many: bool },
     /// Known to other versions only (the ones listed).
     OtherVersions { name: String, known_in: Vec<ServerVersion> },
     /// No version has it.
@@ -250,7 +250,8 @@ impl Catalog {
         if def.arity_ok(argv.len()) || (has_subs && argv.len() < 2 && top.arity_ok(argv.len())) {
             Checked::Known
         } else {
-            Checked::WrongArity { name: def.full_name(), given: argv.len().saturating_sub(1) }
+            let too_many = def.arity >= 0 && argv.len() as i64 > i64::from(def.arity);
+            Checked::WrongArity { name: def.full_name(), given: argv.len().saturating_sub(1), too_many }
         }
     }
 }

@@ -46,8 +46,11 @@ pub struct Options {
     /// The server version the AOF is for (`--redis-version`); else the one its base names,
     /// else any.
     pub version: Option<ServerVersion>,
-    /// A command the version does not have is a problem, not a warning.
+    /// Warnings are problems (a command the version does not have, a cut tail, ...).
     pub strict: bool,
+    /// The version is the one the file itself names (its writer's): a command it does not
+    /// have is one its loader refuses, a problem whatever `strict` says.
+    pub writer: bool,
 }
 
 /// What verify found.
@@ -57,6 +60,8 @@ pub struct VerifyReport {
     pub manifest: Option<String>,
     /// The server version commands were checked against, and where it came from.
     pub version: Option<(ServerVersion, &'static str)>,
+    /// Of the directory as a whole (files the manifest does not name).
+    pub warnings: Vec<Problem>,
     pub files: Vec<FileSummary>,
     pub problem: Option<Problem>,
 }
@@ -74,12 +79,19 @@ pub fn command_problem(cmd: &Command<'_>, version: Option<ServerVersion>) -> Com
     if cmd.is("multi") || cmd.is("exec") {
         return match cmd.argv.len() {
             1 => CommandCheck::Ok,
-            _ => CommandCheck::Problem(format!("{} takes no arguments", lower(cmd.name()))),
+            _ => CommandCheck::Tolerated(format!("{} takes no arguments (Redis ignores them)", lower(cmd.name()))),
         };
     }
     match Catalog::get().check(&cmd.argv, version) {
         Checked::Known => {}
-        Checked::WrongArity { name, given } => {
+        // Redis's loader does not check arity: the command runs with what it has. Extra
+        // arguments are mostly ignored; missing ones are read past the end (a crash).
+        Checked::WrongArity { name, given, too_many: true } => {
+            return CommandCheck::Tolerated(format!(
+                "wrong number of arguments for '{name}' ({given} given; Redis's loader runs it anyway)"
+            ))
+        }
+        Checked::WrongArity { name, given, too_many: false } => {
             return CommandCheck::Problem(format!("wrong number of arguments for '{name}' ({given} given)"))
         }
         Checked::OtherVersions { name, known_in } => {
@@ -99,7 +111,10 @@ pub fn command_problem(cmd: &Command<'_>, version: Option<ServerVersion>) -> Com
         }
     }
     if cmd.is("select") && cmd.argv.get(1).and_then(|a| command::parse_i64(a)).is_none_or(|db| db < 0) {
-        return CommandCheck::Problem(format!("invalid database index '{}'", String::from_utf8_lossy(cmd.argv[1])));
+        return CommandCheck::Tolerated(format!(
+            "invalid database index '{}' (Redis's loader answers it with an error and goes on in the same database)",
+            String::from_utf8_lossy(cmd.argv[1])
+        ));
     }
     CommandCheck::Ok
 }
@@ -110,6 +125,8 @@ pub enum CommandCheck {
     Ok,
     /// The version given does not have it; another does.
     OtherVersion(String),
+    /// Redis's loader runs it, gets an error back and goes on: a warning.
+    Tolerated(String),
     Problem(String),
 }
 
@@ -233,19 +250,30 @@ pub fn check_file_with(
                 return (sum, Some(p));
             }
         };
+        if let Some(a) = &cmd.anomaly {
+            let what = format!("{a}: Redis's loader reads it so; {}", show_argv(&cmd.argv, 4));
+            sum.warnings.push(problem(Kind::Framing, cmd.offset, Some(k), what));
+        }
         match command_problem(&cmd, opts.version) {
             CommandCheck::Ok => {}
-            CommandCheck::OtherVersion(what) if !opts.strict => {
+            CommandCheck::OtherVersion(what) if !opts.strict && !opts.writer => {
                 let what = format!("{what}: {}", show_argv(&cmd.argv, 4));
                 sum.warnings.push(problem(Kind::Command, cmd.offset, Some(k), what));
             }
-            CommandCheck::OtherVersion(what) | CommandCheck::Problem(what) => {
+            CommandCheck::Tolerated(what) if !opts.strict => {
+                let what = format!("{what}: {}", show_argv(&cmd.argv, 4));
+                sum.warnings.push(problem(Kind::Command, cmd.offset, Some(k), what));
+            }
+            CommandCheck::OtherVersion(what) | CommandCheck::Tolerated(what) | CommandCheck::Problem(what) => {
                 let what = format!("{what}: {}", show_argv(&cmd.argv, 4));
                 return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
             }
         }
+        // Redis's loader queues a MULTI inside MULTI and answers EXEC without MULTI with an
+        // error: it goes on.
         if let Err(what) = txn.step(&cmd, k) {
-            return (sum, Some(problem(Kind::Command, cmd.offset, Some(k), what)));
+            let what = format!("{what} (Redis's loader goes on)");
+            sum.warnings.push(problem(Kind::Command, cmd.offset, Some(k), what));
         }
         done(cmd.end);
         sum.commands += 1;
@@ -305,12 +333,26 @@ pub fn manifest_problem(set: &AofSet) -> Result<Option<Problem>, ToolError> {
         let kind = if p.kind == FileKind::Base { "base" } else { "incr" };
         return Ok(Some(manifest(offset, line, format!("names the {kind} file {}, which does not exist", p.name))));
     }
-    let extra = set.extra_files().map_err(|e| ToolError::Usage(format!("cannot list {e}")))?;
-    if let Some(x) = extra.first() {
-        let what = format!("{x} is in the AOF directory but not in the manifest");
-        return Ok(Some(manifest(None, None, what)));
-    }
     Ok(None)
+}
+
+/// AOF files of the directory the manifest does not name: Redis loads the directory
+/// without them (what they hold is not loaded).
+pub fn manifest_warnings(set: &AofSet) -> Result<Vec<Problem>, ToolError> {
+    let Some(m) = &set.manifest else { return Ok(Vec::new()) };
+    let extra = set.extra_files().map_err(|e| ToolError::Usage(format!("cannot list {e}")))?;
+    Ok(extra
+        .iter()
+        .map(|x| Problem {
+            kind: Kind::Manifest,
+            file: file_name(&m.path),
+            offset: None,
+            command: None,
+            line: None,
+            what: format!("{x} is in the AOF directory but not in the manifest: Redis does not load it"),
+            cut: None,
+        })
+        .collect())
 }
 
 /// Verify the AOF at `path` (a file, a manifest or a directory).
@@ -328,11 +370,18 @@ pub fn verify(path: &std::path::Path, opts: Options) -> Result<VerifyReport, Too
         rep.problem = Some(p);
         return Ok(rep);
     }
-    rep.version = match opts.version {
-        Some(v) => Some((v, "--redis-version")),
-        None => base_version(&set).map(|v| (v, "the base")),
+    rep.warnings = manifest_warnings(&set)?;
+    // The version the base names is the writer's: a command it does not have is one its
+    // loader refuses (strict); one given with --redis-version is a question asked.
+    let (version, writer) = match opts.version {
+        Some(v) => (Some((v, "--redis-version")), opts.writer),
+        None => match base_version(&set) {
+            Some(v) => (Some((v, "the base")), true),
+            None => (None, false),
+        },
     };
-    let opts = Options { version: rep.version.map(|(v, _)| v), ..opts };
+    rep.version = version;
+    let opts = Options { version: version.map(|(v, _)| v), writer, ..opts };
     // Files are independent (each starts in db 0 with no MULTI open), so they are checked
     // in parallel, one per core; the report stops at the first problem in load order.
     let n = set.parts.len();
@@ -364,9 +413,23 @@ pub fn verify(path: &std::path::Path, opts: Options) -> Result<VerifyReport, Too
             }
         });
     }
-    for slot in results {
+    for (i, slot) in results.into_iter().enumerate() {
         let r = slot.into_inner().ok().flatten().ok_or_else(|| ToolError::Usage("a verify worker failed".into()))?;
-        let (sum, problem) = r?;
+        let (mut sum, problem) = r?;
+        // An incomplete tail of the last file: Redis's loader (aof-load-truncated yes, its
+        // default) cuts it and loads the rest. A warning, unless --strict.
+        let problem = match problem {
+            Some(mut p) if p.kind == Kind::Truncated && i + 1 == n && !opts.strict => {
+                let cut = p.cut.unwrap_or(0);
+                p.what = format!(
+                    "{}: Redis loads the file, cutting it at offset {cut} (aof-load-truncated); aoftool fix does the same",
+                    p.what
+                );
+                sum.warnings.push(p);
+                None
+            }
+            other => other,
+        };
         rep.files.push(sum);
         if problem.is_some() {
             rep.problem = problem;
@@ -403,7 +466,7 @@ pub fn text(r: &VerifyReport) -> String {
     if let Some((v, from)) = r.version {
         s.push_str(&format!("commands checked against: {} (from {from})\n", v.display()));
     }
-    for w in r.files.iter().flat_map(|f| &f.warnings) {
+    for w in r.warnings.iter().chain(r.files.iter().flat_map(|f| &f.warnings)) {
         s.push_str(&format!("warning: {w}\n"));
     }
     for f in &r.files {
@@ -461,6 +524,7 @@ pub fn json(r: &VerifyReport) -> Value {
         "files": files,
         "commands": r.commands(),
         "version": r.version.map(|(v, from)| json!({"version": v.tag(), "from": from})),
+        "warnings": r.warnings.iter().map(problem_json).collect::<Vec<_>>(),
         "problem": r.problem.as_ref().map(problem_json),
     })
 }

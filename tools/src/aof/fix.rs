@@ -270,7 +270,7 @@ fn resync(data: &[u8], from: usize) -> usize {
         p += i;
         if data[p - 1] == b'\n' {
             if let Some((argv, end)) = CommandReader::command_at(data, p) {
-                let cmd = Command { offset: p, end, db: 0, ts: None, argv };
+                let cmd = Command { offset: p, end, db: 0, ts: None, argv, anomaly: None };
                 if command_problem(&cmd, None) == CommandCheck::Ok {
                     return p;
                 }

@@ -93,7 +93,7 @@ fn run(cli: Cli) -> Result<u8, ToolError> {
     let mut stdout = io::stdout().lock();
     match cli.cmd {
         Cmd::Verify { path, json, redis_version, strict } => {
-            let r = check::verify(&path, check::Options { version: redis_version, strict })?;
+            let r = check::verify(&path, check::Options { version: redis_version, strict, writer: false })?;
             let text = if json { format!("{}\n", check::json(&r)) } else { check::text(&r) };
             stdout.write_all(text.as_bytes())?;
             Ok(if r.problem.is_some() { exit::INVALID } else { exit::OK })

@@ -5,8 +5,12 @@
 //! command    = "*" argc CRLF ( "$" len CRLF bytes CRLF ){argc}
 //! annotation = "#" text LF
 //! ```
-//! Header lines end with `\n`, a `\r` before it is dropped (as Redis's fgets-based loader
-//! reads them); argument bytes must be followed by CRLF.
+//! Files as Redis writes them are read on a fast path. Anything else is read the way
+//! Redis's loader (loadSingleAppendOnlyFile) reads it, so what it loads loads here: a
+//! header line is what `fgets` gives (up to a newline, at most 1023 bytes), its number is
+//! what `atoi`/`strtol` make of the bytes after `*` or `$` (leading blanks, a sign, digits,
+//! the rest ignored), and the two bytes after an argument are skipped whatever they are.
+//! Such leniencies are reported in [`Command::anomaly`].
 //!
 //! [`CommandReader`] yields one [`Command`] at a time, borrowing its arguments from the
 //! input, with the database selected by earlier SELECTs of the same file and the last
@@ -16,10 +20,10 @@
 
 use std::fmt;
 
-use nom::bytes::streaming::{take, take_till};
+use nom::bytes::streaming::take;
 
 use crate::format::blob::parse_canonical_i64;
-use crate::format::input::{fail, u8_, FormatError, Input, PResult};
+use crate::format::input::{fail, FormatError, Input, PResult};
 
 /// One logged command.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +38,9 @@ pub struct Command<'a> {
     pub ts: Option<i64>,
     /// Name first; never empty.
     pub argv: Vec<&'a [u8]>,
+    /// Something not as Redis writes it that Redis's loader reads anyway (a header with
+    /// bytes after its number, an argument not followed by CRLF).
+    pub anomaly: Option<String>,
 }
 
 impl Command<'_> {
@@ -103,31 +110,66 @@ pub fn has_rdb_preamble(data: &[u8]) -> bool {
 
 /// What one step of the reader found.
 enum Item<'a> {
-    Command(Vec<&'a [u8]>),
+    Command(Vec<&'a [u8]>, Option<String>),
     /// An annotation line; `Some` for a well-formed `#TS:`.
     Annotation(Option<i64>),
     /// An annotation without its newline at the very end: the file ends cleanly.
     LastAnnotation,
 }
 
-/// One header line without its `\n` (and `\r`), and what follows it.
-fn line(i: Input<'_>) -> PResult<'_, Input<'_>> {
-    let (rest, l) = take_till(|c| c == b'\n')(i)?;
-    let (rest, _) = u8_(rest)?;
-    let l = match l.bytes().last() {
-        Some(b'\r') => nom::Input::take(&l, l.len() - 1),
-        _ => l,
+/// The longest line Redis's loader reads at once (`fgets` into a 1024-byte buffer).
+const LINE_MAX: usize = 1023;
+
+/// An argument longer than this cannot be allocated (1 TiB: more than any machine it runs
+/// on has; between the machine's memory and this, Redis aborts where this reads on).
+const MAX_ALLOCATION: i64 = 1 << 40;
+
+/// One header line as `fgets` reads it: up to and including a `\n`, at most
+/// [`LINE_MAX`] bytes, or what is left at the end of the data. Incomplete at the end.
+fn fgets(i: Input<'_>) -> PResult<'_, Input<'_>> {
+    let b = i.bytes();
+    if b.is_empty() {
+        return Err(nom::Err::Incomplete(nom::Needed::new(1)));
+    }
+    let n = match b.iter().take(LINE_MAX).position(|&c| c == b'\n') {
+        Some(nl) => nl + 1,
+        None => b.len().min(LINE_MAX),
     };
-    Ok((rest, l))
+    Ok((nom::Input::take_from(&i, n), nom::Input::take(&i, n)))
 }
 
-/// The number after a `*` or `$`, which must be a plain decimal integer.
-fn number(l: Input<'_>) -> Option<i64> {
-    parse_canonical_i64(l.bytes().get(1..)?)
+/// C's `strtol(s, NULL, 10)`: leading blanks, a sign, digits (saturating), the rest
+/// ignored; 0 when there are no digits.
+fn strtol(s: &[u8]) -> i64 {
+    let mut i = s.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)).unwrap_or(s.len());
+    let neg = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut v: i64 = 0;
+    for &c in s[i..].iter().take_while(|c| c.is_ascii_digit()) {
+        let d = i64::from(c - b'0');
+        v = if neg { v.saturating_mul(10).saturating_sub(d) } else { v.saturating_mul(10).saturating_add(d) };
+    }
+    v
+}
+
+/// Whether a header line is exactly `<prefix><canonical number>\r\n`.
+fn canonical(l: &[u8]) -> bool {
+    l.len() >= 3 && l.ends_with(b"\r\n") && parse_canonical_i64(&l[1..l.len() - 2]).is_some_and(|n| n >= 0)
 }
 
 fn shown(l: Input<'_>) -> String {
     let b = l.bytes();
+    let b = b.strip_suffix(b"\n").unwrap_or(b);
+    let b = b.strip_suffix(b"\r").unwrap_or(b);
     String::from_utf8_lossy(&b[..b.len().min(64)]).into_owned()
 }
 
@@ -162,25 +204,31 @@ fn fast_argument(b: &[u8]) -> Option<(&[u8], usize)> {
     (b.get(end..end.checked_add(2)?) == Some(b"\r\n")).then(|| (&b[head..end], end + 2))
 }
 
-/// One argument: `$len`, the bytes, CRLF.
-fn argument(i: Input<'_>) -> PResult<'_, &[u8]> {
+/// One argument: `$len`, the bytes, two more bytes (CRLF as written). A leniency Redis
+/// reads past is noted in `anomaly`.
+fn argument<'a>(i: Input<'a>, anomaly: &mut Option<String>) -> PResult<'a, &'a [u8]> {
     if let Some((arg, used)) = fast_argument(i.bytes()) {
         return Ok((nom::Input::take_from(&i, used), arg));
     }
-    let (rest, head) = line(i)?;
+    let (rest, head) = fgets(i)?;
     if head.bytes().first() != Some(&b'$') {
         let found = i.bytes().first().copied().unwrap_or(0);
         return fail(i, format!("expected '$' (an argument), found byte 0x{found:02x}"));
     }
-    let len = match number(head) {
-        Some(n) if n >= 0 => n as u64,
-        _ => return fail(i, format!("invalid argument length '{}'", shown(head))),
-    };
+    // Redis reads the length with strtol into an unsigned long and allocates that much
+    // before reading: a negative or huge one is an allocation that fails (Redis aborts).
+    let len = strtol(&head.bytes()[1..]);
+    if !(0..=MAX_ALLOCATION).contains(&len) {
+        return fail(i, format!("invalid argument length '{}'", shown(head)));
+    }
+    if !canonical(head.bytes()) && anomaly.is_none() {
+        *anomaly = Some(format!("argument length line '{}' read as {len}", shown(head)));
+    }
     let len = usize::try_from(len).unwrap_or(usize::MAX);
     let (rest, bytes) = take(len)(rest)?;
     let (after, crlf) = take(2usize)(rest)?;
-    if crlf.bytes() != b"\r\n" {
-        return fail(rest, "argument not followed by CRLF");
+    if crlf.bytes() != b"\r\n" && anomaly.is_none() {
+        *anomaly = Some(format!("argument at offset {} not followed by CRLF (two bytes skipped)", bytes.offset()));
     }
     Ok((after, bytes.bytes()))
 }
@@ -188,46 +236,48 @@ fn argument(i: Input<'_>) -> PResult<'_, &[u8]> {
 /// A command or an annotation line.
 fn item(i: Input<'_>) -> PResult<'_, Item<'_>> {
     if let Some((argc, used)) = fast_header(i.bytes(), b'*').filter(|&(n, _)| n >= 1) {
-        return arguments(nom::Input::take_from(&i, used), argc as u64);
+        return arguments(nom::Input::take_from(&i, used), argc as u64, None);
     }
-    let (rest, head) = match line(i) {
-        Ok(r) => r,
-        // The last line without a newline: an annotation ends the file cleanly.
-        Err(nom::Err::Incomplete(n)) => {
-            return match i.bytes().first() {
-                Some(b'#') => Ok((nom::Input::take_from(&i, i.len()), Item::LastAnnotation)),
-                Some(b'*') => Err(nom::Err::Incomplete(n)),
-                Some(&b) => fail(i, format!("expected '*' (a command), found byte 0x{b:02x}")),
-                None => Err(nom::Err::Incomplete(n)),
-            };
-        }
-        Err(e) => return Err(e),
-    };
-    match head.bytes().first() {
+    let (rest, head) = fgets(i)?;
+    let l = head.bytes();
+    match l.first() {
         Some(b'#') => {
-            let ts = head.bytes().strip_prefix(b"#TS:").and_then(parse_canonical_i64);
-            return Ok((rest, Item::Annotation(ts)));
+            let text = l.strip_suffix(b"\n").unwrap_or(l);
+            let text = text.strip_suffix(b"\r").unwrap_or(text);
+            let ts = text.strip_prefix(b"#TS:").and_then(parse_canonical_i64);
+            // Without its newline at the very end, an annotation ends the file cleanly; a
+            // longer one goes on as the next line, as fgets reads it.
+            return Ok((
+                rest,
+                if rest.is_empty() && !l.ends_with(b"\n") { Item::LastAnnotation } else { Item::Annotation(ts) },
+            ));
         }
         Some(b'*') => {}
         Some(&b) => return fail(i, format!("expected '*' (a command), found byte 0x{b:02x}")),
         None => return fail(i, "expected '*' (a command), found an empty line"),
     }
-    let argc = match number(head) {
-        Some(n) if n >= 1 => n as u64,
-        _ => return fail(i, format!("invalid argument count '{}'", shown(head))),
-    };
-    arguments(rest, argc)
+    // `*` alone at the very end: Redis's read error, an unexpected end of the file.
+    if l.len() == 1 {
+        return Err(nom::Err::Incomplete(nom::Needed::new(1)));
+    }
+    // atoi: strtol's value as a C int.
+    let argc = strtol(&l[1..]) as i32;
+    if argc < 1 {
+        return fail(i, format!("invalid argument count '{}'", shown(head)));
+    }
+    let anomaly = (!canonical(l)).then(|| format!("argument count line '{}' read as {argc}", shown(head)));
+    arguments(rest, argc as u64, anomaly)
 }
 
 /// The `argc` arguments of a command whose header has been read.
-fn arguments(mut rest: Input<'_>, argc: u64) -> PResult<'_, Item<'_>> {
+fn arguments(mut rest: Input<'_>, argc: u64, mut anomaly: Option<String>) -> PResult<'_, Item<'_>> {
     let mut argv = Vec::with_capacity(argc.min(1024) as usize);
     for _ in 0..argc {
-        let (r, arg) = argument(rest)?;
+        let (r, arg) = argument(rest, &mut anomaly)?;
         argv.push(arg);
         rest = r;
     }
-    Ok((rest, Item::Command(argv)))
+    Ok((rest, Item::Command(argv, anomaly)))
 }
 
 /// The commands of the RESP part of one AOF file.
@@ -281,7 +331,7 @@ impl<'a> CommandReader<'a> {
             return None;
         }
         match item(input) {
-            Ok((rest, Item::Command(argv))) => Some((argv, rest.offset())),
+            Ok((rest, Item::Command(argv, _))) => Some((argv, rest.offset())),
             _ => None,
         }
     }
@@ -291,14 +341,15 @@ impl<'a> CommandReader<'a> {
     /// starts there.
     pub fn partial_at(data: &'a [u8], pos: usize) -> Option<(u64, Vec<&'a [u8]>)> {
         let input = Input::at(data.get(pos..)?, pos);
-        let (mut rest, head) = line(input).ok()?;
+        let (mut rest, head) = fgets(input).ok()?;
         if head.bytes().first() != Some(&b'*') {
             return None;
         }
-        let argc = u64::try_from(number(head)?).ok()?;
+        let argc = u64::try_from(strtol(&head.bytes()[1..]) as i32).ok().filter(|&n| n >= 1)?;
         let mut argv = Vec::new();
+        let mut anomaly = None;
         while (argv.len() as u64) < argc {
-            let Ok((r, arg)) = argument(rest) else { break };
+            let Ok((r, arg)) = argument(rest, &mut anomaly) else { break };
             argv.push(arg);
             rest = r;
         }
@@ -340,8 +391,8 @@ impl<'a> Iterator for CommandReader<'a> {
                     }
                 }
                 Item::LastAnnotation => {}
-                Item::Command(argv) => {
-                    let cmd = Command { offset: start, end: self.pos, db: self.db, ts: self.ts, argv };
+                Item::Command(argv, anomaly) => {
+                    let cmd = Command { offset: start, end: self.pos, db: self.db, ts: self.ts, argv, anomaly };
                     if cmd.is("select") {
                         if let Some(db) = cmd.argv.get(1).and_then(|a| parse_canonical_i64(a)) {
                             self.db = u64::try_from(db).unwrap_or(u64::MAX);
@@ -385,29 +436,46 @@ mod tests {
             err(b"*2\r\n$3\r\nGEX\r\n$1\r\nk\r\n*1"),
             AofError::Truncated { start: 20, what: "the file ends inside the command at offset 20".into() }
         );
-        assert!(matches!(err(b"*1\r\n$3\r\nGETxx"), AofError::Malformed { start: 0, offset: 11, .. }));
+        // The two bytes after an argument are skipped whatever they are, as Redis does.
+        let lenient = CommandReader::new(b"*1\r\n$3\r\nGETxx").next().unwrap().unwrap();
+        assert_eq!(lenient.argv, vec![&b"GET"[..]]);
+        assert!(lenient.anomaly.is_some_and(|a| a.contains("not followed by CRLF")));
         assert!(matches!(err(b"*1\r\n%3\r\n"), AofError::Malformed { offset: 4, .. }));
         assert!(matches!(err(b"x"), AofError::Malformed { offset: 0, .. }));
         assert!(err(b"*2").is_truncated());
         assert!(matches!(err(b"x\r\n"), AofError::Malformed { offset: 0, .. }));
         assert!(matches!(err(b"*0\r\n"), AofError::Malformed { offset: 0, .. }));
         assert!(matches!(err(b"*1\r\n$-1\r\n"), AofError::Malformed { offset: 4, .. }));
-        assert!(err(b"*1\r\n$99999999999999\r\nab\r\n").is_truncated());
+        assert!(err(b"*1\r\n$99999999999\r\nab\r\n").is_truncated());
         assert!(err(b"*1\r\n$99999999999999999999999\r\nab\r\n").offset() == 4);
     }
 
     #[test]
-    fn headers_outside_the_fast_path_read_as_before() {
-        // LF-only headers are accepted (fgets), leading zeros and signs are not.
-        let (cmds, end) = read_all(b"*2\n$3\nGET\r\n$1\r\nk\r\n");
-        assert_eq!((cmds, end), (vec![vec![b"GET".to_vec(), b"k".to_vec()]], None));
-        assert!(matches!(err(b"*1\r\n$03\r\nGET\r\n"), AofError::Malformed { offset: 4, .. }));
-        assert!(matches!(err(b"*01\r\n$3\r\nGET\r\n"), AofError::Malformed { offset: 0, .. }));
-        assert!(matches!(err(b"*1\r\n$+3\r\nGET\r\n"), AofError::Malformed { offset: 4, .. }));
+    fn headers_outside_the_fast_path_read_as_redis_reads_them() {
+        // LF-only headers, leading zeros, signs, blanks and trailing bytes after the number
+        // are read as fgets + atoi/strtol read them, and noted.
+        for data in [
+            &b"*2\n$3\nGET\r\n$1\r\nk\r\n"[..],
+            b"*2\r\n$03\r\nGET\r\n$1\r\nk\r\n",
+            b"*02\r\n$+3\r\nGET\r\n$1x\r\nk\r\n",
+            b"* 2\r\n$ 3\r\nGET\r\n$1\r\nk\r\n",
+        ] {
+            let c = CommandReader::new(data).next().unwrap().unwrap();
+            assert_eq!(c.to_argv(), vec![b"GET".to_vec(), b"k".to_vec()], "{data:?}");
+            assert!(c.anomaly.is_some(), "{data:?}");
+        }
+        // A length line with no digits reads as 0.
+        let c = CommandReader::new(b"*1\r\n$x\r\n\r\n").next().unwrap().unwrap();
+        assert_eq!(c.argv, vec![&b""[..]]);
         let (cmds, _) = read_all(b"*1\r\n$0\r\n\r\n");
         assert_eq!(cmds, vec![vec![Vec::<u8>::new()]]);
-        // 19 digits and more go through the general parser.
-        assert!(err(b"*1\r\n$1000000000000000000\r\nab\r\n").is_truncated());
+        // A length no allocation holds: Redis aborts.
+        assert!(matches!(err(b"*1\r\n$1000000000000000000\r\nab\r\n"), AofError::Malformed { offset: 4, .. }));
+        // A header longer than fgets reads at once is cut there.
+        let mut long = b"*1".to_vec();
+        long.extend(std::iter::repeat_n(b' ', 2000));
+        long.extend_from_slice(b"\r\n$4\r\nPING\r\n");
+        assert!(err(&long).is_truncated() || matches!(err(&long), AofError::Malformed { .. }));
         assert_eq!(fast_header(b"$123456789012345678\r\n", b'$'), Some((123_456_789_012_345_678, 21)));
         assert_eq!(fast_header(b"$1234567890123456789\r\n", b'$'), None);
         assert_eq!(fast_argument(b"$3\r\nGET\r\n*"), Some((&b"GET"[..], 9)));
