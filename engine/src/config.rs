@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use crate::command::catalog::ServerVersion;
+use crate::format::rdb::Target;
 use crate::value::Limits;
 
 /// When the AOF is fsynced.
@@ -34,6 +36,9 @@ impl Fsync {
 
 #[derive(Debug, Clone)]
 pub struct Config {
+    /// The Redis (or Valkey) this engine stands in for: the RDB version it writes and the
+    /// DUMP payloads it takes.
+    pub version: ServerVersion,
     pub databases: usize,
     pub limits: Limits,
     /// Expired keys propagate as UNLINK instead of DEL.
@@ -67,10 +72,29 @@ pub struct Config {
     pub rdb_key_save_delay: i32,
 }
 
+impl Config {
+    /// What this version's SAVE and DUMP write (Valkey 7.2 and 8.0 write RDB 11 as Redis
+    /// 7.2 does).
+    pub fn rdb_target(&self) -> Target {
+        rdb_target_of(self.version)
+    }
+}
+
+/// What `version`'s SAVE and DUMP write.
+pub fn rdb_target_of(version: ServerVersion) -> Target {
+    match version {
+        ServerVersion::Redis62 => Target::Redis62,
+        ServerVersion::Redis70 => Target::Redis70,
+        ServerVersion::Redis72 | ServerVersion::Valkey72 | ServerVersion::Valkey80 => Target::Redis72,
+        ServerVersion::Redis74 => Target::Redis74,
+    }
+}
+
 impl Default for Config {
     /// Redis 7.0's defaults, with the data in the current directory.
     fn default() -> Self {
         Config {
+            version: ServerVersion::Redis70,
             databases: 16,
             limits: Limits::default(),
             lazyfree_lazy_expire: false,

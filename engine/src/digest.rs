@@ -79,6 +79,10 @@ fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool) {
                 let mut e = [0u8; 20];
                 mix_in(&mut e, &f.field);
                 mix_in(&mut e, &f.value);
+                // Redis 7.4: that a field has a TTL counts, not when.
+                if f.expire_ms.is_some() {
+                    xor_in(&mut e, b"!!hexpire!!");
+                }
                 xor_in(d, &e);
             }
         }

@@ -20,6 +20,7 @@ use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Spec, Stats};
 use crate::config::Config;
 use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker};
 use crate::persist::{self, AofEvent, Failure, PersistError, Persistence, RewriteJob, RewrittenBase};
+use crate::value::Value;
 
 /// Per-client state the engine needs: the selected database.
 #[derive(Debug, Clone, Default)]
@@ -275,9 +276,10 @@ impl Engine {
     /// [`Engine::active_expire_cycle`], also returning what was written, unit by unit.
     pub fn active_expire_cycle_collect(&mut self) -> (CycleReport, Vec<Vec<(usize, Argv)>>) {
         let now = self.clock.now_ms();
+        let mut units = self.expire_hash_fields(now);
         let mut gone = Vec::new();
         let rep = self.cycle.run(&mut self.ks, now, |db, slot| gone.push((db, slot.key)));
-        let mut units = Vec::with_capacity(gone.len());
+        units.reserve(gone.len());
         for (db, key) in gone {
             let mut ctx =
                 Ctx::new(&mut self.ks, &self.cfg, db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);
@@ -285,6 +287,68 @@ impl Engine {
             units.push(self.flush_collect());
         }
         (rep, units)
+    }
+}
+
+/// Hash fields the active cycle removes per second (Redis 7.4's
+/// HFE_DB_BASE_ACTIVE_EXPIRE_FIELDS_PER_SEC), spread over the ticks.
+const FIELDS_EXPIRED_PER_SEC: u32 = 10_000;
+
+impl Engine {
+    /// The field pass of the active cycle (Redis 7.4): the hashes registered at or
+    /// before `now`, earliest first, lose their due fields, each HDEL its own unit; each
+    /// hash fires one `hexpired` (and `del` if it empties) and is registered again under
+    /// its next TTL.
+    fn expire_hash_fields(&mut self, now: i64) -> Vec<Vec<(usize, Argv)>> {
+        let mut units = Vec::new();
+        if self.mode != ExpireMode::Master {
+            return units;
+        }
+        let mut quota = (FIELDS_EXPIRED_PER_SEC / self.cfg.hz.max(1)).max(1) as usize;
+        for db in 0..self.ks.dbs.len() {
+            for key in self.ks.dbs[db].hashes_due(now, quota) {
+                if quota == 0 {
+                    return units;
+                }
+                let d = &mut self.ks.dbs[db];
+                let Some(pos) = d.find(&key) else {
+                    d.unregister_stale(&key);
+                    continue;
+                };
+                let (removed, empty, next) = match &mut d.slot_mut(pos).value {
+                    Value::Hash(h) if h.registered().is_some() => {
+                        let removed = h.remove_due(now, quota);
+                        (removed, h.is_empty(), h.min_field_ttl())
+                    }
+                    _ => {
+                        d.unregister_stale(&key);
+                        continue;
+                    }
+                };
+                quota -= removed.len();
+                if empty {
+                    d.remove_at(pos);
+                } else {
+                    d.set_hash_registered(pos, next);
+                }
+                if removed.is_empty() {
+                    continue;
+                }
+                let mut ctx =
+                    Ctx::new(&mut self.ks, &self.cfg, db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);
+                ctx.stats.expired_subkeys += removed.len() as u64;
+                ctx.notify(crate::command::notify::HASH, "hexpired", &key);
+                if empty {
+                    ctx.notify(crate::command::notify::GENERIC, "del", &key);
+                }
+                ctx.signal_modified(&key);
+                for f in removed {
+                    self.fx.propagate.push((db, vec![b"HDEL".to_vec(), key.to_vec(), f.to_vec()]));
+                    units.push(self.flush_collect());
+                }
+            }
+        }
+        units
     }
 }
 

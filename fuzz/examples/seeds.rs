@@ -36,6 +36,7 @@ const KEYWORDS: &[&str] = &[
     "GT",
     "LT",
     "KEEPTTL",
+    "FIELDS",
     "GET",
     "PERSIST",
     "ABSTTL",

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::config::Fsync;
 use ferrokv::Config;
 
@@ -156,6 +157,8 @@ const SIZE_MAX: i64 = i64::MAX;
 const YES_NO_LOCAL: &[&str] = &["no", "yes", "local"];
 
 const PARAMS: &[Param] = &[
+    // ferrokv's own: the Redis it stands in for (commands, INFO, the RDB it writes).
+    fixed("redis-version", Kind::Special),
     p("port", Kind::Int { min: 0, max: 65535 }),
     p("bind", Kind::Special),
     p("protected-mode", Kind::Bool),
@@ -300,6 +303,7 @@ impl ServerConfig {
         let e = &self.engine;
         let l = &e.limits;
         Some(match p.name {
+            "redis-version" => e.version.tag().trim_start_matches("redis-").to_string(),
             "port" => self.port.to_string(),
             "bind" => self.bind.join(" "),
             "protected-mode" => yes_no(self.protected_mode),
@@ -510,6 +514,13 @@ impl ServerConfig {
 
     fn set_special(&mut self, name: &str, args: &[String]) -> Result<(), SetError> {
         match name {
+            "redis-version" => {
+                let v = match args {
+                    [v] => ServerVersion::parse(v).filter(|v| !v.tag().starts_with("valkey")),
+                    _ => None,
+                };
+                self.engine.version = v.ok_or("argument must be one of 6.2, 7.0, 7.2, 7.4")?;
+            }
             "save" => {
                 // One string of "seconds changes" pairs (CONFIG SET), or the words of a line.
                 let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();

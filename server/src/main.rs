@@ -11,7 +11,7 @@ fn main() {
         println!(
             "ferrokv-server v={} (Redis {} compatible)",
             env!("CARGO_PKG_VERSION"),
-            ferrokv_server::cmd::connection::REDIS_VERSION
+            ferrokv_server::cmd::release()
         );
         return;
     }

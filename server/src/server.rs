@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::Argv;
 use ferrokv::keyspace::{Clock, SnapshotWalker};
 use ferrokv::persist::{PersistError, RewrittenBase};
@@ -211,7 +212,12 @@ fn listener_token(i: usize) -> Token {
 
 impl Server {
     /// Load the data directory and bind the listeners.
-    pub fn new(cfg: ServerConfig) -> Result<Server, String> {
+    pub fn new(mut cfg: ServerConfig) -> Result<Server, String> {
+        cmd::set_version(cfg.engine.version);
+        if cfg.engine.version >= ServerVersion::Redis72 && cfg.engine.limits.set_max_listpack_entries == 0 {
+            // Redis 7.2 keeps small sets of strings in a listpack (set-max-listpack-entries 128).
+            cfg.engine.limits.set_max_listpack_entries = ferrokv::value::Limits::default().set_max_listpack_entries;
+        }
         let mut engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
         for w in std::mem::take(&mut engine.persist.warnings) {
             log(&w);
@@ -951,7 +957,7 @@ impl Server {
     /// Start a BGSAVE: a thread writes the keys the loop copies a few at a time
     /// (server/src/background.rs).
     pub fn start_bgsave(&mut self) {
-        let cfg = self.engine.cfg.clone();
+        let cfg = ferrokv::persist::snapshot::config_for(&self.engine.cfg, &self.engine.ks);
         let now = self.engine.clock.now_ms();
         let rx = match self.engine.ks.begin_snapshot() {
             Ok((walker, rx)) => {

@@ -23,6 +23,8 @@ pub enum ExpireMode {
 #[derive(Debug, Clone, Default)]
 pub struct Stats {
     pub expired_keys: u64,
+    /// Hash fields removed because their TTL passed (Redis 7.4's `expired_subkeys`).
+    pub expired_subkeys: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     /// Changes since the last save.

@@ -2,8 +2,9 @@
 
 use super::flags::*;
 use super::long_double::LongDouble;
-use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
+use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
 use crate::glob;
+use crate::value::hash::FieldState;
 use crate::value::{Hash, Value};
 
 pub const SPECS: &[Spec] = &[
@@ -26,7 +27,7 @@ pub const SPECS: &[Spec] = &[
 ];
 
 /// The hash at `key` for reading: Ok(None) when missing, Err(WRONGTYPE) for another type.
-fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Hash>, Reply> {
+pub(super) fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Hash>, Reply> {
     match ctx.lookup_read(key) {
         None => Ok(None),
         Some(Value::Hash(h)) => Ok(Some(h)),
@@ -35,7 +36,7 @@ fn read_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Hash
 }
 
 /// The hash at `key` for writing: Ok(None) when missing, Err(WRONGTYPE) for another type.
-fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Hash>, Reply> {
+pub(super) fn write_hash<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Hash>, Reply> {
     match ctx.lookup_write(key) {
         None => Ok(None),
         Some(Value::Hash(h)) => Ok(Some(h)),
@@ -50,6 +51,94 @@ fn hash_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<&'c mut Hash, 
         Value::Hash(h) => Ok(h),
         _ => Err(Reply::wrongtype()),
     }
+}
+
+/// What a lazy field check did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Lazy {
+    /// The field is live, or missing.
+    NotExpired,
+    /// Its TTL passed: it reads as missing (deleted on a master).
+    Expired,
+    /// Its TTL passed and it was the last field: the key is gone.
+    HashDeleted,
+}
+
+/// Redis's lazy field expiry (hashTypeGetValue): a field of the hash at `key` whose TTL
+/// passed reads as missing; on a master it is deleted now, its HDEL propagated and
+/// counted, `hexpired` fired (and `del` when the hash empties, which deletes the key)
+/// unless `quiet`. A replica's writes come from its master: they see the field as it is.
+pub(super) fn expire_field(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8], write: bool, quiet: bool) -> Lazy {
+    let (db, now) = (ctx.db, ctx.now);
+    let Some(pos) = ctx.ks.dbs[db].find(key) else { return Lazy::NotExpired };
+    let past = match &ctx.ks.dbs[db].slot(pos).value {
+        Value::Hash(h) => h.lookup(field, now) == FieldState::Expired,
+        _ => false,
+    };
+    match ctx.mode {
+        _ if !past => return Lazy::NotExpired,
+        ExpireMode::Replica if write => return Lazy::NotExpired,
+        ExpireMode::Replica | ExpireMode::Loading => return Lazy::Expired,
+        ExpireMode::Master => {}
+    }
+    let empty = match &mut ctx.ks.dbs[db].slot_mut(pos).value {
+        Value::Hash(h) => {
+            h.remove(field);
+            h.is_empty()
+        }
+        _ => false,
+    };
+    ctx.propagate(vec![b"HDEL".to_vec(), key.to_vec(), field.to_vec()]);
+    ctx.stats.expired_subkeys += 1;
+    if !quiet {
+        ctx.notify(notify::HASH, "hexpired", key);
+    }
+    let gone = if empty {
+        if !quiet {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+        ctx.ks.dbs[db].remove_at(pos);
+        Lazy::HashDeleted
+    } else {
+        Lazy::Expired
+    };
+    ctx.signal_modified(key);
+    gone
+}
+
+/// Remove every field of the hash at `key` whose TTL is due (HRANDFIELD does first, on a
+/// master): HDEL each, one `hexpired`, `del` when it empties; the hash is registered
+/// again under its next TTL. True when the key is gone.
+pub(super) fn expire_due_fields(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
+    let (db, now) = (ctx.db, ctx.now);
+    let Some(pos) = ctx.ks.dbs[db].find(key) else { return false };
+    let due = match &ctx.ks.dbs[db].slot(pos).value {
+        Value::Hash(h) => h.min_field_ttl().is_some_and(|t| (t as i64) < now),
+        _ => false,
+    };
+    if !due || ctx.mode != ExpireMode::Master {
+        return false;
+    }
+    let (removed, empty, next) = match &mut ctx.ks.dbs[db].slot_mut(pos).value {
+        Value::Hash(h) => {
+            let removed = h.remove_due(now, usize::MAX);
+            (removed, h.is_empty(), h.min_field_ttl())
+        }
+        _ => return false,
+    };
+    for f in &removed {
+        ctx.propagate(vec![b"HDEL".to_vec(), key.to_vec(), f.to_vec()]);
+    }
+    ctx.stats.expired_subkeys += removed.len() as u64;
+    ctx.notify(notify::HASH, "hexpired", key);
+    if empty {
+        ctx.ks.dbs[db].remove_at(pos);
+        ctx.notify(notify::GENERIC, "del", key);
+    } else {
+        ctx.ks.dbs[db].set_hash_registered(pos, next);
+    }
+    ctx.signal_modified(key);
+    empty
 }
 
 /// After a write that changed fields: WATCH, the event, dirty.
@@ -89,11 +178,15 @@ fn hset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 fn hsetnx(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
     let limits = ctx.cfg.limits;
+    if let Err(e) = write_hash(ctx, key) {
+        return e;
+    }
+    let lazy = expire_field(ctx, key, &a[2], true, false);
     let hash = match hash_or_create(ctx, key) {
         Ok(h) => h,
         Err(e) => return e,
     };
-    if hash.contains(&a[2]) {
+    if lazy == Lazy::NotExpired && hash.contains(&a[2]) {
         return Reply::Int(0);
     }
     hash.insert(&a[2], &a[3], &limits);
@@ -131,9 +224,13 @@ fn hincrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Ok(n) => n,
         Err(e) => return e,
     };
+    if let Err(e) = write_hash(ctx, key) {
+        return e;
+    }
+    let lazy = expire_field(ctx, key, field, true, false);
     let current = match write_hash(ctx, key) {
         Err(e) => return e,
-        Ok(h) => match h.and_then(|h| h.get(field)) {
+        Ok(h) => match h.and_then(|h| h.get(field)).filter(|_| lazy == Lazy::NotExpired) {
             None => 0,
             Some(v) => match parse_i64(v) {
                 Some(n) => n,
@@ -158,9 +255,13 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Some(_) => return Reply::err("ERR value is NaN or Infinity"),
         None => return Reply::not_float(),
     };
+    if let Err(e) = write_hash(ctx, key) {
+        return e;
+    }
+    let lazy = expire_field(ctx, key, field, true, false);
     let current = match write_hash(ctx, key) {
         Err(e) => return e,
-        Ok(h) => match h.and_then(|h| h.get(field)) {
+        Ok(h) => match h.and_then(|h| h.get(field)).filter(|_| lazy == Lazy::NotExpired) {
             None => LongDouble::ZERO,
             Some(v) => match LongDouble::parse(v) {
                 Some(x) => x,
@@ -179,31 +280,64 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     Reply::Bulk(text)
 }
 
-/// Set one field, creating the hash when missing (type already checked).
+/// Set one field keeping its TTL, creating the hash when missing (type already checked).
 fn set_field(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8], value: &[u8]) {
     let limits = ctx.cfg.limits;
     if let Ok(h) = hash_or_create(ctx, key) {
-        h.insert(field, value, &limits);
+        h.insert_keep_ttl(field, value, &limits);
     }
 }
 
 // ------------------------------------------------------------------ reads
 
+/// The live value of `field` in the hash at `key` (type already checked), after the
+/// lazy check.
+fn live_field(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8], quiet: bool) -> (Option<Vec<u8>>, Lazy) {
+    let lazy = expire_field(ctx, key, field, false, quiet);
+    if lazy != Lazy::NotExpired {
+        return (None, lazy);
+    }
+    let value = match ctx.ks.dbs[ctx.db].get(key).map(|s| &s.value) {
+        Some(Value::Hash(h)) => h.get(field).map(<[u8]>::to_vec),
+        _ => None,
+    };
+    (value, lazy)
+}
+
 fn hget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     match read_hash(ctx, &a[1]) {
-        Ok(Some(h)) => h.get(&a[2]).map_or(Reply::Nil, Reply::bulk),
+        Ok(Some(_)) => live_field(ctx, &a[1], &a[2], false).0.map_or(Reply::Nil, Reply::Bulk),
         Ok(None) => Reply::Nil,
         Err(e) => e,
     }
 }
 
 fn hmget(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    let hash = match read_hash(ctx, &a[1]) {
-        Ok(h) => h,
+    let key = &a[1];
+    let exists = match read_hash(ctx, key) {
+        Ok(h) => h.is_some(),
         Err(e) => return e,
     };
-    let get = |f: &Vec<u8>| hash.as_ref().and_then(|h| h.get(f)).map_or(Reply::Nil, Reply::bulk);
-    Reply::Array(a[2..].iter().map(get).collect())
+    let (mut expired, mut deleted) = (0, false);
+    let mut out = Vec::with_capacity(a.len() - 2);
+    for f in &a[2..] {
+        if !exists || deleted {
+            out.push(Reply::Nil);
+            continue;
+        }
+        let (v, lazy) = live_field(ctx, key, f, true);
+        expired += usize::from(lazy == Lazy::Expired);
+        deleted |= lazy == Lazy::HashDeleted;
+        out.push(v.map_or(Reply::Nil, Reply::Bulk));
+    }
+    // One event for the command (Redis counts only the fields that left the hash behind).
+    if expired > 0 {
+        ctx.notify(notify::HASH, "hexpired", key);
+        if deleted {
+            ctx.notify(notify::GENERIC, "del", key);
+        }
+    }
+    Reply::Array(out)
 }
 
 fn hlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
@@ -215,37 +349,42 @@ fn hlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 fn hstrlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     match read_hash(ctx, &a[1]) {
-        Ok(h) => Reply::Int(h.and_then(|h| h.get(&a[2])).map_or(0, |v| v.len() as i64)),
+        Ok(Some(_)) => Reply::Int(live_field(ctx, &a[1], &a[2], false).0.map_or(0, |v| v.len() as i64)),
+        Ok(None) => Reply::Int(0),
         Err(e) => e,
     }
 }
 
 fn hexists(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     match read_hash(ctx, &a[1]) {
-        Ok(h) => Reply::Int(i64::from(h.is_some_and(|h| h.contains(&a[2])))),
+        Ok(Some(_)) => Reply::Int(i64::from(live_field(ctx, &a[1], &a[2], false).0.is_some())),
+        Ok(None) => Reply::Int(0),
         Err(e) => e,
     }
 }
 
 fn hgetall(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
     match read_hash(ctx, &a[1]) {
-        Ok(Some(h)) => Reply::Map(h.iter().map(|(f, v)| (Reply::bulk(f), Reply::bulk(v))).collect()),
+        Ok(Some(h)) => Reply::Map(h.iter_visible(now).map(|(f, v)| (Reply::bulk(f), Reply::bulk(v))).collect()),
         Ok(None) => Reply::Map(Vec::new()),
         Err(e) => e,
     }
 }
 
 fn hkeys(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
     match read_hash(ctx, &a[1]) {
-        Ok(Some(h)) => Reply::bulks(h.iter().map(|(f, _)| f)),
+        Ok(Some(h)) => Reply::bulks(h.iter_visible(now).map(|(f, _)| f)),
         Ok(None) => Reply::Array(Vec::new()),
         Err(e) => e,
     }
 }
 
 fn hvals(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let now = ctx.now;
     match read_hash(ctx, &a[1]) {
-        Ok(Some(h)) => Reply::bulks(h.iter().map(|(_, v)| v)),
+        Ok(Some(h)) => Reply::bulks(h.iter_visible(now).map(|(_, v)| v)),
         Ok(None) => Reply::Array(Vec::new()),
         Err(e) => e,
     }
@@ -281,6 +420,7 @@ fn hscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let Some(cursor) = parse_scan_cursor(&a[2]) else {
         return Reply::err("ERR invalid cursor");
     };
+    let now = ctx.now;
     let hash = match read_hash(ctx, &a[1]) {
         Ok(Some(h)) => h,
         Ok(None) => return Reply::Array(vec![Reply::bulk(b"0"), Reply::Array(Vec::new())]),
@@ -305,7 +445,7 @@ fn hscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
     let mut out = Vec::new();
     let count = usize::try_from(count).unwrap_or(usize::MAX);
-    let next = hash.scan(cursor, count, |f: &[u8], v: &[u8]| {
+    let next = hash.scan(cursor, count, now, |f: &[u8], v: &[u8]| {
         if pattern.is_none_or(|p| glob::matches(p, f)) {
             out.push(Reply::bulk(f));
             out.push(Reply::bulk(v));
@@ -364,7 +504,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     } else if count as u64 >= size as u64 {
         (0..size).collect()
     } else {
-        distinct_positions(rng, size, count as usize, matches!(hash, Hash::Listpack(_)))
+        distinct_positions(rng, size, count as usize, !matches!(hash, Hash::Table(_)))
     };
     let pair = |i: &usize| hash.pair_at(*i).map(|(f, v)| (Reply::bulk(f), Reply::bulk(v)));
     if with_values {
@@ -377,7 +517,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 /// The hash at `key` for reading, with the random generator beside it.
 #[allow(clippy::type_complexity)]
 fn hash_and_rng<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<(&'c Hash, &'c mut fastrand::Rng)>, Reply> {
-    if read_hash(ctx, key)?.is_none() {
+    if read_hash(ctx, key)?.is_none() || expire_due_fields(ctx, key) {
         return Ok(None);
     }
     match ctx.ks.dbs[ctx.db].get(key).map(|s| &s.value) {

@@ -12,6 +12,7 @@ pub mod table;
 
 pub mod geo;
 pub mod hash;
+pub mod hash_ttl;
 pub mod keys;
 pub mod list;
 pub mod long_double;

@@ -78,6 +78,7 @@ pub fn specs() -> impl Iterator<Item = &'static Spec> {
         super::string::SPECS,
         super::list::SPECS,
         super::hash::SPECS,
+        super::hash_ttl::SPECS,
         super::set::SPECS,
         super::zset::SPECS,
         super::geo::SPECS,

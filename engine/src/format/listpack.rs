@@ -58,10 +58,7 @@ impl<'a> ListpackIter<'a> {
     fn read(&mut self) -> Result<Option<Elem<'a>>, FormatError> {
         let data = self.blob.data();
         let start = self.pos;
-        let Some(&b) = data.get(start) else {
-            return Err(self.blob.error(start, "listpack entry runs past the end"));
-        };
-        if b == END {
+        if data.get(start) == Some(&END) {
             if start != data.len() - 1 {
                 return Err(self.blob.error(start, "listpack terminator before the end of the blob"));
             }
@@ -74,6 +71,20 @@ impl<'a> ListpackIter<'a> {
             }
             return Ok(None);
         }
+        let (elem, next) = self.entry_at(start)?;
+        self.pos = next;
+        self.seen += 1;
+        Ok(Some(elem))
+    }
+
+    /// The entry starting at `start` and where the next begins, checked as Redis's
+    /// lpValidateNext checks one: its encoding and data inside the listpack, and a backlen
+    /// that matches its size. (Not for the terminator.)
+    fn entry_at(&self, start: usize) -> Result<(Elem<'a>, usize), FormatError> {
+        let data = self.blob.data();
+        let Some(&b) = data.get(start).filter(|_| start >= HEADER) else {
+            return Err(self.blob.error(start, "listpack entry runs past the end"));
+        };
         let need = |k: usize| -> Result<(), FormatError> {
             if start + k > data.len() - 1 {
                 Err(self.blob.error(start, "listpack entry runs past the end"))
@@ -138,9 +149,70 @@ impl<'a> ListpackIter<'a> {
         if !backlen_matches(&data[end..end + bl], size) {
             return Err(self.blob.error(end, format!("listpack entry backlen does not match its size {size}")));
         }
-        self.pos = end + bl;
-        self.seen += 1;
-        Ok(Some(elem))
+        Ok((elem, end + bl))
+    }
+
+    /// The element Redis's lpSeek(lp, index) returns, with the checks its walk makes (a
+    /// failed one is an assertion: the server crashes). With a known count it walks from
+    /// the end when `index` is past the middle: each step back reads a backlen and checks
+    /// the entry it points at; otherwise from the start, where a terminator ends the walk.
+    pub fn seek_as_redis(self, index: usize) -> Result<Option<Elem<'a>>, FormatError> {
+        let data = self.blob.data();
+        let n = match self.declared {
+            Some(n) if index >= n => return Ok(None),
+            Some(n) if index > n / 2 => n,
+            _ => {
+                let mut pos = HEADER;
+                for i in 0..=index {
+                    if data[pos] == END {
+                        return Ok(None);
+                    }
+                    let (elem, next) = self.entry_at(pos)?;
+                    if i == index {
+                        return Ok(Some(elem));
+                    }
+                    pos = next;
+                }
+                return Ok(None);
+            }
+        };
+        // lpLast, then lpPrev: n - index entries back from the terminator.
+        let mut pos = data.len() - 1;
+        let mut elem = None;
+        for _ in 0..n - index {
+            if pos == HEADER {
+                return Ok(None);
+            }
+            let size = decode_backlen(data, pos - 1)
+                .ok_or_else(|| self.blob.error(pos - 1, "listpack backlen is not one (walking back)"))?;
+            let start = pos
+                .checked_sub(size + backlen_size(size))
+                .ok_or_else(|| self.blob.error(pos - 1, "listpack backlen points before the listpack"))?;
+            if data.get(start) == Some(&END) {
+                return Err(self.blob.error(start, "listpack backlen points at the terminator"));
+            }
+            elem = Some(self.entry_at(start)?.0);
+            pos = start;
+        }
+        Ok(elem)
+    }
+}
+
+/// Redis's lpDecodeBacklen: the size the backlen ending at `last` encodes (read backwards,
+/// 7 bits a byte while bit 7 is set); None past 5 bytes.
+fn decode_backlen(data: &[u8], last: usize) -> Option<usize> {
+    let (mut val, mut shift, mut p) = (0usize, 0u32, last);
+    loop {
+        let b = *data.get(p)?;
+        val |= usize::from(b & 0x7F) << shift;
+        if b & 0x80 == 0 {
+            return Some(val);
+        }
+        shift += 7;
+        if shift > 28 {
+            return None;
+        }
+        p = p.checked_sub(1)?;
     }
 }
 
@@ -379,6 +451,32 @@ mod tests {
         assert_eq!(&e[202..], &[0x01, 0xCA]);
         let data = lp(&[&e]);
         assert_eq!(items(&data).unwrap(), vec![Elem::borrowed(&s)]);
+    }
+
+    #[test]
+    fn seeks_as_redis_checking_only_the_entries_on_its_way() {
+        fn seek(data: &[u8], i: usize) -> Result<Option<Elem<'_>>, FormatError> {
+            ListpackIter::new(Blob::Borrowed { data, offset: 0 })?.seek_as_redis(i)
+        }
+        // Six entries: index 2 is reached from the start (entries 0..=2 checked).
+        let mut six = lp(&[&[0x01, 0x01], &[0x02, 0x01], &[0x03, 0x01], &[0x04, 0x01], &[0x05, 0x01], &[0x06, 0x01]]);
+        assert_eq!(seek(&six, 2).unwrap(), Some(Elem::Int(3)));
+        six[HEADER + 9] = 0x07; // entry 4's backlen: not on the way
+        assert_eq!(seek(&six, 2).unwrap(), Some(Elem::Int(3)));
+        six[HEADER + 3] = 0x07; // entry 1's backlen
+        assert!(seek(&six, 2).is_err());
+        // Three entries: index 2 is the last, read back from the terminator.
+        let mut three = lp(&[&[0x01, 0x01], &[0x02, 0x01], &[0x03, 0x01]]);
+        assert_eq!(seek(&three, 2).unwrap(), Some(Elem::Int(3)));
+        three[HEADER + 1] = 0x07; // entry 0's backlen: not on the way back
+        assert_eq!(seek(&three, 2).unwrap(), Some(Elem::Int(3)));
+        three[HEADER + 5] = 0x05; // the last backlen points before the listpack
+        assert!(seek(&three, 2).is_err());
+        // A terminator on the way forward ends the walk.
+        let mut short = lp(&[&[0x01, 0x01], &[0x02, 0x01]]);
+        short[4] = 0xFF;
+        short[5] = 0xFF;
+        assert_eq!(seek(&short, 2).unwrap(), None);
     }
 
     #[test]

@@ -6,12 +6,13 @@
 //! already-visited position to an unvisited one, never the other way, and every key
 //! present for the whole scan is returned at least once, as SCAN promises.
 
+use std::collections::BTreeSet;
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
 
 use super::snapshot::DbSnapshot;
-use crate::value::{Sds, Value};
+use crate::value::{sds, Sds, Value};
 
 /// No TTL.
 pub const NO_EXPIRE: i64 = i64::MIN;
@@ -44,11 +45,21 @@ pub struct Db {
     /// A background snapshot copying this database: every mutation first copies the
     /// key's old value when the snapshot still needs it (the write barrier).
     pub(super) snap: Option<Box<DbSnapshot>>,
+    /// Hashes with field TTLs, by the time each is registered under (Redis's `hexpires`;
+    /// see [`crate::value::Hash::registered`]): what the active cycle visits.
+    hexpires: BTreeSet<(u64, Sds)>,
 }
 
 impl Default for Db {
     fn default() -> Self {
-        Db { index: HashTable::new(), slots: Vec::new(), volatile: Vec::new(), hasher: Default::default(), snap: None }
+        Db {
+            index: HashTable::new(),
+            slots: Vec::new(),
+            volatile: Vec::new(),
+            hasher: Default::default(),
+            snap: None,
+            hexpires: BTreeSet::new(),
+        }
     }
 }
 
@@ -61,6 +72,7 @@ impl Clone for Db {
             volatile: self.volatile.clone(),
             hasher: self.hasher.clone(),
             snap: None,
+            hexpires: self.hexpires.clone(),
         }
     }
 }
@@ -138,6 +150,7 @@ impl Db {
         let slots = &self.slots;
         let hasher = &self.hasher;
         self.index.insert_unique(h, pos as u32, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
+        self.index_hash_ttls(key, &value, true);
         self.slots.push(Slot { key: crate::value::sds(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
         pos
     }
@@ -158,6 +171,7 @@ impl Db {
                 v.insert(pos as u32);
             }
         }
+        self.index_hash_ttls(key, &value, true);
         self.slots.push(Slot { key: crate::value::sds(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
         Some(pos)
     }
@@ -177,7 +191,14 @@ impl Db {
     /// Replace the value of the key at `pos` (dropping its TTL unless `keep_ttl`).
     pub fn set_at(&mut self, pos: usize, value: Value, keep_ttl: bool, lru: u32) {
         self.before_write(pos);
-        self.slots[pos].value = value;
+        let key = self.slots[pos].key.clone();
+        let old = std::mem::replace(&mut self.slots[pos].value, value);
+        self.index_hash_ttls(&key, &old, false);
+        if let Value::Hash(h) = &self.slots[pos].value {
+            if let Some(when) = h.registered() {
+                self.hexpires.insert((when, key));
+            }
+        }
         self.slots[pos].lru = lru;
         if !keep_ttl {
             self.clear_expire_at(pos);
@@ -212,7 +233,57 @@ impl Db {
         if let Some(snap) = self.snap.as_deref_mut() {
             snap.moved(last, pos);
         }
-        self.slots.swap_remove(pos)
+        let slot = self.slots.swap_remove(pos);
+        self.index_hash_ttls(&slot.key, &slot.value, false);
+        slot
+    }
+
+    /// Keep [`Db::hexpires`] in step with a value coming (`added`) or going.
+    fn index_hash_ttls(&mut self, key: &[u8], value: &Value, added: bool) {
+        if let Value::Hash(h) = value {
+            if let Some(when) = h.registered() {
+                if added {
+                    self.hexpires.insert((when, sds(key)));
+                } else {
+                    self.hexpires.remove(&(when, sds(key)));
+                }
+            }
+        }
+    }
+
+    /// Register the hash at `pos` under `when` for field expiry (None: unregister).
+    pub fn set_hash_registered(&mut self, pos: usize, when: Option<u64>) {
+        self.before_write(pos);
+        let key = self.slots[pos].key.clone();
+        if let Value::Hash(h) = &mut self.slots[pos].value {
+            if let Some(old) = h.registered() {
+                self.hexpires.remove(&(old, key.clone()));
+            }
+            h.set_registered(when);
+            if let Some(new) = when {
+                self.hexpires.insert((new, key));
+            }
+        }
+    }
+
+    /// Hashes registered for field expiry (INFO's `subexpiry`).
+    pub fn hash_ttl_len(&self) -> usize {
+        self.hexpires.len()
+    }
+
+    /// The hashes registered at or before `now`, earliest first, up to `max`.
+    pub fn hashes_due(&self, now: i64, max: usize) -> Vec<Sds> {
+        let Ok(now) = u64::try_from(now) else { return Vec::new() };
+        self.hexpires.iter().take_while(|(when, _)| *when <= now).take(max).map(|(_, k)| k.clone()).collect()
+    }
+
+    /// Drop a registration whose key no longer holds a hash registered under it.
+    pub fn unregister_stale(&mut self, key: &[u8]) {
+        let live = match self.get(key).map(|s| &s.value) {
+            Some(Value::Hash(h)) => h.registered(),
+            _ => None,
+        };
+        self.hexpires.retain(|(when, k)| k.as_slice() != key || Some(*when) == live);
     }
 
     /// Set the absolute expiry of the key at `pos`.

@@ -393,7 +393,8 @@ impl Aof {
             return Err(e);
         }
         let tmp = self.dir.join(format!("temp-rewriteaof-bg-{}.aof", std::process::id()));
-        let job = RewriteJob { snapshot: JobSource::Live(rx), cfg: self.cfg.clone(), now_ms, tmp, rdb_base };
+        let cfg = snapshot::config_for(&self.cfg, ks);
+        let job = RewriteJob { snapshot: JobSource::Live(rx), cfg, now_ms, tmp, rdb_base };
         Ok((job, walker))
     }
 

@@ -157,6 +157,23 @@ impl<W: Write> RespBaseWriter<W> {
         res
     }
 
+    /// A hash with field TTLs, as Redis 7.4 rewrites one: per field an HMSET, and an
+    /// HPEXPIREAT after it when the field has a TTL (kept even when it passed).
+    pub fn hash_with_ttls<'e>(
+        &mut self,
+        key: &[u8],
+        fields: impl Iterator<Item = (&'e [u8], &'e [u8], Option<u64>)>,
+    ) -> io::Result<()> {
+        let mut when = itoa::Buffer::new();
+        for (f, v, ttl) in fields {
+            self.command(&[b"HMSET", key, f, v])?;
+            if let Some(t) = ttl {
+                self.command(&[b"HPEXPIREAT", key, when.format(t).as_bytes(), b"FIELDS", b"1", f])?;
+            }
+        }
+        Ok(())
+    }
+
     pub fn pexpireat(&mut self, key: &[u8], when_ms: i64) -> io::Result<()> {
         self.count(3);
         self.bulk(b"PEXPIREAT");
@@ -178,6 +195,8 @@ impl<W: Write> RespBaseWriter<W> {
                 let items: Vec<(&[u8], f64)> = z.iter().map(|(m, s)| (m.as_slice(), s)).collect();
                 self.zset(key, items.into_iter())?
             }
+            // Redis takes the per-field form whenever the hash is registered for expiry.
+            Value::Hash(h) if h.registered().is_some() => self.hash_with_ttls(key, h.iter_with_ttl())?,
             Value::Hash(h) => {
                 let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
                 self.hash(key, fields.into_iter())?
@@ -190,8 +209,7 @@ impl<W: Write> RespBaseWriter<W> {
         }
     }
 
-    /// One key from its canonical view. Modules and hash field TTLs have no Redis 7.0
-    /// rewrite form and are refused.
+    /// One key from its canonical view. Modules have no rewrite form and are refused.
     pub fn logical(&mut self, key: &[u8], v: &Logical, expire_ms: Option<i64>) -> io::Result<()> {
         let unsupported = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidData, what.to_string()));
         match v {
@@ -201,9 +219,12 @@ impl<W: Write> RespBaseWriter<W> {
             Logical::Zset(items) => self.zset(key, items.iter().map(|(m, s)| (m.as_slice(), *s)))?,
             Logical::Hash(fields) => {
                 if fields.iter().any(|f| f.expire_ms.is_some()) {
-                    return unsupported("hash field TTLs have no Redis 7.0 AOF form");
+                    let ttls =
+                        fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice(), f.expire_ms.map(|t| t as u64)));
+                    self.hash_with_ttls(key, ttls)?
+                } else {
+                    self.hash(key, fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice())))?
                 }
-                self.hash(key, fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice())))?
             }
             Logical::Stream(st) => self.stream(key, st)?,
             Logical::Module(_) => return unsupported("module values have no AOF form"),

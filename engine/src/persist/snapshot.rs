@@ -8,14 +8,19 @@ use std::path::Path;
 
 use super::{disk, PersistError};
 use crate::config::Config;
-use crate::format::rdb::{put_key, Encoder, KeyParts, RdbWriter, Target};
+use crate::format::rdb::{put_key_with, Encoder, KeyParts, Loss, RdbWriter, Target};
 use crate::keyspace::{Keyspace, Slot, SnapChunk};
 use crate::value::Value;
 use std::sync::mpsc::Receiver;
 
-/// The encoder for `cfg`: Redis 7.0's format at the configured thresholds.
+/// The encoder for `cfg`: its version's format at the configured thresholds.
 pub fn encoder(cfg: &Config) -> Encoder {
-    let mut enc = Encoder::new(Target::Redis70);
+    encoder_for(cfg, cfg.rdb_target())
+}
+
+/// The encoder for `target` at `cfg`'s thresholds.
+pub fn encoder_for(cfg: &Config, target: Target) -> Encoder {
+    let mut enc = Encoder::new(target);
     let l = &cfg.limits;
     enc.limits.hash_entries = l.hash_max_listpack_entries;
     enc.limits.hash_value = l.hash_max_listpack_value;
@@ -181,7 +186,9 @@ impl<W: Write> KeySink for RdbSink<W> {
     }
 
     fn key(&mut self, key: &[u8], value: &Value, expire_ms: Option<i64>) -> io::Result<()> {
-        self.rdb.key(key, expire_ms, None, None, &value.to_logical_in_order(), &mut self.losses)?;
+        let losses = &mut self.losses;
+        let parts = KeyParts { key, expire_ms, idle: None, freq: None };
+        self.rdb.key_with(parts, |enc, out| encode_value(enc, value, out, losses))?;
         refuse(&mut self.losses)
     }
 
@@ -195,12 +202,38 @@ impl<W: Write> KeySink for RdbSink<W> {
             let (mut out, mut losses) = (Vec::new(), Vec::new());
             for s in slots {
                 let parts = KeyParts { key: &s.key, expire_ms: s.expire_ms(), idle: None, freq: None };
-                put_key(&enc, &mut out, parts, &s.value.to_logical_in_order(), &mut losses);
+                put_key_with(&enc, &mut out, parts, |enc, out| encode_value(enc, &s.value, out, &mut losses));
                 refuse(&mut losses)?;
             }
             Ok(out)
         })
     }
+}
+
+/// A value's RDB encoding (type byte returned), as the server holding it writes it: a
+/// Redis 7.4 listpackex as itself (type 25 with the time it is registered under), the
+/// rest from its element view.
+pub fn encode_value(enc: &Encoder, value: &Value, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
+    let logical = value.to_logical_in_order();
+    match (value, &logical) {
+        (Value::Hash(h), crate::logical::Logical::Hash(fields))
+            if enc.target == Target::Redis74 && matches!(**h, crate::value::Hash::ListpackEx(_)) =>
+        {
+            enc.hash_listpack_ex(fields, h.registered().unwrap_or(0), out)
+        }
+        _ => enc.value(&logical, out, losses),
+    }
+}
+
+/// The configuration a snapshot of `ks` is written with: the configured version's, or
+/// Redis 7.4's (RDB 12) when the keyspace holds hash field TTLs the configured version has
+/// no form for: they are kept, not dropped.
+pub fn config_for(cfg: &Config, ks: &Keyspace) -> Config {
+    let mut cfg = cfg.clone();
+    if cfg.rdb_target() != Target::Redis74 && ks.dbs.iter().any(|d| d.hash_ttl_len() > 0) {
+        cfg.version = crate::command::catalog::ServerVersion::Redis74;
+    }
+    cfg
 }
 
 /// Write `ks` as an RDB file to `w`.
@@ -210,8 +243,18 @@ pub fn write_rdb<W: Write>(w: W, ks: &Keyspace, cfg: &Config, now_ms: i64, aof_b
 
 /// Write a snapshot as an RDB file to `w`.
 pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, aof_base: bool) -> io::Result<W> {
-    let mut rdb = RdbWriter::with_aof_base(w, Target::Redis70, now_ms.div_euclid(1000), aof_base)?;
-    rdb.enc = encoder(cfg);
+    let adjusted;
+    let cfg = match &src {
+        Source::Keyspace(ks) => {
+            adjusted = config_for(cfg, ks);
+            &adjusted
+        }
+        // The caller adjusted it ([`config_for`]) when it took the snapshot.
+        Source::Stream { .. } => cfg,
+    };
+    let target = cfg.rdb_target();
+    let mut rdb = RdbWriter::with_aof_base(w, target, now_ms.div_euclid(1000), aof_base)?;
+    rdb.enc = encoder_for(cfg, target);
     let mut sink = RdbSink { rdb, losses: Vec::new() };
     src.feed(&mut sink)?;
     sink.rdb.finish()

@@ -122,11 +122,34 @@ pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError
                 Some(n) => n as usize,
                 None => v.hash()?.count(),
             };
+            let with_ttls = matches!(
+                v.vtype,
+                ValueType::HashMetadata
+                    | ValueType::HashMetadataPreGa
+                    | ValueType::HashListpackEx
+                    | ValueType::HashListpackExPreGa
+            );
+            if with_ttls {
+                // Redis 7.4: a listpackex keeps its order, a hashtable's fields are placed by
+                // TTL; fields whose TTL passed are kept (expiry removes them later).
+                let keep_order = matches!(v.vtype, ValueType::HashListpackEx | ValueType::HashListpackExPreGa);
+                let mut entries = Vec::with_capacity(n);
+                for f in fields {
+                    let f = f?;
+                    let ttl = f.expire_ms.map_or(0, |t| t.max(0) as u64);
+                    entries.push((
+                        super::sds(ElemBytes::new(f.field).as_ref()),
+                        super::sds(ElemBytes::new(f.value).as_ref()),
+                        ttl,
+                    ));
+                }
+                return Ok(Value::Hash(Box::new(Hash::from_entries_with_ttls(entries, keep_order, limits))));
+            }
             let mut h = Hash::with_capacity(n, limits);
             for f in fields {
                 let f = f?;
                 if f.expire_ms.is_some() {
-                    return Err(FromRdbError::Unsupported("hash field TTLs are not supported".into()));
+                    return Err(FromRdbError::Unsupported("hash field TTLs in a type without them".into()));
                 }
                 h.insert(ElemBytes::new(f.field).as_ref(), ElemBytes::new(f.value).as_ref(), limits);
             }

@@ -1,7 +1,15 @@
 //! Hashes: a "listpack" (field/value pairs in insertion order) while small, a "hashtable"
 //! once a count or a length passes `hash-max-listpack-entries` / `-value`. Redis never
 //! converts back.
+//!
+//! Redis 7.4's field TTLs: a small hash given one (or only asked to, by HEXPIRE) becomes a
+//! "listpackex", triplets ordered by TTL; a hashtable keeps TTLs beside its pairs. A field
+//! whose TTL passed stays until a command or the active cycle removes it (and propagates
+//! HDEL), so most readers ask with the time. Each hash with TTLs also carries the time it
+//! is registered under for the active cycle, which Redis does not always keep exact
+//! ([`Hash::registered`]): it decides what a snapshot, a rewrite and HGETALL do.
 
+use std::collections::{BTreeSet, HashMap};
 use std::hash::BuildHasher;
 
 use hashbrown::HashTable;
@@ -53,11 +61,52 @@ pub struct Table {
     pairs: Vec<Pair>,
     index: HashTable<u32>,
     hasher: foldhash::fast::RandomState,
+    /// Field TTLs, when the hash has (or had) any.
+    ttls: Option<Box<TableTtls>>,
+}
+
+/// The TTLs of a hashtable's fields: by field, and in the order the active cycle expires
+/// them (time, then the order they were set in).
+#[derive(Clone, Default, Debug, PartialEq)]
+struct TableTtls {
+    of: HashMap<Sds, (u64, u64)>,
+    order: BTreeSet<(u64, u64, Sds)>,
+    next_seq: u64,
+    registered: Option<u64>,
+}
+
+impl TableTtls {
+    fn set(&mut self, field: &[u8], when: u64) {
+        self.clear(field);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.of.insert(sds(field), (when, seq));
+        self.order.insert((when, seq, sds(field)));
+    }
+
+    fn clear(&mut self, field: &[u8]) -> bool {
+        match self.of.remove(field) {
+            Some((when, seq)) => {
+                self.order.remove(&(when, seq, sds(field)));
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn get(&self, field: &[u8]) -> Option<u64> {
+        self.of.get(field).map(|&(when, _)| when)
+    }
 }
 
 impl Table {
     pub fn with_capacity(n: usize) -> Table {
-        Table { pairs: Vec::with_capacity(n), index: HashTable::with_capacity(n), hasher: Default::default() }
+        Table {
+            pairs: Vec::with_capacity(n),
+            index: HashTable::with_capacity(n),
+            hasher: Default::default(),
+            ttls: None,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -91,7 +140,8 @@ impl Table {
         true
     }
 
-    /// Remove the pair of `field`, moving the last pair into its place; true when found.
+    /// Remove the pair of `field` (and its TTL), moving the last pair into its place; true
+    /// when found.
     pub fn swap_remove(&mut self, field: &[u8]) -> bool {
         let pairs = &self.pairs;
         let h = self.hasher.hash_one(field);
@@ -107,6 +157,9 @@ impl Table {
                 *slot = hole;
             }
         }
+        if let Some(t) = self.ttls.as_deref_mut() {
+            t.clear(field);
+        }
         true
     }
 
@@ -117,23 +170,69 @@ impl Table {
     pub fn iter(&self) -> std::slice::Iter<'_, Pair> {
         self.pairs.iter()
     }
+
+    fn ttl(&self, field: &[u8]) -> Option<u64> {
+        self.ttls.as_deref().and_then(|t| t.get(field))
+    }
 }
 
 impl PartialEq for Table {
     fn eq(&self, other: &Table) -> bool {
-        self.len() == other.len() && self.iter().all(|p| other.get(p.field()).is_some_and(|q| q.value() == p.value()))
+        self.len() == other.len()
+            && self.iter().all(|p| other.get(p.field()).is_some_and(|q| q.value() == p.value()))
+            && self.iter().all(|p| self.ttl(p.field()) == other.ttl(p.field()))
     }
 }
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(&self.pairs).finish()
+        f.debug_list().entries(&self.pairs).finish()?;
+        if let Some(t) = &self.ttls {
+            write!(f, " ttls {:?}", t.of)?;
+        }
+        Ok(())
+    }
+}
+
+/// A "listpackex": (field, value, TTL) triplets, TTL 0 for none. Fields with a TTL come
+/// first, by time; a field given a TTL goes before the first with no TTL or one as late
+/// (so the latest set is first among equals), one losing its TTL goes to the end.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ListpackEx {
+    entries: Vec<(Sds, Sds, u64)>,
+    registered: Option<u64>,
+}
+
+impl ListpackEx {
+    fn position(&self, field: &[u8]) -> Option<usize> {
+        self.entries.iter().position(|(f, _, _)| f.as_slice() == field)
+    }
+
+    /// Place an entry by its TTL (0: at the end).
+    fn place(&mut self, entry: (Sds, Sds, u64)) {
+        let when = entry.2;
+        let at = if when == 0 {
+            self.entries.len()
+        } else {
+            self.entries.iter().position(|e| e.2 == 0 || e.2 >= when).unwrap_or(self.entries.len())
+        };
+        self.entries.insert(at, entry);
+    }
+
+    /// The field's entry moved to where `when` puts it.
+    fn retime(&mut self, field: &[u8], when: u64) -> bool {
+        let Some(i) = self.position(field) else { return false };
+        let mut e = self.entries.remove(i);
+        e.2 = when;
+        self.place(e);
+        true
     }
 }
 
 #[derive(Debug, Clone)]
 pub enum Hash {
     Listpack(Vec<(Sds, Sds)>),
+    ListpackEx(Box<ListpackEx>),
     Table(Table),
 }
 
@@ -144,27 +243,49 @@ impl Default for Hash {
 }
 
 impl PartialEq for Hash {
-    /// Same encoding, same pairs (a listpack's order counts, as it is observable).
+    /// Same encoding, same pairs and TTLs (a listpack's order counts, as it is observable).
     fn eq(&self, other: &Hash) -> bool {
         match (self, other) {
             (Hash::Listpack(a), Hash::Listpack(b)) => a == b,
+            (Hash::ListpackEx(a), Hash::ListpackEx(b)) => a.entries == b.entries,
             (Hash::Table(a), Hash::Table(b)) => a == b,
             _ => false,
         }
     }
 }
 
+/// A field, its value and its TTL (absolute unix ms).
+pub type FieldWithTtl<'a> = (&'a [u8], &'a [u8], Option<u64>);
+
+/// What a field is at a given time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldState<'a> {
+    Missing,
+    /// Its TTL has passed, but it is still stored.
+    Expired,
+    Live(&'a [u8]),
+}
+
+/// Whether a field with TTL `when` (0: none) reads as gone at `now` (Redis's lazy check:
+/// strictly before now).
+fn is_past(when: u64, now: i64) -> bool {
+    when != 0 && (when as i64) < now
+}
+
 impl Hash {
     pub fn encoding(&self) -> &'static str {
         match self {
             Hash::Listpack(_) => "listpack",
+            Hash::ListpackEx(_) => "listpackex",
             Hash::Table(_) => "hashtable",
         }
     }
 
+    /// Fields stored, expired ones included (HLEN).
     pub fn len(&self) -> usize {
         match self {
             Hash::Listpack(v) => v.len(),
+            Hash::ListpackEx(x) => x.entries.len(),
             Hash::Table(t) => t.len(),
         }
     }
@@ -183,49 +304,138 @@ impl Hash {
         }
     }
 
-    /// Field/value pairs in the order HGETALL returns them.
+    /// Field/value pairs in the order HGETALL returns them, expired fields included.
     pub fn iter(&self) -> Box<dyn Iterator<Item = (&[u8], &[u8])> + '_> {
         match self {
             Hash::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))),
+            Hash::ListpackEx(x) => Box::new(x.entries.iter().map(|(f, v, _)| (f.as_slice(), v.as_slice()))),
             Hash::Table(t) => Box::new(t.iter().map(Pair::parts)),
         }
     }
 
+    /// Field, value and TTL (absolute unix ms), in order, expired fields included.
+    pub fn iter_with_ttl(&self) -> Box<dyn Iterator<Item = FieldWithTtl<'_>> + '_> {
+        match self {
+            Hash::Listpack(v) => Box::new(v.iter().map(|(f, v)| (f.as_slice(), v.as_slice(), None))),
+            Hash::ListpackEx(x) => {
+                Box::new(x.entries.iter().map(|(f, v, t)| (f.as_slice(), v.as_slice(), (*t != 0).then_some(*t))))
+            }
+            Hash::Table(t) => Box::new(t.iter().map(move |p| {
+                let (f, v) = p.parts();
+                (f, v, t.ttl(f))
+            })),
+        }
+    }
+
+    /// The pairs HGETALL, HKEYS and HVALS show at `now`: fields whose TTL passed are left
+    /// out, when the hash is registered for expiry (Redis looks no further otherwise).
+    pub fn iter_visible(&self, now: i64) -> impl Iterator<Item = (&[u8], &[u8])> + '_ {
+        let skip = self.registered().is_some();
+        self.iter_with_ttl().filter(move |(_, _, t)| !(skip && is_past(t.unwrap_or(0), now))).map(|(f, v, _)| (f, v))
+    }
+
+    /// The value, whatever the field's TTL says.
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match self {
             Hash::Listpack(v) => v.iter().find(|(f, _)| f.as_slice() == field).map(|(_, v)| v.as_slice()),
+            Hash::ListpackEx(x) => x.position(field).map(|i| x.entries[i].1.as_slice()),
             Hash::Table(t) => t.get(field).map(Pair::value),
         }
     }
 
-    /// Set a field; true when it is new. Converts to a hashtable when a limit is passed.
-    pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &Limits) -> bool {
-        if let Hash::Listpack(v) = self {
-            if field.len() > limits.hash_max_listpack_value || value.len() > limits.hash_max_listpack_value {
-                self.convert();
-            } else if let Some(slot) = v.iter_mut().find(|(f, _)| f.as_slice() == field) {
-                slot.1 = sds(value);
-                return false;
-            } else {
-                v.push((sds(field), sds(value)));
-                if v.len() > limits.hash_max_listpack_entries {
-                    self.convert();
-                }
-                return true;
-            }
-        }
-        match self {
-            Hash::Table(t) => t.insert(Pair::new(field, value)),
-            Hash::Listpack(_) => unreachable!("converted above"),
+    /// The field at `now`.
+    pub fn lookup(&self, field: &[u8], now: i64) -> FieldState<'_> {
+        match self.get(field) {
+            None => FieldState::Missing,
+            Some(_) if is_past(self.field_ttl(field).flatten().unwrap_or(0), now) => FieldState::Expired,
+            Some(v) => FieldState::Live(v),
         }
     }
 
-    /// Remove a field; true when it was there.
+    /// The field's TTL: None when the field is missing, Some(None) when it has none.
+    pub fn field_ttl(&self, field: &[u8]) -> Option<Option<u64>> {
+        match self {
+            Hash::Listpack(v) => v.iter().any(|(f, _)| f.as_slice() == field).then_some(None),
+            Hash::ListpackEx(x) => x.position(field).map(|i| Some(x.entries[i].2).filter(|&t| t != 0)),
+            Hash::Table(t) => t.position(field).map(|_| t.ttl(field)),
+        }
+    }
+
+    /// Set a field as HSET does: true when it is new; a TTL it had is dropped. Converts
+    /// to a hashtable when a limit is passed.
+    pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &Limits) -> bool {
+        self.set_value(field, value, false, limits)
+    }
+
+    /// Set a field's value keeping its TTL (HINCRBY, HINCRBYFLOAT); true when it is new.
+    pub fn insert_keep_ttl(&mut self, field: &[u8], value: &[u8], limits: &Limits) -> bool {
+        self.set_value(field, value, true, limits)
+    }
+
+    fn set_value(&mut self, field: &[u8], value: &[u8], keep_ttl: bool, limits: &Limits) -> bool {
+        let too_long = field.len() > limits.hash_max_listpack_value || value.len() > limits.hash_max_listpack_value;
+        match self {
+            Hash::Listpack(v) => {
+                if too_long {
+                    self.convert();
+                } else if let Some(slot) = v.iter_mut().find(|(f, _)| f.as_slice() == field) {
+                    slot.1 = sds(value);
+                    return false;
+                } else {
+                    v.push((sds(field), sds(value)));
+                    if v.len() > limits.hash_max_listpack_entries {
+                        self.convert();
+                    }
+                    return true;
+                }
+            }
+            Hash::ListpackEx(x) => {
+                if too_long {
+                    self.convert();
+                } else if let Some(i) = x.position(field) {
+                    if keep_ttl || x.entries[i].2 == 0 {
+                        x.entries[i].1 = sds(value);
+                    } else {
+                        x.entries.remove(i);
+                        x.entries.push((sds(field), sds(value), 0));
+                    }
+                    return false;
+                } else {
+                    x.entries.push((sds(field), sds(value), 0));
+                    if x.entries.len() > limits.hash_max_listpack_entries {
+                        self.convert();
+                    }
+                    return true;
+                }
+            }
+            Hash::Table(_) => {}
+        }
+        match self {
+            Hash::Table(t) => {
+                if !keep_ttl {
+                    if let Some(ttls) = t.ttls.as_deref_mut() {
+                        ttls.clear(field);
+                    }
+                }
+                t.insert(Pair::new(field, value))
+            }
+            _ => unreachable!("converted above"),
+        }
+    }
+
+    /// Remove a field (and its TTL); true when it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
             Hash::Listpack(v) => match v.iter().position(|(f, _)| f.as_slice() == field) {
                 Some(i) => {
                     v.remove(i);
+                    true
+                }
+                None => false,
+            },
+            Hash::ListpackEx(x) => match x.position(field) {
+                Some(i) => {
+                    x.entries.remove(i);
                     true
                 }
                 None => false,
@@ -242,6 +452,7 @@ impl Hash {
     pub fn pair_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
             Hash::Listpack(v) => v.get(i).map(|(f, v)| (f.as_slice(), v.as_slice())),
+            Hash::ListpackEx(x) => x.entries.get(i).map(|(f, v, _)| (f.as_slice(), v.as_slice())),
             Hash::Table(t) => t.get_index(i).map(Pair::parts),
         }
     }
@@ -249,18 +460,23 @@ impl Hash {
     /// Whether setting these fields and values would make Redis convert to a hashtable
     /// before setting anything (hashTypeTryConversion: any argument too long).
     pub fn args_too_long<'a>(&self, args: impl IntoIterator<Item = &'a [u8]>, limits: &Limits) -> bool {
-        matches!(self, Hash::Listpack(_)) && args.into_iter().any(|a| a.len() > limits.hash_max_listpack_value)
+        !matches!(self, Hash::Table(_)) && args.into_iter().any(|a| a.len() > limits.hash_max_listpack_value)
     }
 
     /// One HSCAN step over a hashtable: visit up to `count` fields at positions below the
     /// cursor, walking downwards (0 starts at the top); returns the next cursor, 0 when
     /// done. Removals swap the last field into the hole, which was either visited already
     /// or lies below the cursor, so fields present throughout the scan are never missed.
-    /// A listpack is visited whole (cursor 0), as Redis does.
-    pub fn scan(&self, cursor: u64, count: usize, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
+    /// A listpack is visited whole (cursor 0), as Redis does. Fields whose TTL passed
+    /// before `now` are not visited.
+    pub fn scan(&self, cursor: u64, count: usize, now: i64, mut visit: impl FnMut(&[u8], &[u8])) -> u64 {
         let t = match self {
             Hash::Listpack(v) => {
                 v.iter().for_each(|(f, x)| visit(f, x));
+                return 0;
+            }
+            Hash::ListpackEx(x) => {
+                x.entries.iter().filter(|e| !is_past(e.2, now)).for_each(|(f, x, _)| visit(f, x));
                 return 0;
             }
             Hash::Table(t) => t,
@@ -272,22 +488,180 @@ impl Hash {
             next -= 1;
             if let Some(p) = t.get_index(next as usize) {
                 let (f, x) = p.parts();
-                visit(f, x);
+                if !is_past(t.ttl(f).unwrap_or(0), now) {
+                    visit(f, x);
+                }
             }
             n += 1;
         }
         next
     }
 
-    /// Switch to the hashtable encoding.
+    /// Switch to the hashtable encoding (TTLs and the registered time go along).
     pub fn convert(&mut self) {
-        if let Hash::Listpack(v) = self {
-            let mut t = Table::with_capacity(v.len());
-            for (f, x) in v.iter() {
-                t.insert(Pair::new(f, x));
+        let t = match self {
+            Hash::Listpack(v) => {
+                let mut t = Table::with_capacity(v.len());
+                for (f, x) in v.iter() {
+                    t.insert(Pair::new(f, x));
+                }
+                t
             }
-            *self = Hash::Table(t);
+            Hash::ListpackEx(x) => {
+                let mut t = Table::with_capacity(x.entries.len());
+                let mut ttls = TableTtls { registered: x.registered, ..Default::default() };
+                for (f, v, when) in &x.entries {
+                    t.insert(Pair::new(f, v));
+                    if *when != 0 {
+                        ttls.set(f, *when);
+                    }
+                }
+                t.ttls = Some(Box::new(ttls));
+                t
+            }
+            Hash::Table(_) => return,
+        };
+        *self = Hash::Table(t);
+    }
+
+    // ------------------------------------------------------------ field TTLs
+
+    /// Make a listpack a listpackex (Redis does on any HEXPIRE call); others stay.
+    pub fn make_ttl_capable(&mut self) {
+        if let Hash::Listpack(v) = self {
+            let entries = std::mem::take(v).into_iter().map(|(f, x)| (f, x, 0)).collect();
+            *self = Hash::ListpackEx(Box::new(ListpackEx { entries, registered: None }));
         }
+    }
+
+    /// Give an existing field a TTL (absolute unix ms, non-zero); false when missing.
+    pub fn set_field_ttl(&mut self, field: &[u8], when: u64) -> bool {
+        self.make_ttl_capable();
+        match self {
+            Hash::ListpackEx(x) => x.retime(field, when),
+            Hash::Table(t) => {
+                if t.position(field).is_none() {
+                    return false;
+                }
+                t.ttls.get_or_insert_with(Default::default).set(field, when);
+                true
+            }
+            Hash::Listpack(_) => false,
+        }
+    }
+
+    /// Drop a field's TTL; true when it had one.
+    pub fn clear_field_ttl(&mut self, field: &[u8]) -> bool {
+        match self {
+            Hash::Listpack(_) => false,
+            Hash::ListpackEx(x) => match x.position(field) {
+                Some(i) if x.entries[i].2 != 0 => x.retime(field, 0),
+                _ => false,
+            },
+            Hash::Table(t) => t.ttls.as_deref_mut().is_some_and(|ttls| ttls.clear(field)),
+        }
+    }
+
+    /// The earliest field TTL.
+    pub fn min_field_ttl(&self) -> Option<u64> {
+        match self {
+            Hash::Listpack(_) => None,
+            Hash::ListpackEx(x) => x.entries.first().map(|e| e.2).filter(|&t| t != 0),
+            Hash::Table(t) => t.ttls.as_deref().and_then(|ttls| ttls.order.first()).map(|e| e.0),
+        }
+    }
+
+    /// Whether any field has a TTL.
+    pub fn has_field_ttls(&self) -> bool {
+        self.min_field_ttl().is_some()
+    }
+
+    /// The time this hash is registered under for the active cycle (Redis's per-database
+    /// `hexpires`): set from the earliest TTL when one is given, but not moved when a TTL
+    /// goes later or away, so it can be earlier than any TTL left. None: not registered.
+    pub fn registered(&self) -> Option<u64> {
+        match self {
+            Hash::Listpack(_) => None,
+            Hash::ListpackEx(x) => x.registered,
+            Hash::Table(t) => t.ttls.as_deref().and_then(|ttls| ttls.registered),
+        }
+    }
+
+    pub fn set_registered(&mut self, when: Option<u64>) {
+        match self {
+            Hash::Listpack(_) => {}
+            Hash::ListpackEx(x) => x.registered = when,
+            Hash::Table(t) => {
+                if when.is_some() || t.ttls.is_some() {
+                    t.ttls.get_or_insert_with(Default::default).registered = when;
+                }
+            }
+        }
+    }
+
+    /// Remove, in expiry order, up to `max` fields whose TTL is at or before `now` (the
+    /// active cycle's test); their names, in that order.
+    pub fn remove_due(&mut self, now: i64, max: usize) -> Vec<Sds> {
+        let mut out = Vec::new();
+        match self {
+            Hash::Listpack(_) => {}
+            Hash::ListpackEx(x) => {
+                let n = x.entries.iter().take(max).take_while(|e| e.2 != 0 && e.2 as i64 <= now).count();
+                out.extend(x.entries.drain(..n).map(|e| e.0));
+            }
+            Hash::Table(t) => {
+                let due: Vec<Sds> = match t.ttls.as_deref() {
+                    Some(ttls) => {
+                        ttls.order.iter().take(max).take_while(|e| e.0 as i64 <= now).map(|e| e.2.clone()).collect()
+                    }
+                    None => Vec::new(),
+                };
+                for f in due {
+                    t.swap_remove(&f);
+                    out.push(f);
+                }
+            }
+        }
+        out
+    }
+
+    /// Fields whose TTL has passed at `now` (read as gone).
+    pub fn count_past(&self, now: i64) -> usize {
+        self.iter_with_ttl().filter(|(_, _, t)| is_past(t.unwrap_or(0), now)).count()
+    }
+
+    /// A hash with TTLs built whole (a loader, RESTORE), registered under its earliest
+    /// TTL: a listpackex while within the listpack limits, else a hashtable. `keep_order`:
+    /// the entries are a listpackex's, kept as they are; otherwise each is placed by its
+    /// TTL, as Redis adds them.
+    pub fn from_entries_with_ttls(entries: Vec<(Sds, Sds, u64)>, keep_order: bool, limits: &Limits) -> Hash {
+        let small = entries.len() <= limits.hash_max_listpack_entries
+            && entries.iter().all(|(f, v, _)| {
+                f.len() <= limits.hash_max_listpack_value && v.len() <= limits.hash_max_listpack_value
+            });
+        let mut h = if small {
+            let mut x = ListpackEx::default();
+            if keep_order {
+                x.entries = entries;
+            } else {
+                entries.into_iter().for_each(|e| x.place(e));
+            }
+            Hash::ListpackEx(Box::new(x))
+        } else {
+            let mut t = Table::with_capacity(entries.len());
+            let mut ttls = TableTtls::default();
+            for (f, v, when) in entries {
+                t.insert(Pair::new(&f, &v));
+                if when != 0 {
+                    ttls.set(&f, when);
+                }
+            }
+            t.ttls = Some(Box::new(ttls));
+            Hash::Table(t)
+        };
+        let min = h.min_field_ttl();
+        h.set_registered(min);
+        h
     }
 }
 
@@ -363,7 +737,7 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         let (mut cursor, mut round) = (0, 0);
         loop {
-            cursor = h.scan(cursor, 10, |f, _| {
+            cursor = h.scan(cursor, 10, 0, |f, _| {
                 seen.insert(f.to_vec());
             });
             round += 1;
@@ -404,6 +778,62 @@ mod tests {
         assert!(h.remove(&long));
         assert!(!h.remove(&long));
         assert_eq!(h.len(), n + 1);
+    }
+
+    fn order(h: &Hash) -> String {
+        h.iter().map(|(f, _)| String::from_utf8_lossy(f).into_owned()).collect::<Vec<_>>().join(" ")
+    }
+
+    #[test]
+    fn a_listpackex_orders_fields_by_ttl_as_redis_7_4() {
+        // The sequence real Redis 7.4.1 was seen to produce (HGETALL after each step).
+        let l = limits();
+        let mut h = Hash::default();
+        for f in ["a", "b", "c", "d"] {
+            h.insert(f.as_bytes(), b"1", &l);
+        }
+        h.set_field_ttl(b"c", 100);
+        assert_eq!((order(&h), h.encoding()), ("c a b d".into(), "listpackex"));
+        h.set_field_ttl(b"a", 100);
+        assert_eq!(order(&h), "a c b d", "the latest set goes first among equal TTLs");
+        h.set_field_ttl(b"d", 50);
+        assert_eq!(order(&h), "d a c b");
+        h.insert_keep_ttl(b"a", b"6", &l);
+        assert_eq!(order(&h), "d a c b", "HINCRBY changes a value in place");
+        assert!(!h.insert(b"a", b"9", &l));
+        assert_eq!(order(&h), "d c b a", "HSET drops the TTL and moves the field last");
+        assert_eq!(h.field_ttl(b"a"), Some(None));
+        h.set_field_ttl(b"a", 100);
+        h.set_field_ttl(b"b", 100);
+        assert_eq!(order(&h), "d b a c");
+        h.insert(b"zz", b"1", &l);
+        assert_eq!(order(&h), "d b a c zz");
+        assert_eq!(h.min_field_ttl(), Some(50));
+        assert_eq!(h.lookup(b"d", 50), FieldState::Live(b"1"), "a TTL equal to now has not passed");
+        assert_eq!(h.lookup(b"d", 51), FieldState::Expired);
+        assert_eq!(h.remove_due(100, 2).iter().map(|f| f.to_vec()).collect::<Vec<_>>(), [b"d".to_vec(), b"b".to_vec()]);
+        assert_eq!(order(&h), "a c zz");
+    }
+
+    #[test]
+    fn ttls_and_the_registration_survive_conversion() {
+        let l = limits();
+        let mut h = Hash::default();
+        h.insert(b"a", b"1", &l);
+        h.insert(b"b", b"2", &l);
+        h.set_field_ttl(b"a", 500);
+        h.set_registered(Some(500));
+        h.insert(b"big", &[b'x'; 65], &l);
+        assert_eq!(h.encoding(), "hashtable");
+        assert_eq!((h.field_ttl(b"a"), h.field_ttl(b"b"), h.registered()), (Some(Some(500)), Some(None), Some(500)));
+        h.set_field_ttl(b"b", 400);
+        assert_eq!(h.min_field_ttl(), Some(400));
+        assert!(h.clear_field_ttl(b"b"));
+        assert_eq!(h.registered(), Some(500), "dropping a TTL leaves the registration");
+        assert_eq!(h.count_past(501), 1);
+        assert_eq!(h.iter_visible(501).count(), 2);
+        assert_eq!(h.remove_due(501, 10).len(), 1);
+        assert_eq!(h.min_field_ttl(), None);
     }
 
     #[test]

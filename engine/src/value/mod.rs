@@ -159,8 +159,12 @@ impl Value {
             Value::Str(s) => Logical::String(s.to_vec()),
             Value::List(l) => Logical::List(l.iter().map(|e| e.to_vec()).collect()),
             Value::Hash(h) => Logical::Hash(
-                h.iter()
-                    .map(|(f, v)| crate::logical::Field { field: f.to_vec(), value: v.to_vec(), expire_ms: None })
+                h.iter_with_ttl()
+                    .map(|(f, v, t)| crate::logical::Field {
+                        field: f.to_vec(),
+                        value: v.to_vec(),
+                        expire_ms: t.map(|t| t as i64),
+                    })
                     .collect(),
             ),
             Value::Set(s) => Logical::Set(s.members()),
@@ -185,15 +189,20 @@ impl Value {
         }
     }
 
-    /// Build a value from its canonical view, in the encoding `limits` call for. Module
-    /// values and hash field TTLs (Redis 7.4) cannot be held and are refused.
+    /// Build a value from its canonical view, in the encoding `limits` call for (a hash
+    /// with field TTLs as Redis 7.4 loads one). Module values cannot be held and are
+    /// refused.
     pub fn from_logical(v: &Logical, limits: &Limits) -> Result<Value, String> {
         Ok(match v {
             Logical::String(b) => Value::Str(Str::from_loaded(b)),
             Logical::List(items) => Value::List(Box::new(List::from_items(items))),
             Logical::Hash(fields) => {
                 if fields.iter().any(|f| f.expire_ms.is_some()) {
-                    return Err("hash field TTLs are not supported".into());
+                    let entries = fields
+                        .iter()
+                        .map(|f| (sds(&f.field), sds(&f.value), f.expire_ms.map_or(0, |t| t.max(0) as u64)))
+                        .collect();
+                    return Ok(Value::Hash(Box::new(Hash::from_entries_with_ttls(entries, false, limits))));
                 }
                 let mut h = Hash::with_capacity(fields.len(), limits);
                 for f in fields {

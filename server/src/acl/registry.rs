@@ -47,6 +47,36 @@ fn parse_access(spec: &str) -> Vec<u8> {
         .collect()
 }
 
+/// The ACL categories the newest version with `name` declares for it (its command JSON).
+fn declared_categories(name: &str) -> u32 {
+    let Some(def) = ferrokv::command::catalog::Catalog::get().lookup(None, name.as_bytes(), None) else { return 0 };
+    def.facts["acl_categories"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.as_str().and_then(|c| categories::by_name(c.as_bytes())))
+        .fold(0, |acc, c| acc | c)
+}
+
+/// How each key spec the catalog declares for `name` accesses its keys.
+fn declared_access(name: &str) -> Option<Vec<u8>> {
+    let def = ferrokv::command::catalog::Catalog::get().lookup(None, name.as_bytes(), None)?;
+    let specs = def.facts["key_specs"].as_array()?;
+    let words: Vec<&str> = specs
+        .iter()
+        .map(|ks| {
+            let flags: Vec<&str> = ks["flags"].as_array().into_iter().flatten().filter_map(|f| f.as_str()).collect();
+            match () {
+                _ if flags.contains(&"RW") => "RW",
+                _ if flags.contains(&"RO") => "R",
+                _ if flags.contains(&"OW") || flags.contains(&"RM") => "W",
+                _ => "-",
+            }
+        })
+        .collect();
+    Some(parse_access(&words.join(" ")))
+}
+
 fn build() -> Registry {
     let facts: HashMap<&str, (i32, u32, &str)> =
         super::table::COMMANDS.iter().map(|&(n, a, c, k)| (n, (a, c, k))).collect();
@@ -64,11 +94,18 @@ fn build() -> Registry {
         let found = ours.get(name);
         let (arity, categories, access) = match (facts.get(name), found) {
             (Some(&(a, c, k)), _) => (a, c, parse_access(k)),
-            // A command Redis 7.0 does not have: its flags say what it is.
+            // A command Redis 7.0 does not have: its flags say what it is, and the command
+            // catalog the categories it declares.
             (None, Some(f)) => (
                 f.arity(),
-                categories::from_flags(f.flags()),
-                if f.key_range().0 > 0 { vec![KEY_READ | KEY_WRITE] } else { Vec::new() },
+                categories::from_flags(f.flags()) | declared_categories(name),
+                declared_access(name).unwrap_or_else(|| {
+                    if f.key_range().0 > 0 {
+                        vec![KEY_READ | KEY_WRITE]
+                    } else {
+                        Vec::new()
+                    }
+                }),
             ),
             (None, None) => continue,
         };

@@ -9,8 +9,6 @@ use super::{sub_arity, text, unknown_subcommand};
 use crate::client::Client;
 use crate::server::Server;
 
-pub const REDIS_VERSION: &str = "7.0.15";
-
 pub fn ping(_: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     if a.len() <= 2 && !c.resp3 && c.subs.active() {
         // Subscribed mode in RESP2: a pub/sub-shaped reply.
@@ -113,7 +111,7 @@ pub fn hello(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let b = |x: &str| Reply::bulk(x.as_bytes());
     Reply::Map(vec![
         (b("server"), b("redis")),
-        (b("version"), b(REDIS_VERSION)),
+        (b("version"), b(super::release())),
         (b("proto"), Reply::Int(if c.resp3 { 3 } else { 2 })),
         (b("id"), Reply::Int(c.id as i64)),
         (b("mode"), b("standalone")),

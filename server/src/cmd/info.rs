@@ -5,9 +5,9 @@ use std::fmt::Write;
 use ferrokv::keyspace::Clock;
 use ferrokv::Reply;
 
-use super::connection::REDIS_VERSION;
 use crate::client::Client;
 use crate::server::Server;
+use ferrokv::command::catalog::ServerVersion;
 
 const DEFAULT: &[&str] = &[
     "server",
@@ -73,7 +73,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
     match section {
         "server" => {
             let uptime = s.started.elapsed().as_secs();
-            kv("redis_version", REDIS_VERSION.into());
+            kv("redis_version", super::release().into());
             kv("redis_git_sha1", "00000000".into());
             kv("redis_git_dirty", "0".into());
             kv("redis_build_id", "0".into());
@@ -164,6 +164,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("total_net_input_bytes", st.net_input_bytes.to_string());
             kv("total_net_output_bytes", st.net_output_bytes.to_string());
             kv("rejected_connections", st.rejected_connections.to_string());
+            let v74 = s.engine.cfg.version == ServerVersion::Redis74;
+            if v74 {
+                kv("expired_subkeys", es.expired_subkeys.to_string());
+            }
             kv("expired_keys", es.expired_keys.to_string());
             kv("evicted_keys", st.evicted_keys.to_string());
             kv("evicted_clients", "0".into());
@@ -207,7 +211,12 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
         "keyspace" => {
             for (i, db) in s.engine.ks.dbs.iter().enumerate() {
                 if !db.is_empty() {
-                    kv(&format!("db{i}"), format!("keys={},expires={},avg_ttl=0", db.len(), db.volatile_len()));
+                    let mut line = format!("keys={},expires={},avg_ttl=0", db.len(), db.volatile_len());
+                    // Redis 7.4 adds the hashes with field TTLs.
+                    if s.engine.cfg.version == ServerVersion::Redis74 {
+                        line.push_str(&format!(",subexpiry={}", db.hash_ttl_len()));
+                    }
+                    kv(&format!("db{i}"), line);
                 }
             }
         }

@@ -100,6 +100,9 @@ fn usage(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     Reply::Int(size as i64)
 }
 
+/// Redis 7.4's `listpackEx` beside its listpack: expiry metadata, key and listpack pointers.
+const LISTPACK_EX_HEADER: usize = 32;
+
 /// What Redis's objectComputeSize answers for `v`.
 pub fn value_size(v: &Value, samples: usize, list_fill: i64) -> usize {
     let samples = samples.max(1);
@@ -111,6 +114,13 @@ pub fn value_size(v: &Value, samples: usize, list_fill: i64) -> usize {
         Value::Hash(h) => match &**h {
             Hash::Listpack(pairs) => {
                 ROBJ + jemalloc(listpack_bytes(pairs.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])))
+            }
+            Hash::ListpackEx(_) => {
+                // The triplets' listpack (a TTL is a listpack integer) and the listpackEx
+                // header (its expiry metadata and key pointer).
+                let ttls: Vec<String> = h.iter_with_ttl().map(|(_, _, t)| t.unwrap_or(0).to_string()).collect();
+                let items = h.iter_with_ttl().zip(&ttls).flat_map(|((f, v, _), t)| [f, v, t.as_bytes()]);
+                ROBJ + LISTPACK_EX_HEADER + jemalloc(listpack_bytes(items))
             }
             Hash::Table(_) => {
                 let per = sampled(h.iter(), samples, |(f, v)| sds_alloc(f.len()) + sds_alloc(v.len()) + DICT_ENTRY);

@@ -2,6 +2,10 @@
 //! persistence), one file per group, and the lookup that joins them with the engine's
 //! command table.
 
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
+
+use ferrokv::command::catalog::{Catalog, ServerVersion};
 use ferrokv::command::{flags, Spec};
 use ferrokv::Reply;
 
@@ -214,18 +218,60 @@ impl Found {
     }
 }
 
-/// The command named `name` (any case).
-pub fn lookup(name: &[u8]) -> Option<Found> {
-    // The engine's table is hashed and holds most commands (no name is in both tables).
-    if let Some(s) = ferrokv::command::lookup(name) {
-        return Some(Found::Engine(s));
-    }
-    COMMANDS.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name)).map(Found::Server)
+/// The version the server stands in for (`redis-version`; one per process): index in
+/// [`ServerVersion::ALL`].
+static VERSION: AtomicU8 = AtomicU8::new(1);
+/// The commands this process has that its version does not (unknown to its clients).
+static UNAVAILABLE: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// Set the version, once, at start.
+pub fn set_version(v: ServerVersion) {
+    let i = ServerVersion::ALL.iter().position(|x| *x == v).unwrap_or(1);
+    VERSION.store(i as u8, Ordering::Relaxed);
+    let catalog = Catalog::get();
+    let _ = UNAVAILABLE.set(
+        COMMANDS
+            .iter()
+            .map(|c| c.name)
+            .chain(ferrokv::command::specs().map(|s| s.name))
+            .filter(|n| {
+                catalog.lookup(None, n.as_bytes(), None).is_some()
+                    && catalog.lookup(None, n.as_bytes(), Some(v)).is_none()
+            })
+            .collect(),
+    );
 }
 
-/// Every command, the server's then the engine's.
+pub fn version() -> ServerVersion {
+    ServerVersion::ALL[usize::from(VERSION.load(Ordering::Relaxed)) % ServerVersion::ALL.len()]
+}
+
+/// The release INFO, HELLO and scripts report (`7.0.15`).
+pub fn release() -> &'static str {
+    ferrokv::config::rdb_target_of(version()).server_version()
+}
+
+fn available(name: &str) -> bool {
+    UNAVAILABLE.get().is_none_or(|u| !u.contains(&name))
+}
+
+/// The command named `name` (any case), if the version has it.
+pub fn lookup(name: &[u8]) -> Option<Found> {
+    // The engine's table is hashed and holds most commands (no name is in both tables).
+    let found = match ferrokv::command::lookup(name) {
+        Some(s) => Found::Engine(s),
+        None => COMMANDS.iter().find(|c| c.name.as_bytes().eq_ignore_ascii_case(name)).map(Found::Server)?,
+    };
+    available(found.name()).then_some(found)
+}
+
+/// Every command the version has, the server's then the engine's.
 pub fn all() -> impl Iterator<Item = Found> {
-    COMMANDS.iter().map(Found::Server).chain(ferrokv::command::specs().map(Found::Engine))
+    COMMANDS
+        .iter()
+        .map(Found::Server)
+        .chain(ferrokv::command::specs().map(Found::Engine))
+        .filter(|f| available(f.name()))
 }
 
 /// Redis's reply to an unknown subcommand.

@@ -30,9 +30,12 @@ use crate::client::Client;
 use crate::cmd;
 use crate::server::Server;
 
-/// The version scripts see (redis.REDIS_VERSION / _NUM).
-const VERSION: &str = "7.0.15";
-const VERSION_NUM: f64 = 0x07_00_0f as f64;
+/// The version scripts see (redis.REDIS_VERSION / _NUM: 0x00MMmmpp).
+fn version_num(release: &str) -> f64 {
+    let parts: Vec<u32> = release.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+    let part = |i: usize| parts.get(i).copied().unwrap_or(0);
+    f64::from((part(0) << 16) | (part(1) << 8) | part(2))
+}
 
 /// Script flags (shebang `#!lua flags=...`).
 pub mod script_flags {
@@ -179,8 +182,8 @@ impl Vm {
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
         let run = Rc::new(RunState::default());
         let native = lua.create_table()?;
-        native.raw_set("version", VERSION)?;
-        native.raw_set("version_num", VERSION_NUM)?;
+        native.raw_set("version", cmd::release())?;
+        native.raw_set("version_num", version_num(cmd::release()))?;
         native.raw_set(
             "sha1hex",
             lua.create_function(|_, args: MultiValue| {

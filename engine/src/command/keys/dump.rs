@@ -1,34 +1,30 @@
-//! DUMP and RESTORE: values as Redis 7.0 serializes them (RDB 10 payloads).
+//! DUMP and RESTORE: values as the configured version serializes them (RDB 10 payloads
+//! for Redis 7.0, 12 for 7.4).
 
 use super::super::{arg_i64, eq_ic, notify, Ctx, Reply};
 use super::already_expired;
 use crate::format::crc::crc64;
-use crate::format::rdb::{dump_payload, read_dump_payload, Encoder, Family, Target};
+use crate::format::rdb::{dump_payload_with, read_dump_payload, Encoder, Family};
 use crate::value::Value;
 
-/// The newest RDB version Redis 7.0 restores.
-const RDB_VERSION: u16 = 10;
-
+/// DUMP's encoder is SAVE's (rdbcompression included, as Redis's createDumpPayload).
 fn encoder(ctx: &Ctx<'_>) -> Encoder {
-    let mut enc = Encoder::new(Target::Redis70);
-    let l = &ctx.cfg.limits;
-    enc.limits.hash_entries = l.hash_max_listpack_entries;
-    enc.limits.hash_value = l.hash_max_listpack_value;
-    enc.limits.zset_entries = l.zset_max_listpack_entries;
-    enc.limits.zset_value = l.zset_max_listpack_value;
-    enc.limits.intset_entries = l.set_max_intset_entries;
-    enc
+    crate::persist::snapshot::encoder(ctx.cfg)
 }
 
 pub fn dump(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    let Some(logical) = ctx.lookup_read(&a[1]).map(|v| v.to_logical_in_order()) else {
+    let enc = encoder(ctx);
+    let Some(value) = ctx.lookup_read(&a[1]) else {
         return Reply::Nil;
     };
-    Reply::Bulk(dump_payload(&encoder(ctx), &logical, &mut Vec::new()))
+    let value = &*value;
+    Reply::Bulk(dump_payload_with(&enc, |enc, out| {
+        crate::persist::snapshot::encode_value(enc, value, out, &mut Vec::new())
+    }))
 }
 
-/// verifyDumpPayload: a footer with a version Redis 7.0 knows and a matching CRC-64.
-fn payload_ok(p: &[u8]) -> bool {
+/// verifyDumpPayload: a footer with a version the server knows and a matching CRC-64.
+fn payload_ok(p: &[u8], rdb_version: u32) -> bool {
     if p.len() < 10 {
         return false;
     }
@@ -36,7 +32,7 @@ fn payload_ok(p: &[u8]) -> bool {
     let version = u16::from_le_bytes([p[n - 10], p[n - 9]]);
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&p[n - 8..]);
-    version <= RDB_VERSION && u64::from_le_bytes(crc) == crc64(&p[..n - 8])
+    u32::from(version) <= rdb_version && u64::from_le_bytes(crc) == crc64(&p[..n - 8])
 }
 
 /// The payload's value as loading builds it (the payload's element order kept).
@@ -91,7 +87,7 @@ pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if ttl < 0 {
         return Reply::err("ERR Invalid TTL value, must be >= 0");
     }
-    if !payload_ok(&a[3]) {
+    if !payload_ok(&a[3], ctx.cfg.rdb_target().version()) {
         return Reply::err("ERR DUMP payload version or checksum are wrong");
     }
     let Some(value) = decode(ctx, &a[3]) else {

@@ -385,6 +385,21 @@ impl Encoder {
         4
     }
 
+    /// Redis 7.4's listpack-ex (25) as a listpackex in memory writes it: the triplets in
+    /// their order (a field without TTL has 0), after the time the hash is registered under
+    /// for expiry (0: none), which may be earlier than any TTL left.
+    pub fn hash_listpack_ex(&self, fields: &[Field], registered: u64, out: &mut Vec<u8>) -> u8 {
+        out.extend_from_slice(&registered.to_le_bytes());
+        let mut w = ListpackWriter::new();
+        for f in fields {
+            w.push(&f.field);
+            w.push(&f.value);
+            w.push_int(f.expire_ms.unwrap_or(0));
+        }
+        self.s(out, &w.finish());
+        25
+    }
+
     /// Redis 7.4: listpack-ex (25) or hashtable with metadata (24).
     fn hash_hfe(&self, fields: &[Field], small: bool, out: &mut Vec<u8>) -> u8 {
         let min = fields.iter().filter_map(|f| f.expire_ms).min().unwrap_or(0);
@@ -577,8 +592,13 @@ fn pack_nodes<W: FlatWriter>(items: &[Vec<u8>], max: usize) -> Vec<Vec<u8>> {
 
 /// DUMP payload: type byte, value, RDB version (u16 LE), CRC-64 (LE) of all before it.
 pub fn dump_payload(enc: &Encoder, v: &Logical, losses: &mut Vec<Loss>) -> Vec<u8> {
+    dump_payload_with(enc, |enc, out| enc.value(v, out, losses))
+}
+
+/// [`dump_payload`] with the value written by `body` (which returns its type byte).
+pub fn dump_payload_with(enc: &Encoder, body: impl FnOnce(&Encoder, &mut Vec<u8>) -> u8) -> Vec<u8> {
     let mut out = vec![0u8];
-    let t = enc.value(v, &mut out, losses);
+    let t = body(enc, &mut out);
     out[0] = t;
     out.extend_from_slice(&(enc.target.version() as u16).to_le_bytes());
     let crc = crc64(&out);
@@ -673,6 +693,16 @@ pub struct KeyParts<'k> {
 
 /// A whole key record: per-key opcodes, type, key, value.
 pub fn put_key(enc: &Encoder, out: &mut Vec<u8>, k: KeyParts<'_>, value: &Logical, losses: &mut Vec<Loss>) {
+    put_key_with(enc, out, k, |enc, out| enc.value(value, out, losses));
+}
+
+/// [`put_key`] with the value written by `body` (which returns its type byte).
+pub fn put_key_with(
+    enc: &Encoder,
+    out: &mut Vec<u8>,
+    k: KeyParts<'_>,
+    body: impl FnOnce(&Encoder, &mut Vec<u8>) -> u8,
+) {
     if let Some(ms) = k.expire_ms {
         out.push(0xFC);
         out.extend_from_slice(&ms.to_le_bytes());
@@ -687,7 +717,7 @@ pub fn put_key(enc: &Encoder, out: &mut Vec<u8>, k: KeyParts<'_>, value: &Logica
     let type_at = out.len();
     out.push(0);
     put_str(out, k.key, enc.limits.compression);
-    let t = enc.value(value, out, losses);
+    let t = body(enc, out);
     out[type_at] = t;
 }
 
@@ -800,9 +830,14 @@ impl<W: Write> RdbWriter<W> {
         value: &Logical,
         losses: &mut Vec<Loss>,
     ) -> io::Result<()> {
+        self.key_with(KeyParts { key, expire_ms, idle, freq }, |enc, out| enc.value(value, out, losses))
+    }
+
+    /// [`RdbWriter::key`] with the value written by `body` (which returns its type byte).
+    pub fn key_with(&mut self, k: KeyParts<'_>, body: impl FnOnce(&Encoder, &mut Vec<u8>) -> u8) -> io::Result<()> {
         let mut rec = std::mem::take(&mut self.scratch);
         rec.clear();
-        put_key(&self.enc, &mut rec, KeyParts { key, expire_ms, idle, freq }, value, losses);
+        put_key_with(&self.enc, &mut rec, k, body);
         let r = self.put(&rec);
         self.scratch = rec;
         r

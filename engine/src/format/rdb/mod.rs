@@ -9,8 +9,9 @@ mod types;
 mod value;
 
 pub use encode::{
-    dump_payload, function_payload, put_function, put_key, put_len, put_select_db, put_str, read_dump_payload,
-    read_function_payload, score_text, Encoder, FunctionPayloadError, KeyParts, Limits, Loss, RdbWriter, Target,
+    dump_payload, dump_payload_with, function_payload, put_function, put_key, put_key_with, put_len, put_select_db,
+    put_str, read_dump_payload, read_function_payload, score_text, Encoder, FunctionPayloadError, KeyParts, Limits,
+    Loss, RdbWriter, Target,
 };
 pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
 pub use prim::{parse_double, RStr};

@@ -301,15 +301,25 @@ impl<'a> Value<'a> {
             HashListpackEx => {
                 let (r, _) = le_u64(self.body).map_err(|e| finish(e, "a hash's minimum field expiry"))?;
                 let s = read_str(r)?;
-                // The loader reads every field's TTL to find the earliest: it walks every
-                // entry (a bad one crashes it), and each TTL must be an integer.
-                for (i, e) in lp(s)?.without_count_check().enumerate() {
-                    let e = e?;
-                    if i % 3 == 2 && e.as_i64().is_none() {
-                        return Err(FormatError::new(0, "a field TTL of a listpack-ex is not an integer"));
+                // A count the header does not know, or a hash the loader converts: every
+                // entry is walked, every TTL read.
+                let declared = lp(s)?.declared_len();
+                if declared.is_none_or(|n| n / 3 > HASH_CONVERTS_ABOVE) {
+                    for (i, e) in lp(s)?.without_count_check().enumerate() {
+                        if i % 3 == 2 && e?.as_i64().is_none() {
+                            return Err(FormatError::new(0, "a field TTL of a listpack-ex is not an integer"));
+                        }
                     }
                 }
-                flat(s, false, 3, HASH_CONVERTS_ABOVE)
+                flat(s, false, 3, HASH_CONVERTS_ABOVE)?;
+                // Then the earliest TTL, the third entry, as lpSeek(lp, 2) reaches it: the
+                // entries on its way are checked, and it must be an integer.
+                match lp(s)?.seek_as_redis(2)? {
+                    Some(e) if e.as_i64().is_none() => {
+                        Err(FormatError::new(0, "the first field TTL of a listpack-ex is not an integer"))
+                    }
+                    _ => Ok(()),
+                }
             }
             ZsetListpack => flat(read_str(self.body)?, false, 2, ZSET_CONVERTS_ABOVE),
             SetListpack => flat(read_str(self.body)?, false, 1, SET_CONVERTS_ABOVE),
