@@ -5,7 +5,7 @@ DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
 SERVER_DATA := target/ferrokv-data
 
-.PHONY: run server dump-demo build test lint unit compat conformance bench fixtures catalog fuzz faults deps clean
+.PHONY: run server dump-demo build test lint unit compat conformance conformance-spawned bench fixtures catalog fuzz faults deps clean
 
 build:
 	$(CARGO) build --release --bins
@@ -40,12 +40,17 @@ test: deps lint unit
 # Needs ../shared (corpus and external fixtures) beside the checkout.
 compat:
 	$(CARGO) test --profile ci -p ferrokv-tools --tests -- --ignored
-	$(CARGO) test --profile ci -p ferrokv-server --test field_ttls -- --ignored
+	$(CARGO) test --profile ci -p ferrokv-server --test field_ttls --test replication -- --ignored
 
 # Redis's own TCL suite against ferrokv-server (REDIS_SRC: the extracted 7.0.15 suite; see
 # docs/conformance.md). Not part of make test: fetching the suite is a developer step.
 conformance:
 	./scripts/conformance.sh
+
+# Units of Redis's suite in spawned mode, the suite starting ferrokv-server as
+# src/redis-server (docs/conformance.md); REDIS_SRC as above, of the tag tested.
+conformance-spawned:
+	./scripts/conformance-spawned.sh
 
 # Regenerate engine/src/command/catalog.json from each version's command JSON (source trees
 # extracted from their tags, outside the project) and a real Redis 6.2's COMMAND reply.

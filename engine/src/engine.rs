@@ -203,8 +203,9 @@ impl Engine {
     }
 
     fn execute_with(&mut self, sess: &mut Session, argv: &[Vec<u8>], spec: Option<&'static Spec>) -> Reply {
-        // With no AOF nothing reads what this command propagates: skip building it.
-        let unlogged = self.persist.aof.is_none();
+        // With no AOF and no replica nothing reads what this command propagates: skip
+        // building it.
+        let unlogged = !self.persist.is_read();
         self.fx.propagation_off = unlogged;
         let r = self.call_with(sess, argv, spec);
         self.fx.propagation_off = false;

@@ -58,6 +58,20 @@ pub fn replicas_missing(s: &Server) -> bool {
     s.cfg.min_replicas_to_write > 0 && s.cfg.min_replicas_max_lag > 0
 }
 
+/// A replica with replica-read-only refuses writes from its clients (its master's
+/// stream is the only writer).
+fn readonly_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+    if s.link.is_none() || s.cfg.get("replica-read-only").as_deref() != Some("yes") {
+        return None;
+    }
+    let own = command_flags(s, found, argv);
+    let all = if found.name() == "exec" { own | queued_flags(s, c) } else { own };
+    if all & flags::WRITE == 0 {
+        return None;
+    }
+    Some(Reply::err("READONLY You can't write against a read only replica."))
+}
+
 /// A command's flags as Redis's processCommand judges them: the script's declared flags
 /// for EVAL/FCALL and their variants, the subcommand's for FUNCTION and XGROUP.
 pub fn command_flags(s: &Server, found: Found, argv: &[Vec<u8>]) -> u32 {
@@ -114,6 +128,12 @@ fn queued_flags(s: &Server, c: &Client) -> u32 {
 /// refused with the writes while data cannot be persisted, as in Redis. A refused EXEC
 /// discards its transaction.
 pub fn refusal(s: &mut Server, c: &mut Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+    if c.master {
+        return None;
+    }
+    if let Some(e) = readonly_replica(s, c, found, argv) {
+        return Some(e);
+    }
     let maxmemory = s.cfg.maxmemory > 0;
     let replicas = replicas_missing(s);
     let disk = disk_error(s);

@@ -28,6 +28,9 @@ pub enum Op {
     ZPop { max: bool, count: Option<i64> },
     /// XREAD / XREADGROUP with BLOCK (crate::stream_wait).
     Stream(Box<crate::stream_wait::StreamRead>),
+    /// WAIT: until `replicas` replicas acknowledged the stream up to `offset`
+    /// (crate::replication).
+    Wait { offset: u64, replicas: usize },
 }
 
 impl Op {
@@ -135,8 +138,8 @@ impl Server {
         let argv: Vec<Vec<u8>> = match op {
             Op::Pop { left, count } => with_count(if *left { "LPOP" } else { "RPOP" }, *count),
             Op::ZPop { max, count } => with_count(if *max { "ZPOPMAX" } else { "ZPOPMIN" }, *count),
-            // Served by crate::stream_wait, never here.
-            Op::Stream(_) => return Served::Nothing,
+            // Served by crate::stream_wait and crate::replication, never here.
+            Op::Stream(_) | Op::Wait { .. } => return Served::Nothing,
             Op::Move { dst, from_left, to_left, rpoplpush } => match immediate {
                 Some(a) if *rpoplpush => vec![b"RPOPLPUSH".to_vec(), a[1].clone(), a[2].clone()],
                 Some(a) => vec![b"LMOVE".to_vec(), a[1].clone(), a[2].clone(), a[3].clone(), a[4].clone()],
@@ -357,7 +360,11 @@ impl Server {
     pub fn end_wait(&mut self, id: u64, error: Option<Reply>) -> bool {
         let Some(mut c) = self.clients.remove(&id) else { return false };
         let reply = match &c.blocked {
-            Some(b) => error.unwrap_or_else(|| b.op.timeout_reply(true)),
+            Some(b) => error.unwrap_or_else(|| match b.op {
+                // WAIT answers how many replicas acknowledged, even when it times out.
+                Op::Wait { offset, .. } => Reply::Int(self.replicas.acked(offset) as i64),
+                _ => b.op.timeout_reply(true),
+            }),
             None => {
                 self.clients.insert(id, c);
                 return false;

@@ -72,6 +72,13 @@ pub struct Client {
     pub deny_blocking: bool,
     /// CLIENT REPLY OFF / SKIP: replies are dropped (pub/sub messages still go out).
     pub reply_off: bool,
+    /// Attached as a replica (SYNC/PSYNC): fed the replication stream.
+    pub replica: bool,
+    /// The port a replica said it listens on (REPLCONF listening-port).
+    pub replica_port: u16,
+    /// The connection to our master when this server is a replica: its commands run
+    /// unanswered and unchecked, as Redis runs its master client's.
+    pub master: bool,
     pub reply_skip: bool,
     pub reply_skip_next: bool,
 }
@@ -122,6 +129,9 @@ impl Client {
             raw_reply: false,
             deny_blocking: false,
             reply_off: false,
+            replica: false,
+            replica_port: 0,
+            master: false,
             reply_skip: false,
             reply_skip_next: false,
         }

@@ -115,6 +115,8 @@ enum Kind {
     /// as maxmemory): the value's bits are carried in the i64.
     MemoryU64,
     Enum(&'static [&'static str]),
+    /// Words out of a set, several at once (Redis's flag configs: `shutdown-on-sigterm`).
+    Flags(&'static [&'static str]),
     Str,
     /// Parsed by its own code (save, bind, dir).
     Special,
@@ -140,6 +142,11 @@ const fn stored(name: &'static str, alias: Option<&'static str>, kind: Kind, def
     Param { name, alias, kind, immutable: false, protected: false, stored: Some(default) }
 }
 
+/// A [`stored`] parameter CONFIG SET refuses (immutable in Redis).
+const fn stored_fixed(name: &'static str, kind: Kind, default: &'static str) -> Param {
+    Param { name, alias: None, kind, immutable: true, protected: false, stored: Some(default) }
+}
+
 const fn alias(name: &'static str, alias: &'static str, kind: Kind) -> Param {
     Param { name, alias: Some(alias), kind, immutable: false, protected: false, stored: None }
 }
@@ -155,6 +162,7 @@ const fn protected(name: &'static str, kind: Kind) -> Param {
 const INT_MAX: i64 = i32::MAX as i64;
 const SIZE_MAX: i64 = i64::MAX;
 const YES_NO_LOCAL: &[&str] = &["no", "yes", "local"];
+const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
 
 const PARAMS: &[Param] = &[
     // ferrokv's own: the Redis it stands in for (commands, INFO, the RDB it writes).
@@ -225,6 +233,27 @@ const PARAMS: &[Param] = &[
     stored("acllog-max-len", None, Kind::Int { min: 0, max: i64::MAX }, "128"),
     stored("acl-pubsub-default", None, Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels"),
     Param { name: "aclfile", alias: None, kind: Kind::Str, immutable: true, protected: false, stored: Some("") },
+    // Accepted as Redis 7 accepts them (its test configuration sets them), no effect here:
+    // the log goes to stdout, there is no unix socket, replica or pid file yet.
+    stored_fixed("always-show-logo", Kind::Bool, "no"),
+    stored_fixed("pidfile", Kind::Str, ""),
+    stored_fixed("logfile", Kind::Str, ""),
+    stored_fixed("unixsocket", Kind::Str, ""),
+    stored_fixed("unixsocketperm", Kind::Int { min: 0, max: 0o777 }, "0"),
+    stored("repl-diskless-sync-delay", None, Kind::Int { min: 0, max: INT_MAX }, "5"),
+    // Replication (the master side streams to replicas; see replication.rs).
+    stored("repl-ping-replica-period", Some("repl-ping-slave-period"), Kind::Int { min: 1, max: INT_MAX }, "10"),
+    stored("repl-timeout", None, Kind::Int { min: 1, max: INT_MAX }, "60"),
+    stored("repl-backlog-size", None, Kind::Memory { min: 1, max: i64::MAX }, "1048576"),
+    stored("repl-backlog-ttl", None, Kind::Int { min: 0, max: i64::MAX }, "3600"),
+    stored("repl-diskless-sync", None, Kind::Bool, "yes"),
+    stored("masterauth", None, Kind::Str, ""),
+    stored("masteruser", None, Kind::Str, ""),
+    stored("repl-disable-tcp-nodelay", None, Kind::Bool, "no"),
+    stored("no-appendfsync-on-rewrite", None, Kind::Bool, "no"),
+    stored("propagation-error-behavior", None, Kind::Enum(&["ignore", "panic", "panic-on-replicas"]), "ignore"),
+    stored("shutdown-on-sigterm", None, Kind::Flags(SHUTDOWN_FLAGS), "default"),
+    stored("shutdown-on-sigint", None, Kind::Flags(SHUTDOWN_FLAGS), "default"),
     p(
         "maxmemory-policy",
         Kind::Enum(&[
@@ -414,7 +443,7 @@ impl ServerConfig {
                 self.set_enum(p.name, &lower)
             }
             Kind::Str => self.set_str(p.name, v),
-            Kind::Special => Ok(()),
+            Kind::Special | Kind::Flags(_) => Ok(()),
         }
     }
 
@@ -704,6 +733,13 @@ fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
             } else {
                 Err(format!("argument(s) must be one of the following: {}", values.join(", ")))
             }
+        }
+        Kind::Flags(values) => {
+            let words: Vec<String> = v.split_whitespace().map(str::to_ascii_lowercase).collect();
+            if words.is_empty() || words.iter().any(|w| !values.contains(&w.as_str())) {
+                return Err(format!("argument(s) must be one of the following: {}", values.join(", ")));
+            }
+            Ok(words.join(" "))
         }
         Kind::Str | Kind::Special => Ok(v.to_string()),
     }

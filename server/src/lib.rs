@@ -16,6 +16,7 @@ pub mod notify;
 pub mod obuf;
 pub mod persistence;
 pub mod pubsub;
+pub mod replication;
 pub mod resp;
 pub mod script;
 pub mod server;

@@ -73,7 +73,13 @@ pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
     if c.close_asap {
         return true;
     }
-    let limit = if c.subs.active() { &limits.pubsub } else { &limits.normal };
+    let limit = if c.replica {
+        &limits.replica
+    } else if c.subs.active() {
+        &limits.pubsub
+    } else {
+        &limits.normal
+    };
     let used = c.pending_out() as u64;
     let hard = limit.hard > 0 && used >= limit.hard;
     let mut soft = false;

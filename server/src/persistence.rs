@@ -47,3 +47,21 @@ impl Server {
         }
     }
 }
+
+impl Server {
+    /// The dataset of the dump file (`dir`/`dbfilename`), read aside. A running snapshot
+    /// copies what it still needs first, as the keys are about to be replaced.
+    pub fn read_dump_file(&mut self) -> Result<ferrokv::keyspace::Keyspace, String> {
+        self.settle_snapshot();
+        let mut cfg = self.engine.cfg.clone();
+        cfg.appendonly = false;
+        ferrokv::Engine::open(cfg, ferrokv::keyspace::Clock::System).map(|e| e.ks).map_err(|e| e.to_string())
+    }
+
+    /// Replace every key and function library with `ks`'s (DEBUG RELOAD, a replica's
+    /// full resync).
+    pub fn replace_dataset(&mut self, ks: ferrokv::keyspace::Keyspace) -> Result<(), String> {
+        self.engine.ks = ks;
+        crate::script::functions::install(self)
+    }
+}

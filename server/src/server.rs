@@ -114,17 +114,21 @@ pub enum ShutdownMode {
 pub struct Server {
     pub engine: Engine,
     pub cfg: ServerConfig,
-    poll: Poll,
+    pub(crate) poll: Poll,
     listeners: Vec<TcpListener>,
     /// Boxed: a client is taken out of the map for its turn and put back, and moving a
     /// pointer is cheaper than moving the struct.
     pub clients: HashMap<u64, Box<Client>, foldhash::fast::FixedState>,
     next_id: u64,
+    /// Our master, when this server is a replica (REPLICAOF).
+    pub link: Option<crate::replication::MasterLink>,
     /// Clients with work left after their turn.
-    pending: VecDeque<u64>,
+    pub(crate) pending: VecDeque<u64>,
     /// Clients whose replies are written once this round's events are handled (Redis's
     /// write in beforeSleep): a client woken by a reply then finds many at once.
-    deferred_writes: Vec<u64>,
+    pub(crate) deferred_writes: Vec<u64>,
+    /// Clients attached as replicas.
+    pub replicas: crate::replication::Replicas,
     pub stats: ServerStats,
     /// The reply of the command that just ran is an error INFO errorstats already counted
     /// (a script's error raised by a command it called).
@@ -214,6 +218,7 @@ impl Server {
     /// Load the data directory and bind the listeners.
     pub fn new(mut cfg: ServerConfig) -> Result<Server, String> {
         cmd::set_version(cfg.engine.version);
+        log_startup(&cfg);
         if cfg.engine.version >= ServerVersion::Redis72 && cfg.engine.limits.set_max_listpack_entries == 0 {
             // Redis 7.2 keeps small sets of strings in a listpack (set-max-listpack-entries 128).
             cfg.engine.limits.set_max_listpack_entries = ferrokv::value::Limits::default().set_max_listpack_entries;
@@ -253,8 +258,10 @@ impl Server {
             listeners,
             clients: HashMap::default(),
             next_id: 1,
+            link: None,
             pending: VecDeque::new(),
             deferred_writes: Vec::new(),
+            replicas: Default::default(),
             stats: ServerStats::default(),
             watched: HashMap::new(),
             bgsave: None,
@@ -340,12 +347,17 @@ impl Server {
                     self.serve(id);
                 }
             }
+            self.feed_replicas();
             self.write_deferred();
             self.step_snapshot();
             self.eviction_cron();
             if self.last_cron.elapsed() >= tick {
                 self.last_cron = Instant::now();
                 self.cron();
+                self.ping_replicas();
+                self.replication_cron();
+                self.feed_replicas();
+                self.write_deferred();
             }
             if self.exit {
                 return Ok(());
@@ -393,8 +405,7 @@ impl Server {
             let _ = std::io::Write::write(&mut sock, PROTECTED_MODE_ERROR.as_bytes());
             return;
         }
-        let id = self.next_id;
-        self.next_id += 1;
+        let id = self.next_client_id();
         if self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE).is_err() {
             return;
         }
@@ -534,6 +545,7 @@ impl Server {
                 Limits { proto_max_bulk_len: self.cfg.proto_max_bulk_len, unauthenticated: self.acl_auth_required(c) };
             let mut pos = c.qpos;
             let parsed = c.parser.parse(&c.query, &mut pos, lim);
+            let consumed = pos - c.qpos;
             c.qpos = pos;
             match parsed {
                 Parsed::Incomplete => return false,
@@ -558,6 +570,9 @@ impl Server {
                             return false;
                         }
                         self.after_command(c);
+                    }
+                    if c.master {
+                        self.master_processed(consumed);
                     }
                 }
             }
@@ -597,6 +612,7 @@ impl Server {
 
     fn drop_client(&mut self, mut c: Box<Client>) {
         self.forget_client(&mut c);
+        self.forget_replica(&c);
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);
         let big = c.query.capacity().max(c.out.capacity()) >= crate::alloc::RELEASE_AT;
@@ -604,6 +620,12 @@ impl Server {
         if big {
             crate::alloc::release_free_memory();
         }
+    }
+
+    pub(crate) fn next_client_id(&mut self) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        id
     }
 
     /// Close another client (CLIENT KILL): after its pending output if `graceful`.
@@ -838,6 +860,16 @@ impl Server {
         }
     }
 
+    /// Flag every client watching a key: the whole dataset was replaced.
+    pub fn touch_every_watcher(&mut self) {
+        let ids: Vec<u64> = self.watched.values().flatten().copied().collect();
+        for id in ids {
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.watch_dirty = true;
+            }
+        }
+    }
+
     /// Flag every client watching a key of `db` (or of every database) that exists.
     pub fn touch_all_watched(&mut self, current: &mut Client) {
         let ids: Vec<u64> = self.watched.values().flatten().copied().collect();
@@ -885,7 +917,8 @@ impl Server {
 
     fn cron(&mut self) {
         self.wall = WallAnchor::now();
-        if self.active_expire {
+        // A replica's keys expire when its master's DELs come.
+        if self.active_expire && self.link.is_none() {
             self.engine.active_expire_cycle();
             self.deliver_events(None);
             // Keys the cycle deleted touch the clients watching them.
@@ -1098,6 +1131,24 @@ impl Server {
 }
 
 const PROTECTED_MODE_ERROR: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// The lines Redis logs before it loads the data. Tools that start a server (Redis's own test
+/// suite among them) wait for ` PID: <pid>` (the banner `always-show-logo` asks for) followed by
+/// `Server initialized`.
+fn log_startup(cfg: &ServerConfig) {
+    let pid = std::process::id();
+    log(&format!(
+        "ferrokv-server {} starting, Redis {} compatible, pid={pid}",
+        env!("CARGO_PKG_VERSION"),
+        cmd::release()
+    ));
+    if cfg.get("always-show-logo").as_deref() == Some("yes") {
+        log(&format!("ferrokv-server {}  Port: {}  PID: {pid}", env!("CARGO_PKG_VERSION"), cfg.port));
+    } else {
+        log(&format!("Running mode=standalone, port={}.", cfg.port));
+    }
+    log("Server initialized");
+}
 
 /// A log line on stdout, Redis-style: `pid:M date * message`.
 pub fn log(msg: &str) {

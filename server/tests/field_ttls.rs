@@ -10,56 +10,16 @@
 //! BGREWRITEAOF's RESP base equal key by key; each loads the other's RDB with the same
 //! DEBUG DIGEST.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
 use std::time::Duration;
 
 mod support;
-use support::Ours;
+use support::{shared_bin, Ours, Shared};
 
-use ferrokv_testkit::{cli, spawn_on_free_port, Client, Server as Redis, TempDir};
+use ferrokv_testkit::{cli, Client, Server as Redis, TempDir};
 
 /// Far-future times (2100-01-01) keep replies the same on both servers.
 const T: &str = "4102444800000";
-
-fn shared_bin(name: &str) -> Option<PathBuf> {
-    let dir = std::env::var_os("FERROKV_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let p = dir.join("bin").join(name);
-    p.exists().then_some(p)
-}
-
-/// A real redis-server 7.4.1 over `dir`, killed when dropped.
-struct Real74 {
-    child: Child,
-    port: u16,
-}
-
-impl Real74 {
-    fn start(bin: &Path, dir: &Path, extra: &[&str]) -> Real74 {
-        let spawn = |port: u16| {
-            Command::new(bin)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-                .args(["--enable-debug-command", "yes"])
-                .arg("--dir")
-                .arg(dir)
-                .args(extra)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("start redis-server 7.4.1")
-        };
-        let (child, port) = spawn_on_free_port("redis-server-7.4.1", spawn, Duration::from_secs(30));
-        Real74 { child, port }
-    }
-}
-
-impl Drop for Real74 {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 fn argv(line: &str) -> Vec<Vec<u8>> {
     line.split_whitespace().map(|w| w.replace("{T}", T).into_bytes()).collect()
@@ -303,7 +263,7 @@ fn replies_logs_and_files_match_redis_7_4() {
     };
     let (rdir, odir) = (TempDir::new("field-ttls-real"), TempDir::new("field-ttls-ours"));
     let aof = ["--appendonly", "yes", "--appendfsync", "always"];
-    let real = Real74::start(&bin, rdir.path(), &aof);
+    let real = Shared::start(&bin, rdir.path(), &aof);
     let ours = Ours::start(odir.path(), &[&aof[..], &["--redis-version", "7.4"]].concat());
     // Both sessions run side by side, so their clocks agree on what is due.
     let (want, got) = std::thread::scope(|s| {
@@ -344,7 +304,7 @@ fn replies_logs_and_files_match_redis_7_4() {
     let (to_real, to_ours) = (TempDir::new("field-ttls-to-real"), TempDir::new("field-ttls-to-ours"));
     std::fs::copy(odir.path().join("dump.rdb"), to_real.path().join("dump.rdb")).unwrap();
     std::fs::copy(rdir.path().join("dump.rdb"), to_ours.path().join("dump.rdb")).unwrap();
-    let real2 = Real74::start(&bin, to_real.path(), &[]);
+    let real2 = Shared::start(&bin, to_real.path(), &[]);
     let ours2 = Ours::start(to_ours.path(), &["--redis-version", "7.4"]);
     assert_eq!(cli(real2.port, &["DEBUG", "DIGEST"]), digest);
     assert_eq!(cli(ours2.port, &["DEBUG", "DIGEST"]), digest);

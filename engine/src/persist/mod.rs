@@ -6,12 +6,14 @@
 //! - [`rewrite`]: the RESP form of a base (shared with tools).
 //! - [`snapshot`]: RDB snapshots.
 //! - [`load`]: startup loading (RDB, or the AOF directory replayed through the commands).
+//! - [`replication`]: the stream replicas are fed.
 
 pub mod aof;
 pub mod disk;
 pub mod feed;
 pub mod load;
 pub mod manifest;
+pub mod replication;
 pub mod rewrite;
 pub mod snapshot;
 
@@ -34,6 +36,8 @@ pub struct Persistence {
     pub aof: Option<Aof>,
     /// Warnings from loading (a truncated AOF tail, a dropped incomplete MULTI).
     pub warnings: Vec<String>,
+    /// The stream fed to replicas, while any is attached.
+    pub replication: Option<replication::ReplicationFeed>,
 }
 
 impl Persistence {
@@ -42,9 +46,17 @@ impl Persistence {
         Persistence::default()
     }
 
+    /// Whether anything reads propagated commands (an AOF, or replicas).
+    pub fn is_read(&self) -> bool {
+        self.aof.is_some() || self.replication.is_some()
+    }
+
     /// Append one unit of propagated commands (already MULTI/EXEC-wrapped) to the AOF;
     /// Err when the unit is not as durable as the fsync policy promises.
     pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) -> Result<(), Failure> {
+        if let Some(r) = &mut self.replication {
+            r.unit(ops);
+        }
         match &mut self.aof {
             Some(aof) => aof.feed(ops, now_ms),
             None => Ok(()),

@@ -2,10 +2,10 @@
 
 use std::time::Duration;
 
-use ferrokv::command::{eq_ic, parse_f64, parse_i64};
-use ferrokv::keyspace::{idle_secs, Clock};
+use ferrokv::command::{eq_ic, parse_f64};
+use ferrokv::keyspace::idle_secs;
 use ferrokv::persist::PersistError;
-use ferrokv::{Engine, Reply, Session};
+use ferrokv::{Reply, Session};
 
 use super::text;
 use crate::client::Client;
@@ -166,18 +166,6 @@ pub fn time(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     Reply::bulks([(us / 1_000_000).to_string(), (us % 1_000_000).to_string()])
 }
 
-pub fn wait(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
-    if parse_i64(&a[1]).is_none() {
-        return Reply::not_integer();
-    }
-    match parse_i64(&a[2]) {
-        None => Reply::err("ERR timeout is not an integer or out of range"),
-        Some(t) if t < 0 => Reply::err("ERR timeout is negative"),
-        // No replicas: none to wait for.
-        Some(_) => Reply::Int(0),
-    }
-}
-
 pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     if !crate::cmd::config::protected_allowed(s.cfg.enable_debug_command, c) {
         return protected_refusal("DEBUG", "enable-debug-command");
@@ -222,6 +210,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             Reply::ok()
         }
         b"object" if a.len() == 3 => debug_object(s, c, &a[2]),
+        b"listpack" if a.len() == 3 => debug_listpack(s, c, &a[2]),
         b"populate" => super::debug::populate(s, c, a),
         b"help" => Reply::bulks(HELP),
         b"log" if a.len() == 3 => {
@@ -238,6 +227,8 @@ const HELP: &[&str] = &[
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
     "    Output a hex signature of the values of all the specified keys.",
+    "LISTPACK <key>",
+    "    Show low level info about the listpack encoding of <key>.",
     "OBJECT <key>",
     "    Show low level info about the `key` and associated value.",
     "RELOAD [option ...]",
@@ -280,38 +271,53 @@ fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
             return Reply::error(format!("ERR Error trying to save the DB: {e}"));
         }
     }
-    // A running snapshot copies what it still needs before the keys are replaced.
-    s.settle_snapshot();
-    let mut cfg = s.engine.cfg.clone();
-    cfg.appendonly = false;
-    let loaded = match Engine::open(cfg, Clock::System) {
-        Ok(e) => e,
+    let loaded = match s.read_dump_file() {
+        Ok(ks) => ks,
         Err(e) => return Reply::error(format!("ERR Error trying to load the RDB dump: {e}")),
     };
-    if flush {
-        s.engine.ks = loaded.ks;
+    let installed = if flush {
+        s.replace_dataset(loaded)
     } else {
-        // Libraries of the file replace those of the same name (Redis's MERGE).
-        for (name, code) in loaded.ks.functions.iter() {
-            s.engine.ks.functions.insert(name.to_string(), code.to_vec());
-        }
-        // Keys already there win (MERGE / NOFLUSH).
-        for (i, db) in loaded.ks.dbs.iter().enumerate() {
-            let Some(mine) = s.engine.ks.dbs.get_mut(i) else { continue };
-            for slot in db.slots() {
-                if let Some(pos) = mine.add_new(&slot.key, slot.value.clone(), slot.lru) {
-                    if let Some(t) = slot.expire_ms() {
-                        mine.set_expire_at(pos, t);
-                    }
-                }
-            }
-        }
-    }
-    if let Err(e) = crate::script::functions::install(s) {
+        merge_keyspace(s, loaded);
+        crate::script::functions::install(s)
+    };
+    if let Err(e) = installed {
         return Reply::error(format!("ERR Error trying to load the RDB dump: {e}"));
     }
     log("DB reloaded by DEBUG RELOAD");
     Reply::ok()
+}
+
+/// DEBUG RELOAD MERGE: libraries of the file replace those of the same name, keys
+/// already there win.
+fn merge_keyspace(s: &mut Server, loaded: ferrokv::keyspace::Keyspace) {
+    for (name, code) in loaded.functions.iter() {
+        s.engine.ks.functions.insert(name.to_string(), code.to_vec());
+    }
+    for (i, db) in loaded.dbs.iter().enumerate() {
+        let Some(mine) = s.engine.ks.dbs.get_mut(i) else { continue };
+        for slot in db.slots() {
+            if let Some(pos) = mine.add_new(&slot.key, slot.value.clone(), slot.lru) {
+                if let Some(t) = slot.expire_ms() {
+                    mine.set_expire_at(pos, t);
+                }
+            }
+        }
+    }
+}
+
+/// DEBUG LISTPACK key: the entries of a listpack-encoded value, printed on stdout (as
+/// Redis prints its lpRepr there; the text is ours, the reply is Redis's).
+fn debug_listpack(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
+    let Some(slot) = s.engine.ks.dbs[c.session.db].get(key) else {
+        return Reply::err("ERR no such key");
+    };
+    if !matches!(slot.value.encoding(), "listpack" | "listpackex") {
+        return Reply::err("ERR Not a listpack encoded object.");
+    }
+    let logical = slot.value.to_logical();
+    println!("{{listpack of '{}' ({}): {logical:?}}}", String::from_utf8_lossy(key), slot.value.encoding());
+    Reply::simple("Listpack structure printed on stdout")
 }
 
 fn debug_object(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {

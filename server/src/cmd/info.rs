@@ -186,12 +186,39 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("total_writes_processed", "0".into());
         }
         "replication" => {
-            kv("role", "master".into());
-            kv("connected_slaves", "0".into());
+            let offset = match &s.link {
+                Some(link) => link.offset,
+                None => s.engine.persist.replication.as_ref().map_or(0, |r| r.offset()),
+            };
+            match &s.link {
+                Some(link) => {
+                    kv("role", "slave".into());
+                    kv("master_host", link.host.clone());
+                    kv("master_port", link.port.to_string());
+                    kv("master_link_status", if link.is_up() { "up" } else { "down" }.into());
+                    kv(
+                        "master_last_io_seconds_ago",
+                        if link.is_up() { link.last_io_secs() as i64 } else { -1 }.to_string(),
+                    );
+                    kv("master_sync_in_progress", u8::from(link.is_syncing()).to_string());
+                    kv("slave_read_repl_offset", offset.to_string());
+                    kv("slave_repl_offset", offset.to_string());
+                    kv("slave_priority", "100".into());
+                    let ro = s.cfg.get("replica-read-only").as_deref() == Some("yes");
+                    kv("slave_read_only", u8::from(ro).to_string());
+                    kv("replica_announced", "1".into());
+                }
+                None => kv("role", "master".into()),
+            }
+            kv("connected_slaves", s.replicas.len().to_string());
+            for (k, v) in s.replicas.info_lines() {
+                kv(&k, v);
+            }
             kv("master_failover_state", "no-failover".into());
-            kv("master_replid", s.run_id.clone());
+            let replid = s.link.as_ref().filter(|l| !l.replid.is_empty()).map_or(&s.run_id, |l| &l.replid);
+            kv("master_replid", replid.clone());
             kv("master_replid2", "0000000000000000000000000000000000000000".into());
-            kv("master_repl_offset", "0".into());
+            kv("master_repl_offset", offset.to_string());
             kv("second_repl_offset", "-1".into());
             kv("repl_backlog_active", "0".into());
         }

@@ -5,7 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -351,5 +351,46 @@ impl Conn {
     pub fn call(&mut self, args: &[&str]) -> Vec<u8> {
         self.send(args);
         self.read()
+    }
+}
+
+/// A binary of ../shared/bin (FERROKV_SHARED overrides the directory), if present.
+pub fn shared_bin(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("FERROKV_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let p = dir.join("bin").join(name);
+    p.exists().then_some(p)
+}
+
+/// A real server of ../shared/bin over `dir` (no save points, DEBUG on), killed when
+/// dropped.
+pub struct Shared {
+    child: Child,
+    pub port: u16,
+}
+
+impl Shared {
+    pub fn start(bin: &Path, dir: &Path, extra: &[&str]) -> Shared {
+        let spawn = |port: u16| {
+            Command::new(bin)
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+                .args(["--enable-debug-command", "yes"])
+                .arg("--dir")
+                .arg(dir)
+                .args(extra)
+                .stdout(Stdio::null())
+                .spawn()
+                .expect("start the shared redis-server")
+        };
+        let (child, port) = spawn_on_free_port("shared redis-server", spawn, Duration::from_secs(30));
+        Shared { child, port }
+    }
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

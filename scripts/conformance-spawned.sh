@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# make conformance-spawned: units of Redis's own TCL suite in its normal (spawned) mode,
+# the suite starting ferrokv-server itself as `src/redis-server` (a two-line wrapper that
+# adds --redis-version). Units tagged external:skip run only this way.
+#
+#   REDIS_SRC  an extracted Redis source tree of the tag to test against (required)
+#   VERSION    the --redis-version ferrokv stands in as (default 7.4)
+#   UNITS      units to run (default: unit/type/hash-field-expire)
+#   CLI        redis-cli (and redis-benchmark/check-*) suffix in ../shared/bin (default 7.4.1;
+#              `system` takes them from PATH, Debian's 7.0)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+: "${REDIS_SRC:?set REDIS_SRC to an extracted redis source tree (docs/conformance.md)}"
+VERSION=${VERSION:-7.4}
+CLI=${CLI:-7.4.1}
+UNITS=${UNITS:-unit/type/hash-field-expire}
+if [ "$CLI" != system ]; then
+    BIN=$(cd ../shared/bin 2>/dev/null && pwd) || { echo "conformance-spawned: ../shared/bin not found" >&2; exit 2; }
+fi
+cargo build -q --release -p ferrokv-server
+SERVER=$(pwd)/target/release/ferrokv-server
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+cp -r "$REDIS_SRC/tests" "$REDIS_SRC/runtest" "$WORK/"
+mkdir "$WORK/src"
+printf '#!/bin/sh\nexec %s "$@" --redis-version %s\n' "$SERVER" "$VERSION" > "$WORK/src/redis-server"
+chmod +x "$WORK/src/redis-server"
+for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
+    if [ "$CLI" = system ]; then
+        ln -s "$(command -v "$tool")" "$WORK/src/$tool"
+    else
+        ln -s "$BIN/$tool-$CLI" "$WORK/src/$tool"
+    fi
+done
+args=()
+for u in $UNITS; do args+=(--single "$u"); done
+cd "$WORK"
+./runtest --clients 1 ${TAGS:+--tags "$TAGS"} "${args[@]}"
