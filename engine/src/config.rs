@@ -73,6 +73,14 @@ pub struct Config {
 }
 
 impl Config {
+    /// Stand in for `version`: what SAVE and DUMP write, and the behaviours that follow the
+    /// version rather than a setting (how a zset keeps a -0 score).
+    pub fn set_version(&mut self, version: ServerVersion) {
+        self.version = version;
+        self.limits.zset_listpack_keeps_negative_zero = version == ServerVersion::Redis62;
+        self.limits.zset_created_by_size = version >= ServerVersion::Redis72;
+    }
+
     /// What this version's SAVE and DUMP write (Valkey 7.2 and 8.0 write RDB 11 as Redis
     /// 7.2 does).
     pub fn rdb_target(&self) -> Target {

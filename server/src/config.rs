@@ -548,7 +548,7 @@ impl ServerConfig {
                     [v] => ServerVersion::parse(v).filter(|v| !v.tag().starts_with("valkey")),
                     _ => None,
                 };
-                self.engine.version = v.ok_or("argument must be one of 6.2, 7.0, 7.2, 7.4")?;
+                self.engine.set_version(v.ok_or("argument must be one of 6.2, 7.0, 7.2, 7.4")?);
             }
             "save" => {
                 // One string of "seconds changes" pairs (CONFIG SET), or the words of a line.

@@ -93,3 +93,53 @@ fn a_ziplist_s_negative_zero_survives_loading() {
     }
     assert_eq!(o.call(&argv(&["ZSCORE", "z", "neg"])), b"$2\r\n-0\r\n".to_vec());
 }
+
+/// ZADD of a -0 score as each version keeps it: Redis 6.2 always (its ziplist holds the
+/// text "-0"), Redis 7.0 never when ZADD creates the key (its listpack stores integers,
+/// and a big ZADD fills a listpack first), Redis 7.2+ in a zset ZADD creates as a skiplist;
+/// all keep it in an existing skiplist. ZSCORE and DEBUG DIGEST-VALUE equal the real
+/// server's (7.0 always; 6.2 and 7.4 with ../shared, `make compat`).
+fn negative_zero_as(version: &str, real: u16) {
+    let dir = TempDir::new("negzero");
+    let ours = Ours::start(dir.path(), &["--redis-version", version]);
+    let many: Vec<String> = (1..=130).flat_map(|i| [i.to_string(), format!("m{i}")]).collect();
+    let mut cmds: Vec<Vec<String>> = vec![vec!["ZADD".into(), "small".into(), "-0".into(), "a".into()]];
+    let mut big = vec!["ZADD".to_string(), "big".into(), "-0".into(), "a".into()];
+    big.extend(many.iter().cloned());
+    cmds.push(big);
+    let mut existing = vec!["ZADD".to_string(), "grown".into()];
+    existing.extend(many.iter().cloned());
+    cmds.push(existing);
+    cmds.push(vec!["ZADD".into(), "grown".into(), "-0".into(), "a".into()]);
+    cmds.push(vec!["ZINCRBY".into(), "small".into(), "-0".into(), "a".into()]);
+    let (mut r, mut o) = (Client::connect(real), Client::connect(ours.port));
+    for c in &cmds {
+        let a: Vec<Vec<u8>> = c.iter().map(|s| s.as_bytes().to_vec()).collect();
+        assert_eq!(o.call(&a), r.call(&a), "{version}: {:?}", &c[..2]);
+    }
+    for key in ["small", "big", "grown"] {
+        for probe in [&["ZSCORE", key, "a"][..], &["DEBUG", "DIGEST-VALUE", key], &["OBJECT", "ENCODING", key]] {
+            assert_eq!(o.call(&argv(probe)), r.call(&argv(probe)), "{version}: {probe:?}");
+        }
+    }
+}
+
+#[test]
+fn zadd_negative_zero_as_redis_7_0() {
+    let redis = Redis::start();
+    negative_zero_as("7.0", redis.port);
+}
+
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn zadd_negative_zero_as_redis_6_2_and_7_4() {
+    for (version, bin) in [("6.2", "redis-server-6.2.16"), ("7.4", "redis-server-7.4.1")] {
+        let Some(bin) = support::shared_bin(bin) else {
+            eprintln!("skipped: ../shared/bin/{bin} is absent");
+            return;
+        };
+        let dir = TempDir::new("negzero-real");
+        let real = support::start_shared(&bin, dir.path(), &[]);
+        negative_zero_as(version, real.port);
+    }
+}

@@ -14,7 +14,7 @@ use std::path::Path;
 use std::time::Duration;
 
 mod support;
-use support::{shared_bin, Ours, Shared};
+use support::{shared_bin, start_shared, Ours};
 
 use ferrokv_testkit::{cli, Client, Server as Redis, TempDir};
 
@@ -263,7 +263,7 @@ fn replies_logs_and_files_match_redis_7_4() {
     };
     let (rdir, odir) = (TempDir::new("field-ttls-real"), TempDir::new("field-ttls-ours"));
     let aof = ["--appendonly", "yes", "--appendfsync", "always"];
-    let real = Shared::start(&bin, rdir.path(), &aof);
+    let real = start_shared(&bin, rdir.path(), &aof);
     let ours = Ours::start(odir.path(), &[&aof[..], &["--redis-version", "7.4"]].concat());
     // Both sessions run side by side, so their clocks agree on what is due.
     let (want, got) = std::thread::scope(|s| {
@@ -304,7 +304,7 @@ fn replies_logs_and_files_match_redis_7_4() {
     let (to_real, to_ours) = (TempDir::new("field-ttls-to-real"), TempDir::new("field-ttls-to-ours"));
     std::fs::copy(odir.path().join("dump.rdb"), to_real.path().join("dump.rdb")).unwrap();
     std::fs::copy(rdir.path().join("dump.rdb"), to_ours.path().join("dump.rdb")).unwrap();
-    let real2 = Shared::start(&bin, to_real.path(), &[]);
+    let real2 = start_shared(&bin, to_real.path(), &[]);
     let ours2 = Ours::start(to_ours.path(), &["--redis-version", "7.4"]);
     assert_eq!(cli(real2.port, &["DEBUG", "DIGEST"]), digest);
     assert_eq!(cli(ours2.port, &["DEBUG", "DIGEST"]), digest);

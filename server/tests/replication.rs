@@ -7,45 +7,27 @@
 //! Against a real redis-server 7.4.1 (../shared/bin; `make compat`): the same with hash
 //! field TTLs, the fields the master expires reaching the replica as HDELs.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod support;
-use support::{shared_bin, Ours, Shared};
+use support::{shared_bin, start_shared, Ours};
 
-use ferrokv_testkit::{cli, Server as Redis, TempDir};
+use ferrokv_testkit::{cli, dataset_state, info_field, wait_for, Server as Redis, TempDir};
 
 /// What a replica must end with: every key and value, and the libraries.
 fn state(port: u16) -> (String, String) {
-    let digest = cli(port, &["DEBUG", "DIGEST"]);
-    assert!(digest.len() == 40 && digest != "0".repeat(40), "{digest}");
-    // Libraries in name order: FUNCTION LIST follows Redis's dict, whose order is its own.
-    let list = cli(port, &["FUNCTION", "LIST", "WITHCODE"]);
-    let mut libraries: Vec<&str> =
-        list.split("library_name\n").map(|l| l.trim_end_matches('\n')).filter(|l| !l.is_empty()).collect();
-    libraries.sort_unstable();
-    (digest, libraries.join("library_name\n"))
+    dataset_state(port, true)
 }
 
-fn info_field(port: u16, field: &str) -> String {
-    cli(port, &["INFO", "replication"])
-        .lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
-        .unwrap_or_default()
-}
-
-fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+fn info(port: u16, field: &str) -> String {
+    info_field(port, "replication", field)
 }
 
 /// The replica's offset reached the master's and the link is up.
 fn wait_in_sync(master: u16, replica: u16) {
     wait_for("the replica to catch up", || {
-        info_field(replica, "master_link_status") == "up"
-            && info_field(replica, "master_repl_offset") == info_field(master, "master_repl_offset")
+        info(replica, "master_link_status") == "up"
+            && info(replica, "master_repl_offset") == info(master, "master_repl_offset")
     });
 }
 
@@ -95,7 +77,7 @@ fn ferrokv_replica_follows_a_real_master() {
     write_traffic(master.port);
     wait_in_sync(master.port, ours.port);
     assert_eq!(state(ours.port), state(master.port));
-    assert_eq!(info_field(ours.port, "role"), "slave");
+    assert_eq!(info(ours.port, "role"), "slave");
     assert_eq!(ours.cli(&["SET", "k", "v"]), "READONLY You can't write against a read only replica.");
     assert_eq!(ours.cli(&["GET", "before"]), "sync");
     let role = ours.cli(&["ROLE"]);
@@ -104,7 +86,7 @@ fn ferrokv_replica_follows_a_real_master() {
     assert!(dir.path().join("dump.rdb").exists());
     assert_eq!(ours.cli(&["REPLICAOF", "NO", "ONE"]), "OK");
     assert_eq!(ours.cli(&["SET", "k", "v"]), "OK");
-    assert_eq!(info_field(ours.port, "role"), "master");
+    assert_eq!(info(ours.port, "role"), "master");
 }
 
 #[test]
@@ -119,13 +101,13 @@ fn real_replica_follows_ferrokv() {
     assert_eq!(ours.cli(&["WAIT", "1", "5000"]), "1");
     wait_in_sync(ours.port, replica.port);
     assert_eq!(state(replica.port), state(ours.port));
-    assert_eq!(info_field(ours.port, "connected_slaves"), "1");
-    assert!(info_field(ours.port, "slave0").starts_with("ip=127.0.0.1,port="));
+    assert_eq!(info(ours.port, "connected_slaves"), "1");
+    assert!(info(ours.port, "slave0").starts_with("ip=127.0.0.1,port="));
     // WAIT for more replicas than there are times out with the count.
     assert_eq!(ours.cli(&["WAIT", "2", "200"]), "1");
     // The replica's link going away stops the stream.
     drop(replica);
-    wait_for("the replica to be gone", || info_field(ours.port, "connected_slaves") == "0");
+    wait_for("the replica to be gone", || info(ours.port, "connected_slaves") == "0");
     assert_eq!(ours.cli(&["WAIT", "1", "100"]), "0");
 }
 
@@ -174,7 +156,7 @@ fn field_ttls_replicate_with_redis_7_4() {
     };
     // ferrokv replica of a real 7.4.1 master.
     let (d1, d2) = (TempDir::new("m74"), TempDir::new("r74"));
-    let master = Shared::start(&bin, d1.path(), &[]);
+    let master = start_shared(&bin, d1.path(), &[]);
     let ours = Ours::start(d2.path(), &["--redis-version", "7.4"]);
     ours.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]);
     wait_in_sync(master.port, ours.port);
@@ -191,7 +173,7 @@ fn field_ttls_replicate_with_redis_7_4() {
     // A real 7.4.1 replica of ferrokv.
     let (d3, d4) = (TempDir::new("m74o"), TempDir::new("r74r"));
     let ours = Ours::start(d3.path(), &["--redis-version", "7.4"]);
-    let replica = Shared::start(&bin, d4.path(), &[]);
+    let replica = start_shared(&bin, d4.path(), &[]);
     cli(replica.port, &["REPLICAOF", "127.0.0.1", &ours.port.to_string()]);
     wait_in_sync(ours.port, replica.port);
     write_traffic(ours.port);

@@ -68,6 +68,93 @@ pub fn spawn_on_free_port(name: &str, mut spawn: impl FnMut(u16) -> Child, timeo
     panic!("{name} exited at start 10 times (see its log)");
 }
 
+/// Any server binary (a real redis-server or valkey-server of ../shared/bin, or
+/// ferrokv-server) on a free loopback port with `--port N --dir DIR` then `args`, its
+/// stdout to `log` (or nowhere); killed when dropped.
+pub struct Spawned {
+    child: Child,
+    pub port: u16,
+}
+
+impl Spawned {
+    pub fn start(name: &str, bin: &Path, dir: &Path, args: &[&str], log: Option<&Path>) -> Spawned {
+        let spawn = |port: u16| {
+            let out = match log {
+                Some(p) => Stdio::from(std::fs::File::create(p).expect("log file")),
+                None => Stdio::null(),
+            };
+            Command::new(bin)
+                .args(["--port", &port.to_string()])
+                .arg("--dir")
+                .arg(dir)
+                .args(args)
+                .stdout(out)
+                .spawn()
+                .unwrap_or_else(|e| panic!("start {}: {e}", bin.display()))
+        };
+        let (child, port) = spawn_on_free_port(name, spawn, Duration::from_secs(60));
+        Spawned { child, port }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// SHUTDOWN NOSAVE and wait for the exit: what the AOF buffer holds is written out
+    /// (under everysec Redis postpones that write while a slow fsync runs; a kill would
+    /// lose it).
+    pub fn shutdown(mut self) {
+        let _ = cli(self.port, &["SHUTDOWN", "NOSAVE"]);
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(30) {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Spawned {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What a server holds, to compare two of them: DEBUG DIGEST (never the empty digest) and
+/// the function libraries in name order (FUNCTION LIST follows the server's own dict
+/// order); `functions` false for servers without them (6.2).
+pub fn dataset_state(port: u16, functions: bool) -> (String, String) {
+    let digest = cli(port, &["DEBUG", "DIGEST"]);
+    assert!(digest.len() == 40 && digest != "0".repeat(40), "digest {digest}");
+    if !functions {
+        return (digest, String::new());
+    }
+    let list = cli(port, &["FUNCTION", "LIST", "WITHCODE"]);
+    let mut libs: Vec<&str> =
+        list.split("library_name\n").map(|l| l.trim_end_matches('\n')).filter(|l| !l.is_empty()).collect();
+    libs.sort_unstable();
+    (digest, libs.join("\n--\n"))
+}
+
+/// One field of an INFO section.
+pub fn info_field(port: u16, section: &str, field: &str) -> String {
+    cli(port, &["INFO", section])
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")).map(|v| v.trim().to_string()))
+        .unwrap_or_default()
+}
+
+/// Poll `f` until it holds; fail naming `what` after a minute.
+pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(60), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Run redis-cli against `port`; its trimmed stdout.
 pub fn cli(port: u16, args: &[&str]) -> String {
     let out = Command::new("redis-cli")

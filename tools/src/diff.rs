@@ -589,13 +589,10 @@ fn raw_form(v: &Value<'_>) -> bool {
         && !matches!(v.vtype, SetHashtable | Hash | HashMetadata | HashMetadataPreGa | ValkeyHash2 | ModulePreGa)
 }
 
-/// -0 and 0 are the same score to Redis.
+/// A score's bits: -0 and 0 order alike in Redis, but ZSCORE, DEBUG DIGEST and the files
+/// tell them apart, so a diff does too.
 fn score_bits(s: f64) -> u64 {
-    if s == 0.0 {
-        0
-    } else {
-        s.to_bits()
-    }
+    s.to_bits()
 }
 
 /// Digest of a value straight from its element iterators: (value, field TTLs). The value
@@ -1530,8 +1527,8 @@ pub fn value_diff(a: &Logical, b: &Logical, opts: &Options) -> ValueDiff {
                 &y,
                 |p, q| p.0.cmp(q.0),
                 |p, q| {
-                    // f64 equality: -0 == 0, as Redis treats them.
-                    if p.map(|e| e.1) != q.map(|e| e.1) {
+                    // Bit equality: a -0 score is not a 0 one (ZSCORE, DEBUG DIGEST).
+                    if p.map(|e| e.1.to_bits()) != q.map(|e| e.1.to_bits()) {
                         let m = p.or(q).map(|e| Shown::of(e.0)).unwrap_or(Shown { head: Vec::new(), len: 0 });
                         c.add(|| Difference::Score { member: m, a: p.map(|e| e.1), b: q.map(|e| e.1) });
                     }
@@ -2151,15 +2148,14 @@ mod tests {
     }
 
     #[test]
-    fn negative_zero_score_equals_zero() {
+    fn negative_zero_score_differs_from_zero() {
         let a = Logical::Zset(vec![(b"m".to_vec(), -0.0), (b"n".to_vec(), 1.0)]);
-        let b = Logical::Zset(vec![(b"m".to_vec(), 0.0), (b"n".to_vec(), 2.0)]);
+        let b = Logical::Zset(vec![(b"m".to_vec(), 0.0), (b"n".to_vec(), 1.0)]);
         let d = value_diff(&a, &b, &Options::default());
         assert_eq!(d.total, 1);
-        assert!(
-            matches!(&d.shown[0], Difference::Score { member, a: Some(x), b: Some(y) } if member.head == b"n" && *x == 1.0 && *y == 2.0)
-        );
-        assert_eq!(score_bits(-0.0), score_bits(0.0));
+        assert!(matches!(&d.shown[0], Difference::Score { member, a: Some(x), b: Some(y) }
+            if member.head == b"m" && x.is_sign_negative() && !y.is_sign_negative()));
+        assert_ne!(score_bits(-0.0), score_bits(0.0));
     }
 
     #[test]

@@ -26,6 +26,12 @@ pub mod exit {
 }
 
 /// Milliseconds since the Unix epoch, for `--now` defaults.
+/// A `--redis-version` value (clap's value parser for every tool that takes one).
+pub fn parse_server_version(s: &str) -> Result<ferrokv::command::catalog::ServerVersion, String> {
+    ferrokv::command::catalog::ServerVersion::parse(s)
+        .ok_or_else(|| format!("unknown version '{s}' (6.2, 7.0, 7.2, 7.4, valkey-7.2, valkey-8.0)"))
+}
+
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
 }

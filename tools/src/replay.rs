@@ -22,6 +22,7 @@ use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{self, eq_ic, ExpireMode};
 use ferrokv::format::aof::{has_rdb_preamble, AofSet, Command, CommandReader};
 use ferrokv::format::rdb::{escape_key, RdbReader, Record, Target};
@@ -31,6 +32,7 @@ use ferrokv::persist::snapshot::write_rdb;
 use ferrokv::value::Value;
 use ferrokv::{Config, Engine, Session, Source};
 
+use crate::aof::check::{base_version, rdb_server_version};
 use crate::convert::jsonl_to_rdb;
 use crate::diff::{diff_files, DiffReport, Options as DiffOptions, TempDir};
 use crate::out::ToolError;
@@ -149,10 +151,37 @@ const FIELDS_CLAUSE: &[&str] = &[
     "hgetex",
 ];
 
+/// The version of the server that wrote `input`, as its RDB part names it (version and `redis-ver`/`valkey-ver`); a single-file AOF without one was
+/// written by a Redis before 7.0 (6.2); None when nothing says (a multi-part AOF with a RESP
+/// base: 7.0 or later).
+pub fn input_version(input: &Input) -> Option<ServerVersion> {
+    if let Ok(set) = AofSet::open(&input.aof) {
+        if let Some(v) = base_version(&set) {
+            return Some(v);
+        }
+        if set.manifest.is_none() && set.parts.len() == 1 && !looks_like_rdb(&input.aof) {
+            return Some(ServerVersion::Redis62);
+        }
+    }
+    [Some(&input.aof), input.rdb.as_ref()]
+        .into_iter()
+        .flatten()
+        .find_map(|p| Source::open(p).ok().and_then(|src| rdb_server_version(&src)))
+}
+
+fn looks_like_rdb(path: &Path) -> bool {
+    Source::open(path).is_ok_and(|src| src.starts_with(b"REDIS") || src.starts_with(b"VALKEY"))
+}
+
 impl Replay {
-    /// Replay `input` into a fresh engine.
+    /// Replay `input` into a fresh engine that behaves as the input's writer (a zset's -0
+    /// score, see [`input_version`]).
     pub fn run(input: &Input, opts: &Options) -> Result<Replay, ToolError> {
-        let mut e = Engine::with_clock(Config::default(), Clock::virtual_at(crate::now_ms()));
+        let mut cfg = Config::default();
+        if let Some(v) = input_version(input) {
+            cfg.set_version(v);
+        }
+        let mut e = Engine::with_clock(cfg, Clock::virtual_at(crate::now_ms()));
         e.mode = ExpireMode::Loading;
         let mut r = Replayer {
             e,

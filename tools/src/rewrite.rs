@@ -13,8 +13,10 @@ use ferrokv::persist::aof::persist_manifest;
 use ferrokv::persist::rewrite::write_keyspace;
 use ferrokv::persist::snapshot::{write_atomically, write_rdb};
 
+use ferrokv::command::catalog::ServerVersion;
+
 use crate::out::ToolError;
-use crate::replay::{Input, Options, Replay};
+use crate::replay::{input_version, Input, Options, Replay};
 
 /// The form of the base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -53,9 +55,19 @@ pub fn layout_for(out: &Path) -> Layout {
     }
 }
 
-/// Replay `input`, then write OUT.
-pub fn run(input: &Input, out: &Path, base: BaseKind, layout: Layout, now_ms: i64) -> Result<Written, ToolError> {
+/// Replay `input`, then write OUT for `version` (None: the input's, see [`input_version`]).
+pub fn run(
+    input: &Input,
+    out: &Path,
+    base: BaseKind,
+    layout: Layout,
+    now_ms: i64,
+    version: Option<ServerVersion>,
+) -> Result<Written, ToolError> {
     let mut replay = Replay::run(input, &Options::default())?;
+    if let Some(v) = version.or_else(|| input_version(input)) {
+        replay.engine.cfg.set_version(v);
+    }
     let expired_left_out = drop_expired(&mut replay, now_ms);
     let keys = replay.engine.ks.dbs.iter().map(|d| d.len() as u64).sum();
     let files = match layout {

@@ -579,11 +579,16 @@ fn object(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
     let lru_now = ctx.lru;
     let (lfu, now, decay) = (ctx.cfg.lfu, ctx.now, ctx.cfg.lfu_decay_time);
+    let version = ctx.cfg.version;
     let Some(slot) = ctx.lookup_slot_quiet(&a[2]) else {
         return Reply::Nil;
     };
     match sub.as_str() {
-        "encoding" => Reply::bulk(slot.value.encoding().as_bytes()),
+        "encoding" => match (slot.value.encoding(), version) {
+            // Redis 6.2 keeps small hashes and zsets in a ziplist.
+            ("listpack", crate::command::catalog::ServerVersion::Redis62) => Reply::bulk(b"ziplist"),
+            (name, _) => Reply::bulk(name.as_bytes()),
+        },
         "refcount" => Reply::Int(match &slot.value {
             Value::Str(Str::Int(i)) if (0..10_000).contains(i) => SHARED_REFCOUNT,
             _ => 1,

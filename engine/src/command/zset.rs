@@ -333,7 +333,7 @@ fn zadd_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], incr: bool) -> Reply {
     let mut nan = false;
     if exists || !f.xx {
         if !exists {
-            ctx.db_add(key, Value::Zset(Box::new(Zset::create(&pairs[1], &limits))));
+            ctx.db_add(key, Value::Zset(Box::new(Zset::create(&pairs[1], pairs.len() / 2, &limits))));
         }
         let Ok(Some(z)) = zset_mut(ctx, key) else {
             return Reply::wrongtype();

@@ -51,6 +51,12 @@ pub struct Limits {
     /// Stream listpack node limits (0: no limit).
     pub stream_node_max_bytes: usize,
     pub stream_node_max_entries: usize,
+    /// Redis 6.2's ziplist keeps a -0 score as the text "-0"; Redis 7's listpack stores an
+    /// integral score as the integer, so -0 reads back as 0 ([`crate::Config::set_version`]).
+    pub zset_listpack_keeps_negative_zero: bool,
+    /// Redis 7.2+ makes a zset that ZADD creates with more members than the listpack limit
+    /// a skiplist at once (scores as given); 7.0 fills a listpack first and converts it.
+    pub zset_created_by_size: bool,
 }
 
 impl Default for Limits {
@@ -67,6 +73,8 @@ impl Default for Limits {
             list_max_listpack_size: -2,
             stream_node_max_bytes: 4096,
             stream_node_max_entries: 100,
+            zset_listpack_keeps_negative_zero: false,
+            zset_created_by_size: false,
         }
     }
 }

@@ -153,8 +153,9 @@ impl DoubleEndedIterator for RangeIter<'_> {
 impl Zset {
     /// The empty zset ZADD creates for a first member `first` (createZsetListpackObject or
     /// createZsetObject).
-    pub fn create(first: &[u8], limits: &Limits) -> Zset {
-        if limits.zset_max_listpack_entries == 0 || first.len() > limits.zset_max_listpack_value {
+    pub fn create(first: &[u8], members: usize, limits: &Limits) -> Zset {
+        let too_many = limits.zset_created_by_size && members > limits.zset_max_listpack_entries;
+        if limits.zset_max_listpack_entries == 0 || first.len() > limits.zset_max_listpack_value || too_many {
             Zset::Skiplist(SkipList::default())
         } else {
             Zset::default()
@@ -273,8 +274,7 @@ impl Zset {
                     updated += 1;
                 }
             }
-            // The listpack keeps scores as text, where -0 reads back as 0.
-            members.push((sds(m), if score == 0.0 { 0.0 } else { score }));
+            members.push((sds(m), listpack_score(score, limits)));
         }
         if members.len() > limits.zset_max_listpack_entries {
             return None;
@@ -311,8 +311,7 @@ impl Zset {
                     }
                     None => false,
                 };
-                // The listpack keeps scores as text, where -0 reads back as 0.
-                let score = if score == 0.0 { 0.0 } else { score };
+                let score = listpack_score(score, limits);
                 let at = v.partition_point(|(e, s)| (Score(*s), e.as_slice()) < (Score(score), m));
                 v.insert(at, (sds(m), score));
                 if v.len() > limits.zset_max_listpack_entries {
@@ -398,10 +397,20 @@ impl Zset {
         if let Zset::Skiplist(s) = self {
             let longest = s.dict.keys().map(|m| m.len()).max().unwrap_or(0);
             if s.dict.len() <= limits.zset_max_listpack_entries && longest <= limits.zset_max_listpack_value {
-                let items = s.tree.iter().map(|(sc, m)| (m.clone(), if sc.0 == 0.0 { 0.0 } else { sc.0 })).collect();
+                let items = s.tree.iter().map(|(sc, m)| (m.clone(), listpack_score(sc.0, limits))).collect();
                 *self = Zset::Listpack(items);
             }
         }
+    }
+}
+
+/// A score as a listpack keeps it: Redis 7 stores an integral score as an integer, so -0
+/// reads back as 0; Redis 6.2's ziplist keeps the text "-0".
+fn listpack_score(score: f64, limits: &Limits) -> f64 {
+    if score == 0.0 && !limits.zset_listpack_keeps_negative_zero {
+        0.0
+    } else {
+        score
     }
 }
 
@@ -437,7 +446,7 @@ mod tests {
     #[test]
     fn converts_at_thresholds() {
         let l = limits(3);
-        let mut z = Zset::create(b"a", &l);
+        let mut z = Zset::create(b"a", 1, &l);
         for (i, m) in [b"a", b"b", b"c"].iter().enumerate() {
             assert!(z.insert(*m, i as f64, &l));
         }
@@ -453,7 +462,7 @@ mod tests {
         z.shrink_if_small(&l);
         assert_eq!(z.encoding(), "listpack");
 
-        let mut long = Zset::create(b"123456789", &l);
+        let mut long = Zset::create(b"123456789", 1, &l);
         assert_eq!(long.encoding(), "skiplist");
         long.insert(b"123456789", 1.0, &l);
         let mut small = Zset::default();
@@ -467,7 +476,7 @@ mod tests {
     #[test]
     fn negative_zero_is_no_update() {
         let l = limits(0);
-        let mut z = Zset::create(b"a", &l);
+        let mut z = Zset::create(b"a", 1, &l);
         z.insert(b"a", 0.0, &l);
         z.insert(b"a", -0.0, &l);
         assert_eq!(z.len(), 1);

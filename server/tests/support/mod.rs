@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrokv_testkit::{cli, encode_command, spawn_on_free_port};
+use ferrokv_testkit::{cli, encode_command, spawn_on_free_port, Spawned};
 
 /// A running ferrokv-server, killed when dropped.
 pub struct Ours {
@@ -363,34 +363,13 @@ pub fn shared_bin(name: &str) -> Option<PathBuf> {
     p.exists().then_some(p)
 }
 
-/// A real server of ../shared/bin over `dir` (no save points, DEBUG on), killed when
-/// dropped.
-pub struct Shared {
-    child: Child,
-    pub port: u16,
-}
-
-impl Shared {
-    pub fn start(bin: &Path, dir: &Path, extra: &[&str]) -> Shared {
-        let spawn = |port: u16| {
-            Command::new(bin)
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-                .args(["--enable-debug-command", "yes"])
-                .arg("--dir")
-                .arg(dir)
-                .args(extra)
-                .stdout(Stdio::null())
-                .spawn()
-                .expect("start the shared redis-server")
-        };
-        let (child, port) = spawn_on_free_port("shared redis-server", spawn, Duration::from_secs(30));
-        Shared { child, port }
+/// A real server of ../shared/bin over `dir` (no save points, DEBUG on: Redis 6.2 has no
+/// switch for it), killed when dropped.
+pub fn start_shared(bin: &Path, dir: &Path, extra: &[&str]) -> Spawned {
+    let mut args = vec!["--bind", "127.0.0.1", "--save", ""];
+    if !bin.to_string_lossy().contains("6.2.") {
+        args.extend(["--enable-debug-command", "yes"]);
     }
-}
-
-impl Drop for Shared {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+    args.extend(extra);
+    Spawned::start("shared redis-server", bin, dir, &args, None)
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv_tools::out::ToolError;
 use ferrokv_tools::replay::Input;
 use ferrokv_tools::rewrite::{self, layout_for, BaseKind, Layout};
@@ -37,6 +38,11 @@ struct Cli {
     /// Write a multi-part directory whatever OUT's name.
     #[arg(long)]
     dir: bool,
+    /// The server version the output is for (6.2, 7.0, 7.2, 7.4, valkey-7.2, valkey-8.0):
+    /// the RDB version of the base. Default: the input's writer's (its RDB part's
+    /// version, 6.2 for a single-file AOF without one, else 7.0).
+    #[arg(long, value_name = "V", value_parser = ferrokv_tools::parse_server_version)]
+    redis_version: Option<ServerVersion>,
 }
 
 fn main() -> ExitCode {
@@ -49,7 +55,8 @@ fn main() -> ExitCode {
         layout_for(&cli.output)
     };
     let input = Input { aof: cli.input, rdb: cli.rdb };
-    let result = rewrite::run(&input, &cli.output, cli.base, layout, cli.now.unwrap_or_else(now_ms))
+    let now = cli.now.unwrap_or_else(now_ms);
+    let result = rewrite::run(&input, &cli.output, cli.base, layout, now, cli.redis_version)
         .and_then(|w| rewrite::summary(&w, io::stdout().lock()).map_err(ToolError::Io));
     match result {
         Ok(()) => ExitCode::from(exit::OK),

@@ -35,7 +35,7 @@ enum Cmd {
         json: bool,
         /// The server version whose commands the AOF may hold (6.2, 7.0, 7.2, 7.4,
         /// valkey-7.2, valkey-8.0); default: the one its base names, else any.
-        #[arg(long, value_parser = parse_version)]
+        #[arg(long, value_parser = ferrokv_tools::parse_server_version)]
         redis_version: Option<ServerVersion>,
         /// A command that version does not have is a problem, not a warning.
         #[arg(long)]
@@ -64,10 +64,6 @@ enum Cmd {
         #[arg(long, value_enum, default_value = "text")]
         format: FormatArg,
     },
-}
-
-fn parse_version(s: &str) -> Result<ServerVersion, String> {
-    ServerVersion::parse(s).ok_or_else(|| format!("unknown version '{s}' (6.2, 7.0, 7.2, 7.4, valkey-7.2, valkey-8.0)"))
 }
 
 fn confirm(fixes: &[fix::FileFix]) -> bool {
