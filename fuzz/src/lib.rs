@@ -12,7 +12,7 @@ use ferrokv_tools::verify::{walk_with, Depth};
 /// A fixed "now" so a crash reproduces whatever the clock says: 2024-01-01T00:00:00Z.
 const NOW_MS: i64 = 1_704_067_200_000;
 
-const FORMATS: [Format; 3] = [Format::Jsonl, Format::Json, Format::Resp];
+const FORMATS: [Format; 3] = [Format::Jsonl, Format::Json, Format::RESP];
 
 /// Verify: the report, or the first error (the partial report that comes with an error
 /// depends on how far the reader got, which differs between pipelines).

@@ -278,7 +278,7 @@ fn parse_to(s: &str) -> Result<To, ToolError> {
     Ok(To::Dump(match s {
         "jsonl" => Format::Jsonl,
         "json" => Format::Json,
-        "resp" | "aof" => Format::Resp,
+        "resp" | "aof" => Format::RESP,
         other => return Err(ToolError::Usage(format!("unknown output '{other}'"))),
     }))
 }

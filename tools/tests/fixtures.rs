@@ -138,7 +138,7 @@ use common::redis::{cli, pipe_into, start_server};
 
 fn digest_after_resp_restore(path: &Path) -> String {
     let data = std::fs::read(path).expect("read");
-    let resp = dump_to_vec(&data, Format::Resp, &keep_all());
+    let resp = dump_to_vec(&data, Format::RESP, &keep_all());
     let server = start_server();
     pipe_into(server.port, &resp);
     cli(server.port, &["DEBUG", "DIGEST"])
@@ -163,7 +163,7 @@ fn output_is_the_same_whatever_the_pipeline_shape() {
         Pipeline { workers: 3, batch_bytes: 5000, big_key_bytes: 100 },
         Pipeline { workers: 1, batch_bytes: 700, big_key_bytes: 3000 },
     ];
-    for format in [Format::Jsonl, Format::Json, Format::Resp] {
+    for format in [Format::Jsonl, Format::Json, Format::RESP] {
         let outputs: Vec<Vec<u8>> = shapes
             .iter()
             .map(|p| {

@@ -26,7 +26,7 @@ fn regressions() -> Vec<PathBuf> {
 fn replay(data: &[u8]) {
     let _ = walk(data, Depth::Deep, NOW_MS);
     let filter = Filter { db: None, key: None, types: vec![], expired: Expired::Keep, now_ms: NOW_MS };
-    for format in [Format::Jsonl, Format::Json, Format::Resp] {
+    for format in [Format::Jsonl, Format::Json, Format::RESP] {
         let mut buf = Vec::new();
         let mut out = Out::new(&mut buf);
         let _ = dump::run(data, format, &filter, &mut out);

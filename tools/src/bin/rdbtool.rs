@@ -7,7 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use ferrokv::format::rdb::LogicalType;
 use ferrokv::Source;
-use ferrokv_tools::dump::{self, Expired, Filter, Format};
+use ferrokv_tools::dump::{self, Expired, Filter, Format, RespOptions, Restore};
 use ferrokv_tools::out::{Out, ToolError};
 use ferrokv_tools::verify::{walk_with, Depth};
 use ferrokv_tools::{exit, now_ms, report};
@@ -30,6 +30,16 @@ enum FormatArg {
 enum ExpiredArg {
     Skip,
     Keep,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum RestoreArg {
+    /// Commands only; keys they cannot carry whole are named on stderr.
+    Never,
+    /// RESTORE for the keys commands cannot rebuild exactly (a -0 score, consumer groups).
+    Auto,
+    /// RESTORE for every key.
+    Always,
 }
 
 #[derive(Subcommand)]
@@ -55,6 +65,13 @@ enum Cmd {
         /// The time, in unix ms, that --expired compares with (default: now).
         #[arg(long)]
         now: Option<i64>,
+        /// With --format resp: when a key is written as RESTORE ... ABSTTL REPLACE.
+        #[arg(long, value_enum, default_value = "auto")]
+        resp_restore: RestoreArg,
+        /// With --format resp: the server version loading the output (its RESTORE payloads;
+        /// field TTLs only for 7.4). Default: the file's.
+        #[arg(long, value_name = "V", value_parser = ferrokv_tools::parse_server_version)]
+        redis_version: Option<ferrokv::command::catalog::ServerVersion>,
     },
     /// Check every record, every internal encoding and the checksum; summarise the file.
     Verify {
@@ -84,7 +101,7 @@ fn open(file: &std::path::Path) -> Result<Source, ToolError> {
 
 fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
     match cli.cmd {
-        Cmd::Dump { file, format, db, key, types, expired, now } => {
+        Cmd::Dump { file, format, db, key, types, expired, now, resp_restore, redis_version } => {
             let name = file.display().to_string();
             let src = open(&file).map_err(|e| (name.clone(), e))?;
             let mut lt = Vec::new();
@@ -107,7 +124,14 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
             let format = match format {
                 FormatArg::Jsonl => Format::Jsonl,
                 FormatArg::Json => Format::Json,
-                FormatArg::Resp => Format::Resp,
+                FormatArg::Resp => Format::Resp(RespOptions {
+                    restore: match resp_restore {
+                        RestoreArg::Never => Restore::Never,
+                        RestoreArg::Auto => Restore::Auto,
+                        RestoreArg::Always => Restore::Always,
+                    },
+                    target: redis_version.map(ferrokv::config::rdb_target_of),
+                }),
             };
             let stdout = io::stdout();
             let mut lock = stdout.lock();

@@ -17,7 +17,34 @@ use crate::progress::Progress;
 pub enum Format {
     Jsonl,
     Json,
-    Resp,
+    Resp(RespOptions),
+}
+
+impl Format {
+    /// `--format resp` with its defaults (RESTORE where commands fall short, the file's
+    /// version).
+    pub const RESP: Format = Format::Resp(RespOptions { restore: Restore::Auto, target: None });
+}
+
+/// How `--format resp` writes keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RespOptions {
+    pub restore: Restore,
+    /// The version the commands and RESTORE payloads are for; None: the file's.
+    pub target: Option<ferrokv::format::rdb::Target>,
+}
+
+/// When a key is written as `RESTORE key ttl payload ABSTTL REPLACE` rather than commands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Restore {
+    /// Never: commands only (what they cannot carry is reported by key on stderr).
+    Never,
+    /// The keys plain commands cannot rebuild exactly: a zset with a `-0` score (Redis 7
+    /// stores 0), a stream with consumer groups (delivery and consumer times).
+    #[default]
+    Auto,
+    /// Every key.
+    Always,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +113,7 @@ fn writer(format: Format, prev_db: Option<u64>) -> Box<dyn Writer> {
     match format {
         Format::Jsonl => Box::new(jsonl::Jsonl),
         Format::Json => Box::new(json::Json::after(prev_db)),
-        Format::Resp => Box::new(resp::Resp::after(prev_db)),
+        Format::Resp(o) => Box::new(resp::Resp::after(prev_db, o)),
     }
 }
 
@@ -144,6 +171,12 @@ pub fn run_with(
     release: &dyn Fn(usize),
 ) -> Result<DumpStats, ToolError> {
     let reader = RdbReader::new(data)?;
+    let format = match format {
+        Format::Resp(o) if o.target.is_none() => {
+            Format::Resp(RespOptions { target: Some(resp::target_of(reader.dialect())), ..o })
+        }
+        f => f,
+    };
     let mut progress = Progress::new(data.len() as u64);
     let mut stats = DumpStats::default();
     let mut expires: BTreeMap<u64, Vec<(Vec<u8>, i64)>> = BTreeMap::new();

@@ -3,11 +3,12 @@
 
 use std::borrow::Cow;
 
-use ferrokv::format::rdb::{KeyRecord, LogicalType};
+use ferrokv::format::rdb::{dump_payload, escape_key, Dialect, Encoder, Family, KeyRecord, LogicalType, Target};
 use ferrokv::format::Elem;
+use ferrokv::logical::Logical;
 use ferrokv::persist::rewrite::{stream_entry, stream_tail};
 
-use super::{ctx, Filter, Writer};
+use super::{ctx, Filter, RespOptions, Restore, Writer};
 use crate::jsonw::score_text;
 use crate::out::{Out, ToolError};
 
@@ -15,13 +16,66 @@ const ITEMS_PER_CMD: usize = 64;
 
 pub struct Resp {
     db: Option<u64>,
+    opts: RespOptions,
 }
 
 impl Resp {
     /// A writer continuing after a key in `prev_db`.
-    pub fn after(prev_db: Option<u64>) -> Self {
-        Resp { db: prev_db }
+    pub fn after(prev_db: Option<u64>, opts: RespOptions) -> Self {
+        Resp { db: prev_db, opts }
     }
+
+    fn target(&self) -> Target {
+        self.opts.target.unwrap_or(Target::Redis70)
+    }
+}
+
+/// The version a file's commands are for: its writer's (RDB 9 and older: 6.2).
+pub fn target_of(d: Dialect) -> Target {
+    match (d.family, d.version) {
+        (Family::Valkey, _) => Target::Valkey9,
+        (_, v) if v <= 9 => Target::Redis62,
+        (_, 10) => Target::Redis70,
+        (_, 11) => Target::Redis72,
+        _ => Target::Redis74,
+    }
+}
+
+/// Whether plain commands cannot rebuild `k` exactly: a zset with a -0 score (a Redis 7
+/// listpack stores 0), a stream with consumer groups (delivery and consumer times).
+fn needs_restore(k: &KeyRecord<'_>) -> Result<bool, ToolError> {
+    let e = ctx(k);
+    Ok(match k.value.logical() {
+        LogicalType::Zset => {
+            let mut negative_zero = false;
+            for item in k.value.zset().map_err(&e)? {
+                let (_, s) = item.map_err(&e)?;
+                negative_zero |= s == 0.0 && s.is_sign_negative();
+            }
+            negative_zero
+        }
+        LogicalType::Stream => !k.value.stream().map_err(&e)?.meta.groups.is_empty(),
+        _ => false,
+    })
+}
+
+/// `RESTORE key ttl payload ABSTTL REPLACE` with a DUMP payload for `target`; what the
+/// target has no form for is reported by key.
+fn restore(out: &mut Vec<u8>, k: &KeyRecord<'_>, key: &[u8], target: Target) -> Result<(), ToolError> {
+    let logical = Logical::from_record(k).map_err(ctx(k))?;
+    let mut losses = Vec::new();
+    let payload = dump_payload(&Encoder::new(target), &logical, &mut losses);
+    for l in losses {
+        report(k, &l.what);
+    }
+    let ttl = k.expire_ms.unwrap_or(0).to_string();
+    command(out, &[b"RESTORE", key, ttl.as_bytes(), &payload, b"ABSTTL", b"REPLACE"]);
+    Ok(())
+}
+
+/// A key the output does not carry whole, on stderr.
+fn report(k: &KeyRecord<'_>, what: &str) {
+    eprintln!("rdbtool: db {} key '{}': {what}", k.db, escape_key(&k.key.to_bytes()));
 }
 
 /// Write one command, as Redis writes it to an AOF.
@@ -70,6 +124,20 @@ impl Writer for Resp {
         }
         let key = k.key.to_bytes();
         let key = key.as_ref();
+        let restore_it = match self.opts.restore {
+            Restore::Always => k.value.logical() != LogicalType::Module,
+            Restore::Auto => needs_restore(k)?,
+            Restore::Never => false,
+        };
+        if restore_it {
+            restore(&mut out.buf, k, key, self.target())?;
+            out.check()?;
+            return Ok(());
+        }
+        if self.opts.restore == Restore::Never && needs_restore(k)? {
+            report(k, "written as commands, which do not keep a -0 score or consumer group times");
+        }
+        let field_ttls = self.target() == Target::Redis74 || self.target() == Target::Valkey9;
         match k.value.logical() {
             LogicalType::String => {
                 let v = k.value.string().and_then(|s| s.to_elem()).map_err(&e)?;
@@ -115,6 +183,13 @@ impl Writer for Resp {
                     out.check()?;
                 }
                 b.flush(&mut out.buf);
+                if !field_ttls && !ttls.is_empty() {
+                    report(
+                        k,
+                        &format!("{} field TTLs left out: {} has no form for them", ttls.len(), self.target().name()),
+                    );
+                    ttls.clear();
+                }
                 for (field, t) in ttls {
                     command(&mut out.buf, &[b"HPEXPIREAT", key, t.to_string().as_bytes(), b"FIELDS", b"1", &field]);
                 }
