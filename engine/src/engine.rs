@@ -22,10 +22,12 @@ use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker}
 use crate::persist::{self, AofEvent, Failure, PersistError, Persistence, RewriteJob, RewrittenBase};
 use crate::value::Value;
 
-/// Per-client state the engine needs: the selected database.
+/// Per-client state the engine needs: the selected database, and whether its lookups
+/// touch keys (CLIENT NO-TOUCH: they do not, but for TOUCH itself).
 #[derive(Debug, Clone, Default)]
 pub struct Session {
     pub db: usize,
+    pub no_touch: bool,
 }
 
 pub struct Engine {
@@ -244,6 +246,7 @@ impl Engine {
         let now = self.clock.now_ms();
         let mut ctx =
             Ctx::new(&mut self.ks, &self.cfg, sess.db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);
+        ctx.no_touch = sess.no_touch && !argv.first().is_some_and(|n| command::eq_ic(n, "touch"));
         let r = match spec {
             Some(spec) => command::execute_spec(&mut ctx, spec, argv),
             None => command::execute(&mut ctx, argv),

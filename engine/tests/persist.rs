@@ -191,7 +191,7 @@ fn aof_round_trip_plain() {
     let cfg = config(dir.path(), true, true);
     let mut e = Engine::open(cfg.clone(), clock()).unwrap();
     write_commands(&mut e);
-    let mut s = Session { db: 5 };
+    let mut s = Session { db: 5, ..Default::default() };
     e.execute(&mut s, &argv(&["SET", "in-db-5", "yes"]));
     let before = contents(&e);
     e.close().unwrap();
@@ -226,7 +226,7 @@ fn rewrite_round_trip(preamble: bool, full: bool) {
         files_in(&aof_dir(dir.path())),
         [format!("appendonly.aof.2.base.{ext}"), "appendonly.aof.2.incr.aof".into(), "appendonly.aof.manifest".into()]
     );
-    let mut s = Session { db: 3 };
+    let mut s = Session { db: 3, ..Default::default() };
     e.execute(&mut s, &argv(&["SET", "after-rewrite", "1"]));
     e.execute(&mut s, &argv(&["SET", "other-db", "changed"]));
 

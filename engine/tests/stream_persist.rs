@@ -11,7 +11,7 @@ fn run(e: &mut Engine, s: &mut Session, line: &str) -> Reply {
 #[test]
 fn dump_restore_and_copy_keep_groups_and_pel() {
     let mut e = Engine::in_memory(Config::default());
-    let mut s = Session { db: 0 };
+    let mut s = Session { db: 0, ..Default::default() };
     for line in [
         "XADD s 1-0 a 1",
         "XADD s 2-0 b 2 c 3",
@@ -77,7 +77,7 @@ fn streams_replay_from_a_resp_aof() {
             ..Config::default()
         };
         let mut e = Engine::open(cfg.clone(), ferrokv::keyspace::Clock::System).unwrap();
-        let mut s = Session { db: 0 };
+        let mut s = Session { db: 0, ..Default::default() };
         for line in [
             "XADD s 1-0 a 1",
             "XADD s 2-0 b 2",

@@ -107,8 +107,8 @@ fn dump_restore_round_trip(e: &mut Engine) {
         if keys.is_empty() {
             continue;
         }
-        let mut sess = Session { db };
-        let mut other_sess = Session { db };
+        let mut sess = Session { db, ..Default::default() };
+        let mut other_sess = Session { db, ..Default::default() };
         for key in keys {
             let payload = match e.execute(&mut sess, &[b"DUMP".to_vec(), key.clone()]) {
                 Reply::Bulk(p) => p,

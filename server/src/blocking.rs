@@ -31,6 +31,8 @@ pub enum Op {
     /// WAIT: until `replicas` replicas acknowledged the stream up to `offset`
     /// (crate::replication).
     Wait { offset: u64, replicas: usize },
+    /// WAITAOF: until `replicas` replicas fsynced their AOF past `offset` (`local`: ours is).
+    WaitAof { offset: u64, local: bool, replicas: usize },
 }
 
 impl Op {
@@ -139,7 +141,7 @@ impl Server {
             Op::Pop { left, count } => with_count(if *left { "LPOP" } else { "RPOP" }, *count),
             Op::ZPop { max, count } => with_count(if *max { "ZPOPMAX" } else { "ZPOPMIN" }, *count),
             // Served by crate::stream_wait and crate::replication, never here.
-            Op::Stream(_) | Op::Wait { .. } => return Served::Nothing,
+            Op::Stream(_) | Op::Wait { .. } | Op::WaitAof { .. } => return Served::Nothing,
             Op::Move { dst, from_left, to_left, rpoplpush } => match immediate {
                 Some(a) if *rpoplpush => vec![b"RPOPLPUSH".to_vec(), a[1].clone(), a[2].clone()],
                 Some(a) => vec![b"LMOVE".to_vec(), a[1].clone(), a[2].clone(), a[3].clone(), a[4].clone()],
@@ -363,6 +365,9 @@ impl Server {
             Some(b) => error.unwrap_or_else(|| match b.op {
                 // WAIT answers how many replicas acknowledged, even when it times out.
                 Op::Wait { offset, .. } => Reply::Int(self.replicas.acked(offset) as i64),
+                Op::WaitAof { offset, local, .. } => {
+                    crate::replication::waitaof_reply(local, self.replicas.fsynced(offset))
+                }
                 _ => b.op.timeout_reply(true),
             }),
             None => {

@@ -5,6 +5,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
 use std::time::Instant;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::Argv;
 use ferrokv::{Reply, Session};
 use mio::net::TcpStream;
@@ -74,6 +75,9 @@ pub struct Client {
     pub reply_off: bool,
     /// Attached as a replica (SYNC/PSYNC): fed the replication stream.
     pub replica: bool,
+    /// CLIENT SETINFO LIB-NAME / LIB-VER (Redis 7.2).
+    pub lib_name: Vec<u8>,
+    pub lib_ver: Vec<u8>,
     /// The port a replica said it listens on (REPLCONF listening-port).
     pub replica_port: u16,
     /// The connection to our master when this server is a replica: its commands run
@@ -131,6 +135,8 @@ impl Client {
             reply_off: false,
             replica: false,
             replica_port: 0,
+            lib_name: Vec::new(),
+            lib_ver: Vec::new(),
             master: false,
             reply_skip: false,
             reply_skip_next: false,
@@ -232,6 +238,12 @@ impl Client {
     /// Flag letters as CLIENT LIST prints them.
     pub fn flags(&self) -> String {
         let mut f = String::new();
+        if self.replica {
+            f.push('S');
+        }
+        if self.master {
+            f.push('M');
+        }
         if self.subs.active() {
             f.push('P');
         }
@@ -247,6 +259,9 @@ impl Client {
         if self.close_asap {
             f.push('A');
         }
+        if self.session.no_touch {
+            f.push('T');
+        }
         if f.is_empty() {
             f.push('N');
         }
@@ -260,10 +275,22 @@ impl Client {
         let name = self.name.as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
         let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         let qbuf = self.query.len() - self.qpos;
+        // Redis 7.2 added the watched keys and the library a client names.
+        let since_72 = crate::cmd::version() >= ServerVersion::Redis72;
+        let watch = if since_72 { format!(" watch={}", self.watched.len()) } else { String::new() };
+        let lib = if since_72 {
+            format!(
+                " lib-name={} lib-ver={}",
+                String::from_utf8_lossy(&self.lib_name),
+                String::from_utf8_lossy(&self.lib_ver)
+            )
+        } else {
+            String::new()
+        };
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={}{watch} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
-             cmd={} user={} redir=-1 resp={}",
+             cmd={} user={} redir=-1 resp={}{lib}",
             self.id,
             addr,
             laddr,

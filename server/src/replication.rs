@@ -39,6 +39,8 @@ struct Attached {
     addr: String,
     port: u16,
     ack: u64,
+    /// The offset its AOF fsynced (REPLCONF ACK ... FACK, Redis 7.2+).
+    fack: u64,
 }
 
 impl Replicas {
@@ -53,6 +55,11 @@ impl Replicas {
     /// Replicas that acknowledged the stream up to `offset`.
     pub fn acked(&self, offset: u64) -> usize {
         self.attached.iter().filter(|r| r.ack >= offset).count()
+    }
+
+    /// Replicas whose AOF fsynced the stream up to `offset`.
+    pub fn fsynced(&self, offset: u64) -> usize {
+        self.attached.iter().filter(|r| r.fack >= offset).count()
     }
 
     /// INFO replication's `slaveN:` lines.
@@ -149,7 +156,7 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     c.reply_off = true;
     c.replica = true;
     let addr = c.addr.map(|a| a.ip().to_string()).unwrap_or_default();
-    s.replicas.attached.push(Attached { id: c.id, addr: addr.clone(), port: c.replica_port, ack: 0 });
+    s.replicas.attached.push(Attached { id: c.id, addr: addr.clone(), port: c.replica_port, ack: 0, fack: 0 });
     log(&format!(
         "Replica {addr}:{} asks for synchronization; full resync with {} bytes of snapshot",
         c.replica_port,
@@ -169,8 +176,12 @@ pub fn replconf(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"ack" if c.replica => {
             c.raw_reply = true;
             let ack = parse_i64(&a[2]).unwrap_or(0).max(0) as u64;
+            let fack = (a.len() >= 5 && eq_ic(&a[3], "fack")).then(|| parse_i64(&a[4]).unwrap_or(0).max(0) as u64);
             if let Some(r) = s.replicas.attached.iter_mut().find(|r| r.id == c.id) {
                 r.ack = r.ack.max(ack);
+                if let Some(f) = fack {
+                    r.fack = r.fack.max(f);
+                }
             }
             s.serve_waits();
             Reply::ok()
@@ -234,6 +245,44 @@ pub fn wait(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     Reply::Nil
 }
 
+/// WAITAOF numlocal numreplicas timeout (Redis 7.2): `[local, replicas]`, how many AOFs
+/// fsynced every write made before it: ours at once (the fsync happens here), the
+/// replicas' as their acknowledgements say, waiting up to the timeout for `numreplicas`.
+pub fn waitaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if s.link.is_some() {
+        return Reply::err("ERR WAITAOF cannot be used with replica instances. Please also note that writes to replicas are just local and are not propagated.");
+    }
+    let (Some(local), Some(wanted)) = (parse_i64(&a[1]), parse_i64(&a[2])) else {
+        return Reply::not_integer();
+    };
+    let timeout = match parse_i64(&a[3]) {
+        None => return Reply::err("ERR timeout is not an integer or out of range"),
+        Some(t) if t < 0 => return Reply::err("ERR timeout is negative"),
+        Some(t) => t as u64,
+    };
+    let aof_on = s.engine.persist.aof.as_ref().is_some_and(|f| f.is_open());
+    if local > 0 && !aof_on {
+        return Reply::err("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
+    }
+    let now = s.engine.clock.now_ms();
+    let synced = aof_on && s.engine.persist.aof.as_mut().is_some_and(|f| f.fsync(now));
+    s.feed_replicas();
+    let offset = s.engine.persist.replication.as_ref().map_or(0, |f| f.offset());
+    let fsynced = s.replicas.fsynced(offset);
+    let done = (local <= 0 || synced) && fsynced as i64 >= wanted;
+    if done || c.in_exec || c.deny_blocking || (local > 0 && !synced) {
+        return waitaof_reply(synced, fsynced);
+    }
+    s.replicas.want_acks = true;
+    let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
+    s.park(c, Op::WaitAof { offset, local: synced, replicas: wanted.max(0) as usize }, Vec::new(), deadline);
+    Reply::Nil
+}
+
+pub fn waitaof_reply(local: bool, replicas: usize) -> Reply {
+    Reply::Array(vec![Reply::Int(i64::from(local)), Reply::Int(replicas as i64)])
+}
+
 impl Server {
     /// Hand the commands propagated since the last call to every replica.
     pub fn feed_replicas(&mut self) {
@@ -273,19 +322,23 @@ impl Server {
 
     /// Answer the WAITs whose replicas acknowledged enough.
     fn serve_waits(&mut self) {
-        let done: Vec<(u64, usize)> = self
+        let done: Vec<(u64, Reply)> = self
             .clients
             .values()
             .filter_map(|c| match c.blocked.as_ref().map(|b| &b.op) {
                 Some(Op::Wait { offset, replicas }) => {
                     let n = self.replicas.acked(*offset);
-                    (n >= *replicas).then_some((c.id, n))
+                    (n >= *replicas).then_some((c.id, Reply::Int(n as i64)))
+                }
+                Some(Op::WaitAof { offset, local, replicas }) => {
+                    let n = self.replicas.fsynced(*offset);
+                    (n >= *replicas).then(|| (c.id, waitaof_reply(*local, n)))
                 }
                 _ => None,
             })
             .collect();
-        for (id, n) in done {
-            self.end_wait(id, Some(Reply::Int(n as i64)));
+        for (id, reply) in done {
+            self.end_wait(id, Some(reply));
         }
     }
 

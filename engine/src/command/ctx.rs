@@ -82,6 +82,8 @@ pub struct Ctx<'a> {
     pub dirty: u64,
     rewrite: Option<Argv>,
     suppress: bool,
+    /// Lookups leave the keys' LRU/LFU alone (CLIENT NO-TOUCH, Redis 7.2).
+    pub no_touch: bool,
 }
 
 impl<'a> Ctx<'a> {
@@ -98,7 +100,7 @@ impl<'a> Ctx<'a> {
     ) -> Ctx<'a> {
         let lru =
             if cfg.lfu { crate::keyspace::lfu::init(now) } else { ((now / 1000) as u32) & crate::keyspace::LRU_MAX };
-        Ctx { ks, cfg, db, now, lru, mode, rng, stats, fx, dirty: 0, rewrite: None, suppress: false }
+        Ctx { ks, cfg, db, now, lru, mode, rng, stats, fx, dirty: 0, rewrite: None, suppress: false, no_touch: false }
     }
 
     pub(super) fn begin_command(&mut self) {
@@ -225,7 +227,9 @@ impl<'a> Ctx<'a> {
             Some(pos) => {
                 self.stats.keyspace_hits += 1;
                 let s = self.ks.dbs[db].slot_mut(pos);
-                s.lru = touched(s.lru, self.lru, self.now, self.cfg, self.rng);
+                if !self.no_touch {
+                    s.lru = touched(s.lru, self.lru, self.now, self.cfg, self.rng);
+                }
                 Some(&mut s.value)
             }
             None => {
@@ -267,7 +271,9 @@ impl<'a> Ctx<'a> {
     pub fn lookup_write_in(&mut self, db: usize, key: &[u8]) -> Option<&mut Value> {
         let pos = self.find_live(db, key, true)?;
         let s = self.ks.dbs[db].slot_mut(pos);
-        s.lru = touched(s.lru, self.lru, self.now, self.cfg, self.rng);
+        if !self.no_touch {
+            s.lru = touched(s.lru, self.lru, self.now, self.cfg, self.rng);
+        }
         Some(&mut s.value)
     }
 
@@ -356,7 +362,9 @@ impl<'a> Ctx<'a> {
             }
         };
         let s = self.ks.dbs[db].slot_mut(pos);
-        s.lru = touched(s.lru, lru, self.now, self.cfg, self.rng);
+        if !self.no_touch {
+            s.lru = touched(s.lru, lru, self.now, self.cfg, self.rng);
+        }
         &mut s.value
     }
 

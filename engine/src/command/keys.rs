@@ -13,6 +13,7 @@ pub const SPECS: &[Spec] = &[
     Spec::new("del", -2, WRITE, (1, -1, 1), del),
     Spec::new("unlink", -2, WRITE | FAST, (1, -1, 1), del),
     Spec::new("exists", -2, READONLY | FAST, (1, -1, 1), exists),
+    Spec::new("touch", -2, READONLY | FAST, (1, -1, 1), touch),
     Spec::new("type", 2, READONLY | FAST, (1, 1, 1), type_cmd),
     Spec::new("expire", -3, WRITE | FAST, (1, 1, 1), expire),
     Spec::new("pexpire", -3, WRITE | FAST, (1, 1, 1), pexpire),
@@ -89,6 +90,11 @@ fn del(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 fn exists(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     Reply::Int(a[1..].iter().filter(|k| ctx.exists(k)).count() as i64)
+}
+
+/// TOUCH: a read of each key (its LRU/LFU, hits and misses); the keys that exist.
+fn touch(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    Reply::Int(a[1..].iter().filter(|k| ctx.lookup_read(k).is_some()).count() as i64)
 }
 
 fn type_cmd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {

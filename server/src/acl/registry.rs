@@ -50,6 +50,10 @@ fn parse_access(spec: &str) -> Vec<u8> {
 /// The ACL categories the newest version with `name` declares for it (its command JSON).
 fn declared_categories(name: &str) -> u32 {
     let Some(def) = ferrokv::command::catalog::Catalog::get().lookup(None, name.as_bytes(), None) else { return 0 };
+    categories_of(def)
+}
+
+fn categories_of(def: &ferrokv::command::catalog::CommandDef) -> u32 {
     def.facts["acl_categories"]
         .as_array()
         .into_iter()
@@ -122,20 +126,36 @@ fn build() -> Registry {
             no_auth: found.is_some_and(|f| f.flags() & flags::NO_AUTH != 0),
         });
         let prefix = format!("{name}|");
-        let mut subs: Vec<_> = super::table::COMMANDS.iter().filter(|(n, ..)| n.starts_with(&prefix)).collect();
-        subs.sort_by_key(|(n, ..)| *n);
+        let mut subs: Vec<(String, i32, u32, Vec<u8>)> = super::table::COMMANDS
+            .iter()
+            .filter(|(n, ..)| n.starts_with(&prefix))
+            .map(|&(n, a, c, k)| (n.to_string(), a, c, parse_access(k)))
+            .collect();
+        // Subcommands of the version stood in for that Redis 7.0 lacks (CLIENT SETINFO).
+        if found.is_some() {
+            for def in ferrokv::command::catalog::Catalog::get().all() {
+                let full = format!("{prefix}{}", def.name);
+                if def.container.as_deref() == Some(name)
+                    && def.in_version(cmd::version())
+                    && !subs.iter().any(|s| s.0 == full)
+                {
+                    subs.push((full, def.arity, categories_of(def), Vec::new()));
+                }
+            }
+        }
+        subs.sort_by(|a, b| a.0.cmp(&b.0));
         if let (Some(f), false) = (found, subs.is_empty()) {
             reg.containers.push((f.name().as_ptr() as usize, id));
         }
-        for &&(sub, arity, c, k) in &subs {
+        for (sub, arity, c, access) in subs {
             let sid = reg.entries.len();
             reg.entries[id].subs.push(sid);
-            reg.by_name.insert(sub.to_string(), sid);
+            reg.by_name.insert(sub.clone(), sid);
             reg.entries.push(Entry {
-                name: sub.to_string(),
+                name: sub,
                 arity,
                 categories: c,
-                key_access: parse_access(k),
+                key_access: access,
                 parent: Some(id),
                 subs: Vec::new(),
                 no_auth: false,

@@ -337,7 +337,7 @@ fn debug_object(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
         );
     }
     // The serialized length is DUMP's payload less its type byte, version and checksum.
-    let dumped = s.engine.call(&mut Session { db }, &[b"DUMP".to_vec(), key.to_vec()]);
+    let dumped = s.engine.call(&mut Session { db, ..Default::default() }, &[b"DUMP".to_vec(), key.to_vec()]);
     let serialized = match dumped {
         Reply::Bulk(b) => b.len().saturating_sub(11),
         _ => 0,

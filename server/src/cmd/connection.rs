@@ -2,6 +2,7 @@
 
 use std::time::Instant;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::{Reply, Session};
 
@@ -128,6 +129,7 @@ pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     c.reply_skip_next = false;
     c.session = Session::default();
     c.resp3 = false;
+    c.session.no_touch = false;
     c.name = None;
     c.user = b"default".to_vec();
     c.authenticated = s.acl.default_is_open();
@@ -142,6 +144,11 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"list" | b"kill" => a.len() >= 2,
         b"unblock" => a.len() == 3 || a.len() == 4,
         b"reply" => a.len() == 3,
+        b"setinfo" | b"no-touch" if crate::cmd::version() < ServerVersion::Redis72 => {
+            return unknown_subcommand(&a[1], "client")
+        }
+        b"setinfo" => a.len() == 4,
+        b"no-touch" => a.len() == 3,
         _ => return unknown_subcommand(&a[1], "client"),
     };
     if !arity_ok {
@@ -162,8 +169,39 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"kill" => client_kill(s, c, a),
         b"unblock" => super::blocking::client_unblock(s, c, a),
         b"reply" => client_reply(c, &a[2]),
+        b"setinfo" => client_setinfo(c, &a[2], &a[3]),
+        b"no-touch" => match a[2].to_ascii_lowercase().as_slice() {
+            b"on" => {
+                c.session.no_touch = true;
+                Reply::ok()
+            }
+            b"off" => {
+                c.session.no_touch = false;
+                Reply::ok()
+            }
+            _ => Reply::err("ERR syntax error"),
+        },
         _ => Reply::bulks(CLIENT_HELP),
     }
+}
+
+/// CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2): printable characters, no spaces.
+fn client_setinfo(c: &mut Client, attr: &[u8], value: &[u8]) -> Reply {
+    let slot = if eq_ic(attr, "lib-name") {
+        &mut c.lib_name
+    } else if eq_ic(attr, "lib-ver") {
+        &mut c.lib_ver
+    } else {
+        return Reply::error(format!("ERR Unrecognized option '{}'", String::from_utf8_lossy(attr)));
+    };
+    if value.iter().any(|b| !(b'!'..=b'~').contains(b)) {
+        return Reply::error(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            String::from_utf8_lossy(attr)
+        ));
+    }
+    *slot = value.to_vec();
+    Reply::ok()
 }
 
 const CLIENT_HELP: &[&str] = &[

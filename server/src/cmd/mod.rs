@@ -67,6 +67,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("module", -2, ADMIN | NOSCRIPT, admin::module),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
     cmd("wait", 3, NOSCRIPT, crate::replication::wait),
+    cmd("waitaof", 4, NOSCRIPT, crate::replication::waitaof),
     cmd("replicaof", 3, ADMIN | NOSCRIPT | STALE, crate::replication::replicaof),
     cmd("slaveof", 3, ADMIN | NOSCRIPT | STALE, crate::replication::replicaof),
     cmd("role", 1, NOSCRIPT | LOADING | STALE | FAST, crate::replication::role),

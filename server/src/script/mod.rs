@@ -562,7 +562,7 @@ fn run_script(
     st.started.set(Some(Instant::now()));
     let hooks = if is_function { s.scripts.func.hooks.clone() } else { s.scripts.eval.hooks.clone() };
 
-    let mut session = Session { db: c.session.db };
+    let mut session = c.session.clone();
     let frozen = Clock::virtual_at(s.engine.clock.now_ms());
     let saved_clock = std::mem::replace(&mut s.engine.clock, frozen);
     let was_in_exec = c.in_exec;
