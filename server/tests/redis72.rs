@@ -1,5 +1,6 @@
 //! What Redis 7.2 added that clients see, with `--redis-version 7.4`: CLIENT SETINFO,
-//! CLIENT NO-TOUCH, WAITAOF, CLIENT INFO's `watch=` and `lib-name=`/`lib-ver=`. Against a
+//! CLIENT NO-TOUCH, WAITAOF, ZRANK/ZREVRANK WITHSCORE, CLIENT INFO's `watch=` and
+//! `lib-name=`/`lib-ver=`. Against a
 //! real redis-server 7.4.1 (../shared/bin; `make compat`) every reply is the same; under
 //! the default 7.0 they are unknown, as in Redis 7.0 (always).
 
@@ -39,6 +40,14 @@ const SESSION: &[&[&str]] = &[
     &["WAITAOF", "x", "0", "0"],
     &["WAITAOF", "0", "0", "-1"],
     &["WAITAOF", "0", "0"],
+    &["ZADD", "zr", "1", "a", "2.5", "b"],
+    &["ZRANK", "zr", "b", "WITHSCORE"],
+    &["ZREVRANK", "zr", "b", "withscore"],
+    &["ZRANK", "zr", "nope", "WITHSCORE"],
+    &["ZRANK", "nokey", "a", "WITHSCORE"],
+    &["ZRANK", "zr", "b", "foo"],
+    &["ZRANK", "zr", "b", "WITHSCORE", "x"],
+    &["ZRANK", "zr", "b"],
 ];
 
 fn run(port: u16) -> Vec<Vec<u8>> {

@@ -16,8 +16,8 @@ pub const SPECS: &[Spec] = &[
     Spec::new("zcard", 2, READONLY | FAST, (1, 1, 1), zcard),
     Spec::new("zcount", 4, READONLY | FAST, (1, 1, 1), zcount),
     Spec::new("zlexcount", 4, READONLY | FAST, (1, 1, 1), zlexcount),
-    Spec::new("zrank", 3, READONLY | FAST, (1, 1, 1), zrank),
-    Spec::new("zrevrank", 3, READONLY | FAST, (1, 1, 1), zrevrank),
+    Spec::new("zrank", -3, READONLY | FAST, (1, 1, 1), zrank),
+    Spec::new("zrevrank", -3, READONLY | FAST, (1, 1, 1), zrevrank),
     Spec::new("zrange", -4, READONLY, (1, 1, 1), zrange),
     Spec::new("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), zrangestore),
     Spec::new("zrevrange", -4, READONLY, (1, 1, 1), zrevrange),
@@ -485,13 +485,32 @@ fn zlexcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// ZRANK / ZREVRANK key member [WITHSCORE] (the option since Redis 7.2: `[rank, score]`,
+/// a null array when the member is missing).
 fn zrank_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], rev: bool) -> Reply {
+    if a.len() > 4 || (a.len() == 4 && ctx.cfg.version < crate::command::catalog::ServerVersion::Redis72) {
+        return Reply::error(format!(
+            "ERR wrong number of arguments for '{}' command",
+            if rev { "zrevrank" } else { "zrank" }
+        ));
+    }
+    let with_score = a.len() == 4;
+    if with_score && !eq_ic(&a[3], "withscore") {
+        return Reply::syntax();
+    }
+    let missing = if with_score { Reply::NilArray } else { Reply::Nil };
     match zset_ref(ctx, &a[1]) {
         Ok(Some(z)) => match z.rank(&a[2]) {
-            Some(r) => Reply::Int(if rev { (z.len() - 1 - r) as i64 } else { r as i64 }),
-            None => Reply::Nil,
+            Some(r) => {
+                let rank = Reply::Int(if rev { (z.len() - 1 - r) as i64 } else { r as i64 });
+                match z.score(&a[2]).filter(|_| with_score) {
+                    Some(s) => Reply::Array(vec![rank, Reply::Double(s)]),
+                    None => rank,
+                }
+            }
+            None => missing,
         },
-        Ok(None) => Reply::Nil,
+        Ok(None) => missing,
         Err(e) => e,
     }
 }

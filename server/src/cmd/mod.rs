@@ -163,9 +163,16 @@ impl Found {
     }
 
     pub fn arity(&self) -> i32 {
-        match self {
+        let table = match self {
             Found::Server(c) => c.arity,
             Found::Engine(s) => s.arity,
+        };
+        match ARITY.get() {
+            Some(changed) if !changed.is_empty() => {
+                let name = self.name();
+                changed.iter().find(|(n, _)| *n == name).map_or(table, |(_, a)| *a)
+            }
+            _ => table,
         }
     }
 
@@ -230,6 +237,9 @@ impl Found {
 static VERSION: AtomicU8 = AtomicU8::new(1);
 /// The commands this process has that its version does not (unknown to its clients).
 static UNAVAILABLE: OnceLock<Vec<&'static str>> = OnceLock::new();
+/// The commands whose arity in this version differs from the table's (Redis 7.2's
+/// `ZRANK key member [WITHSCORE]`): checked by dispatch and shown by COMMAND INFO.
+static ARITY: OnceLock<Vec<(&'static str, i32)>> = OnceLock::new();
 
 /// Set the version, once, at start.
 pub fn set_version(v: ServerVersion) {
@@ -244,6 +254,17 @@ pub fn set_version(v: ServerVersion) {
             .filter(|n| {
                 catalog.lookup(None, n.as_bytes(), None).is_some()
                     && catalog.lookup(None, n.as_bytes(), Some(v)).is_none()
+            })
+            .collect(),
+    );
+    let _ = ARITY.set(
+        COMMANDS
+            .iter()
+            .map(|c| (c.name, c.arity))
+            .chain(ferrokv::command::specs().map(|s| (s.name, s.arity)))
+            .filter_map(|(n, table)| {
+                let def = catalog.lookup(None, n.as_bytes(), Some(v))?;
+                (def.arity != table).then_some((n, def.arity))
             })
             .collect(),
     );
