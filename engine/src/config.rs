@@ -43,6 +43,8 @@ pub struct Config {
     pub limits: Limits,
     /// Expired keys propagate as UNLINK instead of DEL.
     pub lazyfree_lazy_expire: bool,
+    /// lazyfree-lazy-server-del: SPOP emptying a set propagates UNLINK rather than DEL.
+    pub lazyfree_lazy_server_del: bool,
     /// Active expiry ticks per second.
     pub hz: u32,
     /// Data directory: the RDB file and the AOF directory live here.
@@ -106,6 +108,7 @@ impl Default for Config {
             databases: 16,
             limits: Limits::default(),
             lazyfree_lazy_expire: false,
+            lazyfree_lazy_server_del: false,
             hz: 10,
             dir: PathBuf::from("."),
             dbfilename: "dump.rdb".into(),

@@ -345,7 +345,9 @@ fn spop_count(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         };
         ctx.db_delete(key);
         ctx.notify(notify::GENERIC, "del", key);
-        ctx.rewrite(vec![b"DEL".to_vec(), key.clone()]);
+        // Redis's SPOP propagates the deletion as the server's deletions are made.
+        let del: &[u8] = if ctx.cfg.lazyfree_lazy_server_del { b"UNLINK" } else { b"DEL" };
+        ctx.rewrite(vec![del.to_vec(), key.clone()]);
         ctx.signal_modified(key);
         return Reply::Set(bulks(all.iter()));
     }
@@ -674,6 +676,10 @@ mod tests {
         assert_eq!(propagated(&mut e, "SPOP s 1").len(), 1);
         assert_eq!(propagated(&mut e, "SPOP s 5"), vec!["DEL s".to_string()]);
         assert!(propagated(&mut e, "SPOP s 5").is_empty());
+        // With lazyfree-lazy-server-del, as Redis's SPOP: UNLINK.
+        e.cfg.lazyfree_lazy_server_del = true;
+        propagated(&mut e, "SADD s a b");
+        assert_eq!(propagated(&mut e, "SPOP s 5"), vec!["UNLINK s".to_string()]);
     }
 
     #[test]
