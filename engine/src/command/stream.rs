@@ -64,19 +64,7 @@ fn strtoull(b: &[u8]) -> Option<u64> {
     if let Some(v) = parse_i64(b) {
         return u64::try_from(v).ok();
     }
-    let mut i = b.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)).count();
-    let neg = match b.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let digits = &b[i..];
+    let (neg, digits) = crate::format::blob::c_number_start(b);
     if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }

@@ -101,6 +101,17 @@ pub fn fmt_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
     &buf[pos..]
 }
 
+/// Where C's strtol/strtoull/atoi start reading a number: leading isspace() bytes
+/// skipped, then one optional sign. Whether it was `-`, and the bytes after it.
+pub fn c_number_start(b: &[u8]) -> (bool, &[u8]) {
+    let i = b.iter().take_while(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)).count();
+    match b.get(i) {
+        Some(b'-') => (true, &b[i + 1..]),
+        Some(b'+') => (false, &b[i + 1..]),
+        _ => (false, &b[i..]),
+    }
+}
+
 /// Redis's strict string-to-integer rule: optional '-', no leading zeros, no '+', no spaces.
 pub fn parse_canonical_i64(b: &[u8]) -> Option<i64> {
     if b.is_empty() || b.len() > 20 {

@@ -55,16 +55,10 @@ pub fn subcommand_syntax_error(sub: &[u8], cmd: &str) -> Reply {
 
 /// C's atoi: optional spaces and sign, then the leading digits; 0 without any.
 pub fn atoi(b: &[u8]) -> i64 {
-    let t = String::from_utf8_lossy(b);
-    let t = t.trim_start();
-    let (neg, digits) = match t.as_bytes().first() {
-        Some(b'-') => (true, &t[1..]),
-        Some(b'+') => (false, &t[1..]),
-        _ => (false, t),
-    };
+    let (neg, digits) = ferrokv::format::blob::c_number_start(b);
     let n = digits
-        .bytes()
-        .take_while(u8::is_ascii_digit)
+        .iter()
+        .take_while(|d| d.is_ascii_digit())
         .fold(0i64, |n, d| n.wrapping_mul(10).wrapping_add(i64::from(d - b'0')));
     if neg {
         -n

@@ -141,20 +141,9 @@ fn fgets(i: Input<'_>) -> PResult<'_, Input<'_>> {
 /// C's `strtol(s, NULL, 10)`: leading blanks, a sign, digits (saturating), the rest
 /// ignored; 0 when there are no digits.
 fn strtol(s: &[u8]) -> i64 {
-    let mut i = s.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)).unwrap_or(s.len());
-    let neg = match s.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
+    let (neg, digits) = crate::format::blob::c_number_start(s);
     let mut v: i64 = 0;
-    for &c in s[i..].iter().take_while(|c| c.is_ascii_digit()) {
+    for &c in digits.iter().take_while(|c| c.is_ascii_digit()) {
         let d = i64::from(c - b'0');
         v = if neg { v.saturating_mul(10).saturating_sub(d) } else { v.saturating_mul(10).saturating_add(d) };
     }
