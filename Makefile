@@ -30,6 +30,8 @@ lint:
 	$(CARGO) clippy --all-targets -- -D warnings
 	# The fuzz crate lives outside the workspace: keep it compiling with the library.
 	$(CARGO) check --manifest-path fuzz/Cargo.toml
+	# No import cycle longer than 3 files; format/ imports nothing outside itself (docs/architecture.md).
+	python3 scripts/check-layers.py .
 
 unit:
 	$(CARGO) test --profile ci --workspace

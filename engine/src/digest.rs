@@ -10,8 +10,8 @@
 //! `d ^= sha1(data)`.
 
 use crate::command::fmt_double;
+use crate::format::logical::Logical;
 use crate::keyspace::Keyspace;
-use crate::logical::Logical;
 
 pub type Digest = [u8; 20];
 

@@ -19,6 +19,7 @@
 use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Spec, Stats};
 use crate::config::Config;
 use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker};
+use crate::persist::load::{self, Replayer};
 use crate::persist::{self, AofEvent, Failure, PersistError, Persistence, RewriteJob, RewrittenBase};
 use crate::value::Value;
 
@@ -73,8 +74,43 @@ impl Engine {
     /// and an incr file when there is none).
     pub fn open(cfg: Config, clock: Clock) -> Result<Engine, PersistError> {
         let mut e = Engine::with_clock(cfg, clock);
-        persist::load::startup(&mut e)?;
+        e.load_at_startup()?;
         Ok(e)
+    }
+
+    /// Load what the configuration says (Redis 7.0's loadDataFromDisk, keys never expiring
+    /// while loading) and open the AOF for writing when it is on.
+    fn load_at_startup(&mut self) -> Result<(), PersistError> {
+        let cfg = self.cfg.clone();
+        self.persist.warnings.extend(load::remove_stale_temp_files(&cfg));
+        self.mode = ExpireMode::Loading;
+        let loaded = if cfg.appendonly {
+            load::load_aof_dir(&cfg, self)
+        } else {
+            load::load_dump(&cfg, &mut self.ks, self.clock.now_ms()).map(|()| None)
+        };
+        self.mode = ExpireMode::Master;
+        self.fx = Default::default();
+        self.stats = Stats::default();
+        let manifest = loaded?;
+        if cfg.appendonly {
+            let aof = persist::Aof::open_on_start(&cfg, manifest.unwrap_or_default(), &self.ks, self.clock.now_ms())?;
+            self.persist.aof = Some(aof);
+        }
+        Ok(())
+    }
+
+    /// DEBUG LOADAOF: the dataset the AOF directory's files hold, replayed into a fresh
+    /// keyspace (nothing is opened for writing). None when the manifest names no file.
+    pub fn load_aof_files(cfg: &Config) -> Result<Option<Keyspace>, PersistError> {
+        let m = load::read_manifest(cfg)?;
+        if m.base.is_none() && m.incr.is_empty() {
+            return Ok(None);
+        }
+        let mut e = Engine::with_clock(cfg.clone(), Clock::System);
+        e.mode = ExpireMode::Loading;
+        load::load_aof_dir(cfg, &mut e)?;
+        Ok(Some(e.ks))
     }
 
     /// SAVE: write an RDB snapshot to `dir/dbfilename` (temp file, fsync, rename).
@@ -375,3 +411,18 @@ pub fn wrap_unit(ops: Vec<(usize, Argv)>) -> Vec<(usize, Argv)> {
 #[cfg(doctest)]
 #[doc = include_str!("../../docs/library.md")]
 pub struct LibraryGuide;
+
+/// An AOF's commands run on the engine (persist/load.rs replays them).
+impl Replayer for Engine {
+    fn keyspace(&mut self) -> &mut Keyspace {
+        &mut self.ks
+    }
+
+    fn run(&mut self, db: usize, argv: &[Vec<u8>]) {
+        let _ = self.call_unlogged(&mut Session { db, ..Default::default() }, argv);
+    }
+
+    fn warn(&mut self, what: String) {
+        self.persist.warnings.push(what);
+    }
+}

@@ -24,7 +24,6 @@ pub mod format;
 pub mod functions;
 pub mod glob;
 pub mod keyspace;
-pub mod logical;
 pub mod persist;
 pub mod source;
 pub mod value;
@@ -32,4 +31,6 @@ pub mod value;
 pub use command::Reply;
 pub use config::Config;
 pub use engine::{Engine, Session};
+/// Canonical values (the format layer's): what the tools compare and print.
+pub use format::logical;
 pub use source::Source;

@@ -222,7 +222,8 @@ pub fn run_aof(data: &[u8]) {
     let mut e = engine(Clock::virtual_at(START_MS));
     e.mode = ExpireMode::Loading;
     let src = Source::Buffered(data.to_vec());
-    let _ = load::replay_bytes(&mut e, &src, Path::new("fuzz.aof"));
+    let limits = e.cfg.limits;
+    let _ = load::replay_bytes(&mut e, &limits, &src, Path::new("fuzz.aof"));
     e.mode = ExpireMode::Master;
     check_keyspace(&e);
     let _ = e.digest();

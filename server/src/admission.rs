@@ -43,7 +43,7 @@ impl DiskError {
 }
 
 pub fn disk_error(s: &Server) -> Option<DiskError> {
-    let rdb_failed = !s.last_bgsave_ok
+    let rdb_failed = !s.jobs.last_bgsave_ok
         && !s.cfg.engine.save.is_empty()
         && s.cfg.get("stop-writes-on-bgsave-error").as_deref() == Some("yes");
     if rdb_failed {

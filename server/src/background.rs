@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use ferrokv::keyspace::{SnapshotWalker, Step};
 
-use crate::server::{log, Server};
+use crate::log::log;
+use crate::server::Server;
 
 /// Loop time one step may spend copying keys.
 const STEP_BUDGET: Duration = Duration::from_micros(1000);
@@ -17,21 +18,21 @@ const BLOCKED_WAIT: Duration = Duration::from_millis(1);
 impl Server {
     /// A snapshot began: account for its start (INFO's latest_fork_usec) and drive it.
     pub fn snapshot_started(&mut self, walker: SnapshotWalker) {
-        self.latest_fork_usec = walker.start_usec;
-        self.total_forks += 1;
-        self.snapshot = Some(walker);
+        self.jobs.latest_fork_usec = walker.start_usec;
+        self.jobs.total_forks += 1;
+        self.jobs.snapshot = Some(walker);
         self.step_snapshot();
     }
 
     /// How long the loop may sleep while a snapshot runs: not at all while keys are left
     /// to copy, a little while the writer catches up.
     pub fn snapshot_poll_timeout(&self) -> Option<Duration> {
-        self.snapshot.as_ref().map(|w| if w.last_step == Step::Blocked { BLOCKED_WAIT } else { Duration::ZERO })
+        self.jobs.snapshot.as_ref().map(|w| if w.last_step == Step::Blocked { BLOCKED_WAIT } else { Duration::ZERO })
     }
 
     /// One slice of copying, between client turns.
     pub fn step_snapshot(&mut self) {
-        let Some(walker) = self.snapshot.as_mut() else { return };
+        let Some(walker) = self.jobs.snapshot.as_mut() else { return };
         match walker.step(&mut self.engine.ks, STEP_BUDGET, false) {
             Step::More | Step::Blocked => {}
             Step::Done => self.snapshot_done(),
@@ -40,14 +41,14 @@ impl Server {
 
     /// Copy whatever is left now (before the keyspace is replaced, or to wait for the job).
     pub fn settle_snapshot(&mut self) {
-        if let Some(walker) = self.snapshot.as_mut() {
+        if let Some(walker) = self.jobs.snapshot.as_mut() {
             walker.finish(&mut self.engine.ks);
             self.snapshot_done();
         }
     }
 
     fn snapshot_done(&mut self) {
-        if let Some(w) = self.snapshot.take() {
+        if let Some(w) = self.jobs.snapshot.take() {
             log(&format!(
                 "Snapshot copied in {} steps: start {} us, longest step {} us, {} us in all",
                 w.steps, w.start_usec, w.longest_step_usec, w.total_usec
@@ -59,14 +60,14 @@ impl Server {
     /// file would bring the flushed keys back) and, with save points, the empty dataset is
     /// saved at once.
     pub fn after_flushall(&mut self) {
-        if self.bgsave.is_some() {
-            if let Some(mut walker) = self.snapshot.take() {
+        if self.jobs.bgsave.is_some() {
+            if let Some(mut walker) = self.jobs.snapshot.take() {
                 walker.abort(&mut self.engine.ks);
             }
             // The writer fails as soon as it drains the channel and removes its temp file;
             // it must be gone before a save reuses the name. Not a save error (Redis kills
             // its child with SIGUSR1, which leaves the status alone).
-            if let Some(h) = self.bgsave.take() {
+            if let Some(h) = self.jobs.bgsave.take() {
                 let _ = h.join();
                 log("Background saving terminated by signal 10");
             }
@@ -80,6 +81,6 @@ impl Server {
 
     /// Keys copied so far and keys at the start (INFO's current_save_keys_*).
     pub fn snapshot_progress(&self) -> (u64, u64) {
-        self.snapshot.as_ref().map_or((0, 0), |w| (w.copied, w.total))
+        self.jobs.snapshot.as_ref().map_or((0, 0), |w| (w.copied, w.total))
     }
 }

@@ -8,12 +8,26 @@ use ferrokv::command::catalog::ServerVersion;
 use ferrokv::config::Fsync;
 use ferrokv::Config;
 
+use crate::memory_value::parse_memory;
+
 /// Who may change protected parameters (dir, dbfilename), as `enable-protected-configs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Protected {
     No,
     Yes,
     Local,
+}
+
+impl Protected {
+    /// Whether a client connected from `addr` may use what this guards (`local`: from
+    /// the loopback interface only).
+    pub fn allows(self, addr: Option<std::net::SocketAddr>) -> bool {
+        match self {
+            Protected::Yes => true,
+            Protected::No => false,
+            Protected::Local => addr.is_some_and(|a| a.ip().is_loopback()),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -294,30 +308,6 @@ fn protected_name(p: Protected) -> String {
         Protected::Local => "local",
     }
     .into()
-}
-
-/// Parse a memory value as Redis's memtoull: digits (none is 0; too many saturate, as
-/// strtoull does) and an optional unit, no sign. The product wraps as C's unsigned
-/// arithmetic does, and its bits are returned as an i64 (Redis stores it in a long long).
-pub fn parse_memory(s: &str) -> Option<i64> {
-    let lower = s.to_ascii_lowercase();
-    let split = lower.find(|c: char| !c.is_ascii_digit()).unwrap_or(lower.len());
-    let (num, unit) = lower.split_at(split);
-    let mul: u64 = match unit {
-        "" | "b" => 1,
-        "k" => 1000,
-        "kb" => 1024,
-        "m" => 1000 * 1000,
-        "mb" => 1024 * 1024,
-        "g" => 1000 * 1000 * 1000,
-        "gb" => 1024 * 1024 * 1024,
-        _ => return None,
-    };
-    if num.len() >= 128 {
-        return None;
-    }
-    let n: u64 = if num.is_empty() { 0 } else { num.parse().unwrap_or(u64::MAX) };
-    Some(n.wrapping_mul(mul) as i64)
 }
 
 impl ServerConfig {

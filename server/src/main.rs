@@ -11,7 +11,7 @@ fn main() {
         println!(
             "ferrokv-server v={} (Redis {} compatible)",
             env!("CARGO_PKG_VERSION"),
-            ferrokv_server::cmd::release()
+            ferrokv_server::version::release()
         );
         return;
     }
@@ -48,7 +48,7 @@ fn serve(cfg: ServerConfig) {
             std::process::exit(1);
         }
     };
-    ferrokv_server::server::log(&format!(
+    ferrokv_server::log::log(&format!(
         "Ready to accept connections tcp (port {})",
         server.local_port().unwrap_or_default()
     ));

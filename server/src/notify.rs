@@ -1,11 +1,7 @@
-//! Keyspace notifications: the `notify-keyspace-events` flags (Redis's letters), and the
-//! delivery of the events the engine records as `__keyspace@<db>__:<key>` and
-//! `__keyevent@<db>__:<event>` messages.
+//! Keyspace notifications' `notify-keyspace-events` flags (Redis's letters). The events
+//! are delivered by pubsub/deliver.rs.
 
 use ferrokv::command::notify::*;
-
-use crate::client::Client;
-use crate::server::Server;
 
 pub const KEYSPACE: u32 = 1 << 0;
 pub const KEYEVENT: u32 = 1 << 1;
@@ -72,40 +68,6 @@ pub fn flags_to_string(f: u32) -> String {
 }
 
 pub const INVALID: &str = "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.";
-
-impl Server {
-    /// Publish the events the engine recorded since the last call. `current` is the
-    /// running client, if any (it may be a subscriber itself).
-    pub fn deliver_events(&mut self, mut current: Option<&mut Client>) {
-        if self.engine.fx.events.is_empty() {
-            return;
-        }
-        let events = std::mem::take(&mut self.engine.fx.events);
-        let flags = self.cfg.notify_keyspace_events;
-        for ev in events {
-            if flags & ev.class == 0 {
-                continue;
-            }
-            if flags & KEYSPACE != 0 {
-                let mut ch = format!("__keyspace@{}__:", ev.db).into_bytes();
-                ch.extend_from_slice(&ev.key);
-                self.publish(current.as_deref_mut(), &ch, ev.name.as_bytes());
-            }
-            if flags & KEYEVENT != 0 {
-                let ch = format!("__keyevent@{}__:{}", ev.db, ev.name).into_bytes();
-                self.publish(current.as_deref_mut(), &ch, &ev.key);
-            }
-        }
-    }
-
-    /// Whether the engine should record events (after the flags change).
-    pub fn sync_event_tracking(&mut self) {
-        self.engine.fx.track_events = self.cfg.notify_keyspace_events != 0;
-        if !self.engine.fx.track_events {
-            self.engine.fx.events.clear();
-        }
-    }
-}
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 use std::time::Instant;
 
 use crate::client::Client;
-use crate::server::log;
+use crate::log::log;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limit {
@@ -54,8 +54,8 @@ impl Limits {
                 _ => return Err("Invalid client class specified in buffer limit configuration.".into()),
             };
             let bad = || "Error in hard, soft or soft_seconds setting in buffer limit configuration.".to_string();
-            let hard = crate::config::parse_memory(g[1]).filter(|&n| n >= 0).ok_or_else(bad)?;
-            let soft = crate::config::parse_memory(g[2]).filter(|&n| n >= 0).ok_or_else(bad)?;
+            let hard = crate::memory_value::parse_memory(g[1]).filter(|&n| n >= 0).ok_or_else(bad)?;
+            let soft = crate::memory_value::parse_memory(g[2]).filter(|&n| n >= 0).ok_or_else(bad)?;
             let secs: i64 = g[3].parse().map_err(|_| bad())?;
             if secs < 0 {
                 return Err(bad());

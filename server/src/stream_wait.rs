@@ -19,23 +19,8 @@ use ferrokv::format::rdb::StreamId;
 use ferrokv::value::Value;
 use ferrokv::Reply;
 
-use crate::blocking::Op;
+use crate::blocking::{Op, StreamRead};
 use crate::server::Server;
-
-/// What a client blocked in XREAD / XREADGROUP waits for.
-#[derive(Debug, Clone)]
-pub struct StreamRead {
-    /// XREADGROUP's group and consumer.
-    pub group: Option<(Vec<u8>, Vec<u8>)>,
-    pub noack: bool,
-    /// Entries served at most (never 0: Redis's default 1000 when COUNT was not given).
-    pub count: usize,
-    /// Per waited key (in `Blocked::keys` order): XREAD's "after this ID"; None for `>`.
-    pub after: Vec<Option<StreamId>>,
-}
-
-/// Redis's XREAD_BLOCKED_DEFAULT_COUNT.
-pub const BLOCKED_DEFAULT_COUNT: usize = 1000;
 
 /// What a blocked stream reader gets when its key is ready.
 enum Outcome {

@@ -334,14 +334,14 @@ pub fn run_cli(args: DiffArgs) -> Result<u8, ToolError> {
     let parent = opts.temp_dir.clone().unwrap_or_else(std::env::temp_dir);
     let mut staging: Option<TempDir> = None;
     let mut stage = |p: &Path, name: &str| -> Result<PathBuf, ToolError> {
-        if crate::replay::dataset_kind(p) == crate::replay::DatasetKind::Rdb {
+        if crate::dataset::dataset_kind(p) == crate::dataset::DatasetKind::Rdb {
             return Ok(p.to_path_buf());
         }
         let dir = match &staging {
             Some(t) => t.0.clone(),
             None => staging.insert(TempDir::new(&parent)?).0.clone(),
         };
-        crate::replay::stage_as_rdb(p, &dir, name)
+        crate::dataset::stage_as_rdb(p, &dir, name)
     };
     let a = stage(&args.a, "a.rdb")?;
     let b = stage(&args.b, "b.rdb")?;

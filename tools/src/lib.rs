@@ -1,8 +1,10 @@
 //! ferrokv-tools: the library behind `rdbtool` and `aoftool`. Binaries stay thin; everything testable
 //! lives here.
 
+pub mod against;
 pub mod aof;
 pub mod convert;
+pub mod dataset;
 pub mod diff;
 pub mod dump;
 pub mod jsonl_read;

@@ -8,6 +8,7 @@
 pub mod catalog;
 mod ctx;
 mod reply;
+mod spec;
 pub mod table;
 
 pub mod geo;
@@ -23,7 +24,8 @@ pub mod zset;
 
 pub use ctx::{Ctx, Effects, Event, ExpireMode, Stats};
 pub use reply::{fmt_double, fmt_g, BulkArray, Reply, WRONGTYPE};
-pub use table::{lookup, specs, Spec};
+pub use spec::{KeyFinder, Spec};
+pub use table::{lookup, specs};
 
 /// An argument vector, command name first.
 pub type Argv = Vec<Vec<u8>>;

@@ -7,6 +7,7 @@ pub mod crc;
 pub mod input;
 pub mod intset;
 pub mod listpack;
+pub mod logical;
 pub mod lzf;
 pub mod rdb;
 pub mod ziplist;

@@ -2,16 +2,20 @@
 //! expiry machinery (lazy checks live in the command layer's lookups; the active cycle is
 //! [`ExpireCycle`]).
 
+mod barrier;
 mod clock;
 mod db;
 mod expire;
 pub mod lfu;
+mod slot;
 pub mod snapshot;
 
+pub use barrier::SnapRecord;
 pub use clock::{idle_secs, Clock, LRU_MAX};
-pub use db::{Db, Slot, NO_EXPIRE};
+pub use db::Db;
 pub use expire::{CycleReport, ExpireCycle};
-pub use snapshot::{SnapChunk, SnapRecord, SnapshotWalker, Step};
+pub use slot::{Slot, NO_EXPIRE};
+pub use snapshot::{SnapChunk, SnapshotWalker, Step};
 
 /// All databases, and the function libraries (data too: saved, loaded and rewritten with
 /// the keys, kept by FLUSHALL).

@@ -22,38 +22,13 @@
 use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::time::{Duration, Instant};
 
-use super::db::{Db, Slot};
+use super::barrier::{DbSnapshot, SnapRecord, CHUNK_KEYS};
+use super::db::Db;
 use super::Keyspace;
-use crate::value::{Sds, Value};
 
-/// Keys per chunk sent to the writer.
-const CHUNK_KEYS: usize = 1024;
 /// Chunks the channel holds before the walk waits for the writer (bounds the memory the
 /// snapshot holds beyond the barrier's copies).
 const CHANNEL_CHUNKS: usize = 64;
-
-/// One key as it was when the snapshot started.
-#[derive(Debug, Clone)]
-pub struct SnapRecord {
-    pub key: Sds,
-    pub value: Value,
-    /// Absolute expiry in unix ms, or [`super::NO_EXPIRE`].
-    pub expire: i64,
-}
-
-impl SnapRecord {
-    pub fn expire_ms(&self) -> Option<i64> {
-        (self.expire != super::NO_EXPIRE).then_some(self.expire)
-    }
-
-    fn of(slot: &Slot) -> SnapRecord {
-        SnapRecord { key: slot.key.clone(), value: slot.value.clone(), expire: slot.expire }
-    }
-
-    fn moved(slot: Slot) -> SnapRecord {
-        SnapRecord { key: slot.key, value: slot.value, expire: slot.expire }
-    }
-}
 
 /// What the writer receives, in order: per database a `Db` then its `Keys`; `End` last.
 /// A channel closed before `End` means the snapshot was abandoned.
@@ -69,97 +44,6 @@ pub enum SnapChunk {
     },
     Keys(Vec<SnapRecord>),
     End,
-}
-
-/// A database's part of a running snapshot (lives in the [`Db`]).
-#[derive(Debug)]
-pub(crate) struct DbSnapshot {
-    /// The database's index when the snapshot started (SWAPDB moves this state along).
-    origin: usize,
-    /// Bit `i` set: the key at slot position `i` still has to be copied.
-    pending: Vec<u64>,
-    /// The walk copies positions below this one, downwards.
-    cursor: usize,
-    /// Copies not yet sent (the barrier's, and the walk's current chunk).
-    out: Vec<SnapRecord>,
-    keys: u64,
-    volatile: u64,
-}
-
-impl DbSnapshot {
-    fn new(origin: usize, db: &Db) -> DbSnapshot {
-        let n = db.len();
-        let mut pending = vec![u64::MAX; n.div_ceil(64)];
-        if !n.is_multiple_of(64) {
-            if let Some(last) = pending.last_mut() {
-                *last = (1u64 << (n % 64)) - 1;
-            }
-        }
-        DbSnapshot { origin, pending, cursor: n, out: Vec::new(), keys: n as u64, volatile: db.volatile_len() as u64 }
-    }
-
-    pub(crate) fn is_pending(&self, pos: usize) -> bool {
-        self.pending.get(pos / 64).is_some_and(|w| w & (1 << (pos % 64)) != 0)
-    }
-
-    fn clear(&mut self, pos: usize) {
-        if let Some(w) = self.pending.get_mut(pos / 64) {
-            *w &= !(1 << (pos % 64));
-        }
-    }
-
-    /// The barrier: copy the key at `pos` if the snapshot still needs it.
-    #[inline]
-    pub(crate) fn copy_if_pending(&mut self, pos: usize, slot: &Slot) {
-        if self.is_pending(pos) {
-            self.clear(pos);
-            self.out.push(SnapRecord::of(slot));
-        }
-    }
-
-    /// The slot at `from` moved to `to` (removal's swap): its bit moves with it.
-    pub(crate) fn moved(&mut self, from: usize, to: usize) {
-        let was = self.is_pending(from);
-        self.clear(from);
-        self.clear(to);
-        if was {
-            if let Some(w) = self.pending.get_mut(to / 64) {
-                *w |= 1 << (to % 64);
-            }
-        }
-    }
-
-    /// The database is being emptied: keep the pending keys (moved, not copied).
-    pub(crate) fn take_pending(&mut self, slots: Vec<Slot>) {
-        for (pos, slot) in slots.into_iter().enumerate() {
-            if self.is_pending(pos) {
-                self.out.push(SnapRecord::moved(slot));
-            }
-        }
-        self.pending.clear();
-        self.cursor = 0;
-    }
-
-    /// Walk down from the cursor copying pending keys until the chunk is full or `until`
-    /// passes; true when the walk reached position 0.
-    fn walk(&mut self, slots: &[Slot], until: Instant) -> bool {
-        let mut n = 0usize;
-        while self.cursor > 0 && self.out.len() < CHUNK_KEYS {
-            self.cursor -= 1;
-            let pos = self.cursor;
-            if self.is_pending(pos) {
-                self.clear(pos);
-                if let Some(slot) = slots.get(pos) {
-                    self.out.push(SnapRecord::of(slot));
-                }
-            }
-            n += 1;
-            if n.is_multiple_of(64) && Instant::now() >= until {
-                break;
-            }
-        }
-        self.cursor == 0
-    }
 }
 
 /// How a [`SnapshotWalker::step`] ended.
@@ -206,7 +90,7 @@ impl Keyspace {
         let mut order = Vec::new();
         for (i, db) in self.dbs.iter_mut().enumerate() {
             if !db.is_empty() {
-                db.snap = Some(Box::new(DbSnapshot::new(i, db)));
+                db.snap = Some(Box::new(DbSnapshot::new(i, db.len(), db.volatile_len())));
                 order.push(i);
             }
         }
@@ -375,7 +259,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::value::Str;
+    use crate::value::{Str, Value};
 
     fn v(s: &str) -> Value {
         Value::Str(Str::try_encode(s.as_bytes()))

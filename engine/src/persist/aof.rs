@@ -28,11 +28,11 @@ use std::path::{Path, PathBuf};
 
 use super::disk;
 use super::feed::AofFeed;
-use super::manifest::{manifest_name, temp_manifest_name, Manifest};
 use super::snapshot::Source;
 use super::{rewrite, snapshot, PersistError};
 use crate::command::Argv;
 use crate::config::{Config, Fsync};
+use crate::format::aof::manifest::{manifest_name, temp_manifest_name, Manifest};
 use crate::keyspace::{Keyspace, SnapChunk, SnapshotWalker};
 use std::sync::mpsc::Receiver;
 

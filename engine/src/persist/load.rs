@@ -16,41 +16,25 @@ use std::path::Path;
 use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TryRecvError};
 use std::sync::{Arc, Mutex};
 
-use super::aof::{persist_manifest, Aof};
-use super::manifest::{manifest_name, AofInfo, FileKind, Manifest};
+use super::aof::persist_manifest;
 use super::{disk, PersistError};
-use crate::command::{self, eq_ic, Argv, ExpireMode, Stats};
+use crate::command::{self, eq_ic, Argv};
 use crate::config::Config;
-use crate::engine::{Engine, Session};
+use crate::format::aof::manifest::{manifest_name, AofInfo, FileKind, Manifest};
 use crate::format::aof::{has_rdb_preamble, AofError, CommandReader};
 use crate::format::rdb::{KeyRecord, RdbError, RdbReader, Record};
 use crate::keyspace::{Keyspace, LRU_MAX};
 use crate::source::Source;
 use crate::value::{FromRdbError, Limits, Value};
 
-/// Load what the configuration says and open the AOF for writing when it is on.
-pub fn startup(e: &mut Engine) -> Result<(), PersistError> {
-    remove_stale_temp_files(e);
-    e.mode = ExpireMode::Loading;
-    let loaded = if e.cfg.appendonly { load_aof_dir(e) } else { load_dump(e) };
-    e.mode = ExpireMode::Master;
-    e.fx = Default::default();
-    e.stats = Stats::default();
-    let manifest = loaded?;
-    if e.cfg.appendonly {
-        let aof = Aof::open_on_start(&e.cfg, manifest.unwrap_or_default(), &e.ks, e.clock.now_ms())?;
-        e.persist.aof = Some(aof);
-    }
-    Ok(())
-}
-
 /// Temp files a save or rewrite of an earlier process left when it was killed mid-way
 /// (`temp-<pid>.rdb`, `temp-rewriteaof-[bg-]<pid>.aof`), in the data and AOF directories:
-/// removed, and said in the warnings. Redis's BGSAVE runs in a child that outlives a
+/// removed; the returned warnings say so. Redis's BGSAVE runs in a child that outlives a
 /// killed parent and finishes its rename, so Redis never leaves them; here the writer is a
 /// thread, and dies with the process. A file of a process still running is left alone.
-fn remove_stale_temp_files(e: &mut Engine) {
-    let dirs = [e.cfg.dir.clone(), e.cfg.dir.join(&e.cfg.appenddirname)];
+pub fn remove_stale_temp_files(cfg: &Config) -> Vec<String> {
+    let mut removed = Vec::new();
+    let dirs = [cfg.dir.clone(), cfg.dir.join(&cfg.appenddirname)];
     for dir in dirs {
         let Ok(entries) = fs::read_dir(&dir) else { continue };
         for entry in entries.flatten() {
@@ -58,13 +42,14 @@ fn remove_stale_temp_files(e: &mut Engine) {
             let Some(pid) = name.to_str().and_then(temp_file_pid) else { continue };
             let alive = pid != std::process::id() && Path::new(&format!("/proc/{pid}")).exists();
             if !alive && fs::remove_file(entry.path()).is_ok() {
-                e.persist.warnings.push(format!(
+                removed.push(format!(
                     "removed {}, left by a save or rewrite of process {pid} that did not finish",
                     entry.path().display()
                 ));
             }
         }
     }
+    removed
 }
 
 /// The pid in the name of a snapshot's or rewrite's temp file.
@@ -80,29 +65,16 @@ fn temp_file_pid(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// DEBUG LOADAOF: the dataset the AOF directory's files hold, replayed into a fresh
-/// keyspace (nothing is opened for writing). None when the manifest names no file.
-pub fn load_aof_files(cfg: &Config) -> Result<Option<Keyspace>, PersistError> {
-    let m = read_manifest(cfg)?;
-    if m.base.is_none() && m.incr.is_empty() {
-        return Ok(None);
-    }
-    let mut e = Engine::with_clock(cfg.clone(), crate::keyspace::Clock::System);
-    e.mode = ExpireMode::Loading;
-    load_aof_dir(&mut e)?;
-    Ok(Some(e.ks))
-}
-
-fn load_dump(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
-    let path = e.cfg.dir.join(&e.cfg.dbfilename);
+/// appendonly no: `dir/dbfilename` into `ks`, keys expired at `now` skipped.
+pub fn load_dump(cfg: &Config, ks: &mut Keyspace, now: i64) -> Result<(), PersistError> {
+    let path = cfg.dir.join(&cfg.dbfilename);
     if !path.exists() {
-        return Ok(None);
+        return Ok(());
     }
     let src = Source::open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
-    let now = e.clock.now_ms();
     // Like Redis, bytes after the checksum are not looked at.
-    load_rdb(&mut e.ks, &src, &path, &e.cfg.limits, Some(now))?;
-    Ok(None)
+    load_rdb(ks, &src, &path, &cfg.limits, Some(now))?;
+    Ok(())
 }
 
 /// A key decoded into an engine value, off the reading thread.
@@ -332,11 +304,20 @@ fn read_records<'a>(
     Err(rdb_err(RdbError::at(src.len(), "the RDB ends without an EOF record")))
 }
 
+/// What an AOF's commands are run on: the engine, whose caller sets it loading (keys
+/// never expire); see `Engine::open`.
+pub trait Replayer {
+    fn keyspace(&mut self) -> &mut Keyspace;
+    /// Run one logged command on database `db` (its reply is not looked at, as Redis's
+    /// AOF client's).
+    fn run(&mut self, db: usize, argv: &[Vec<u8>]);
+    fn warn(&mut self, what: String);
+}
+
 /// The AOF directory: manifest, upgrade of an old single-file AOF, then every file.
-fn load_aof_dir(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
-    let cfg = e.cfg.clone();
+pub fn load_aof_dir(cfg: &Config, r: &mut dyn Replayer) -> Result<Option<Manifest>, PersistError> {
     let dir = cfg.dir.join(&cfg.appenddirname);
-    let mut m = read_manifest(&cfg)?;
+    let mut m = read_manifest(cfg)?;
     let old = cfg.dir.join(&cfg.appendfilename);
     if old.is_file() {
         let only_old_base = m.incr.is_empty()
@@ -362,7 +343,7 @@ fn load_aof_dir(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
     for (i, ai) in files.iter().enumerate() {
         let path = dir.join(&ai.name);
         let last = i + 1 == n;
-        match replay_file(e, &path)? {
+        match replay_file(r, &cfg.limits, &path)? {
             Replayed::Whole => {}
             Replayed::Truncated { valid_up_to, why } => {
                 if !last {
@@ -374,7 +355,7 @@ fn load_aof_dir(e: &mut Engine) -> Result<Option<Manifest>, PersistError> {
                 let f =
                     OpenOptions::new().write(true).open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
                 disk::truncate(&f, valid_up_to).map_err(|err| PersistError::io(&path, "truncate", err))?;
-                e.persist.warnings.push(format!(
+                r.warn(format!(
                     "{}: {why}; truncated the AOF at offset {valid_up_to} and loaded it anyway",
                     path.display()
                 ));
@@ -418,21 +399,25 @@ pub enum Replayed {
 }
 
 /// Replay one AOF file: an RDB part when it starts with `REDIS`, then RESP commands.
-fn replay_file(e: &mut Engine, path: &Path) -> Result<Replayed, PersistError> {
+fn replay_file(r: &mut dyn Replayer, limits: &Limits, path: &Path) -> Result<Replayed, PersistError> {
     let src = Source::open(path).map_err(|err| PersistError::io(path, "open", err))?;
-    replay_bytes(e, &src, path)
+    replay_bytes(r, limits, &src, path)
 }
 
 /// Replay the bytes of one AOF file (`path` only names it in errors): an RDB part when
-/// it starts with `REDIS`, then RESP commands, run through the command layer. The
-/// caller sets `e.mode` ([`ExpireMode::Loading`] at startup, so keys never expire).
-pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replayed, PersistError> {
+/// it starts with `REDIS` (values encoded under `limits`), then RESP commands, run on `r`.
+pub fn replay_bytes(
+    r: &mut dyn Replayer,
+    limits: &Limits,
+    src: &Source,
+    path: &Path,
+) -> Result<Replayed, PersistError> {
     let data: &[u8] = src;
     let mut pos = 0;
     if has_rdb_preamble(data) {
-        pos = load_rdb(&mut e.ks, src, path, &e.cfg.limits, None)?;
+        pos = load_rdb(r.keyspace(), src, path, limits, None)?;
     }
-    let mut sess = Session::default();
+    let mut db = 0usize;
     let mut multi: Option<Vec<Argv>> = None;
     let mut valid_up_to = pos;
     let mut valid_before_multi = pos;
@@ -450,7 +435,7 @@ pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replaye
             multi = Some(Vec::new());
         } else if cmd.is("exec") {
             for queued in multi.take().unwrap_or_default() {
-                replay_command(e, &mut sess, &queued);
+                replay_command(r, &mut db, &queued);
             }
         } else if !cmd.is("select") && !cmd.is("function") && command::lookup(cmd.name()).is_none() {
             let name = cmd.name();
@@ -459,7 +444,7 @@ pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replaye
         } else if let Some(q) = &mut multi {
             q.push(cmd.to_argv());
         } else {
-            replay_command(e, &mut sess, &cmd.to_argv());
+            replay_command(r, &mut db, &cmd.to_argv());
         }
         valid_up_to = cmd.end;
         // Commands run are copies: their mapped pages are not read again (Source batches
@@ -475,31 +460,35 @@ pub fn replay_bytes(e: &mut Engine, src: &Source, path: &Path) -> Result<Replaye
 
 /// Run one logged command (replies are discarded, as for Redis's AOF client, which logs
 /// a FUNCTION command's error and goes on).
-fn replay_command(e: &mut Engine, sess: &mut Session, argv: &[Vec<u8>]) {
+fn replay_command(r: &mut dyn Replayer, db: &mut usize, argv: &[Vec<u8>]) {
     if eq_ic(&argv[0], "function") {
-        if let Err(what) = e.ks.functions.replay(argv, crate::format::rdb::REDIS_MAX_VERSION as u16) {
-            e.persist.warnings.push(format!("an AOF's FUNCTION command failed: {what}"));
+        if let Err(what) = r.keyspace().functions.replay(argv, crate::format::rdb::REDIS_MAX_VERSION as u16) {
+            r.warn(format!("an AOF's FUNCTION command failed: {what}"));
         }
         return;
     }
     if eq_ic(&argv[0], "select") {
-        let db = argv.get(1).and_then(|a| command::parse_i64(a));
-        if let Some(db) = db.and_then(|d| usize::try_from(d).ok()).filter(|&d| d < e.ks.dbs.len()) {
-            sess.db = db;
+        let to = argv.get(1).and_then(|a| command::parse_i64(a));
+        if let Some(to) = to.and_then(|d| usize::try_from(d).ok()).filter(|&d| d < r.keyspace().dbs.len()) {
+            *db = to;
         }
         return;
     }
-    let _ = e.call_unlogged(sess, argv);
+    r.run(*db, argv);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    use crate::command::ExpireMode;
+    use crate::engine::{Engine, Session};
+
     fn replay(data: &[u8]) -> Result<(Replayed, Engine), PersistError> {
         let mut e = Engine::in_memory(Config::default());
         e.mode = ExpireMode::Loading;
-        let r = replay_bytes(&mut e, &Source::Buffered(data.to_vec()), Path::new("t.aof"))?;
+        let limits = e.cfg.limits;
+        let r = replay_bytes(&mut e, &limits, &Source::Buffered(data.to_vec()), Path::new("t.aof"))?;
         Ok((r, e))
     }
 

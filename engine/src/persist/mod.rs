@@ -2,7 +2,7 @@
 //! policy; rewrite), RDB snapshots, and loading both at startup.
 //!
 //! - [`aof`]: the open AOF directory and its incr file; rewrite jobs.
-//! - [`manifest`]: the manifest format.
+//! - the manifest format is the format layer's ([`crate::format::aof::manifest`]).
 //! - [`rewrite`]: the RESP form of a base (shared with tools).
 //! - [`snapshot`]: RDB snapshots.
 //! - [`load`]: startup loading (RDB, or the AOF directory replayed through the commands).
@@ -12,7 +12,6 @@ pub mod aof;
 pub mod disk;
 pub mod feed;
 pub mod load;
-pub mod manifest;
 pub mod replication;
 pub mod rewrite;
 pub mod snapshot;
@@ -21,9 +20,9 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub use crate::format::aof::manifest::{AofInfo, FileKind, Manifest};
 pub use aof::{Aof, AofEvent, Failure, RewriteJob, RewrittenBase};
 pub use feed::AofFeed;
-pub use manifest::{AofInfo, FileKind, Manifest};
 pub use rewrite::{RespBaseWriter, AOF_REWRITE_ITEMS_PER_CMD};
 
 use crate::command::Argv;

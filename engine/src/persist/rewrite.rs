@@ -12,9 +12,9 @@ use std::io::{self, Write};
 use super::feed::put_multibulk;
 use super::snapshot::{KeySink, SlotEncoder, Source};
 use crate::command::fmt_double;
+use crate::format::logical::{Logical, StreamValue};
 use crate::format::rdb::{StreamId, StreamMeta};
 use crate::keyspace::{Keyspace, Slot};
-use crate::logical::{Logical, StreamValue};
 use crate::value::Value;
 
 /// Elements per variadic command in a rewritten AOF (Redis's AOF_REWRITE_ITEMS_PER_CMD).

@@ -216,7 +216,7 @@ impl<W: Write> KeySink for RdbSink<W> {
 pub fn encode_value(enc: &Encoder, value: &Value, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
     let logical = value.to_logical_in_order();
     match (value, &logical) {
-        (Value::Hash(h), crate::logical::Logical::Hash(fields))
+        (Value::Hash(h), crate::format::logical::Logical::Hash(fields))
             if enc.target == Target::Redis74 && matches!(**h, crate::value::Hash::ListpackEx(_)) =>
         {
             enc.hash_listpack_ex(fields, h.registered().unwrap_or(0), out)

@@ -1,5 +1,5 @@
 //! Engine values straight from an RDB value's element iterators (loading, RESTORE): the
-//! same result as going through [`crate::logical::Logical`], without its copies and
+//! same result as going through [`crate::format::logical::Logical`], without its copies and
 //! sorting; collections keep the file's order, as Redis keeps a listpack's.
 
 use std::borrow::Cow;
@@ -7,9 +7,9 @@ use std::borrow::Cow;
 use super::str::EMBSTR_MAX;
 use super::{Hash, Limits, List, Set, Str, Value, Zset};
 use crate::format::blob::{fmt_i64, itoa_buf};
+use crate::format::logical::Logical;
 use crate::format::rdb::{LogicalType, Value as RdbValue, ValueType};
 use crate::format::{Elem, FormatError};
-use crate::logical::Logical;
 
 /// Why a value could not be built from its RDB form.
 #[derive(Debug)]

@@ -23,8 +23,8 @@ pub use str::Str;
 pub use stream::Stream;
 pub use zset::Zset;
 
+use crate::format::logical::Logical;
 use crate::format::rdb::LogicalType;
-use crate::logical::Logical;
 
 /// Bytes of a key or element: inline up to 16 bytes, on the heap beyond.
 pub type Sds = SmallVec<[u8; 16]>;
@@ -168,7 +168,7 @@ impl Value {
             Value::List(l) => Logical::List(l.iter().map(|e| e.to_vec()).collect()),
             Value::Hash(h) => Logical::Hash(
                 h.iter_with_ttl()
-                    .map(|(f, v, t)| crate::logical::Field {
+                    .map(|(f, v, t)| crate::format::logical::Field {
                         field: f.to_vec(),
                         value: v.to_vec(),
                         expire_ms: t.map(|t| t as i64),

@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{sds, Limits, Sds};
 use crate::format::blob::FlatWriter;
 use crate::format::listpack::ListpackWriter;
+use crate::format::logical::{canonical_stream_meta, StreamValue};
 use crate::format::rdb::{Consumer as RdbConsumer, Group as RdbGroup, Idmp, PendingEntry, StreamId, StreamMeta};
 use crate::format::Elem;
-use crate::logical::{canonical_stream_meta, StreamValue};
 
 /// An entry's field/value pairs.
 pub type Fields = Vec<(Sds, Sds)>;

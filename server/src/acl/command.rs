@@ -309,7 +309,7 @@ fn save(s: &mut Server) -> Reply {
         Ok(()) => Reply::ok(),
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            crate::server::log(&format!("Writing ACL file for ACL SAVE: {e}"));
+            crate::log::log(&format!("Writing ACL file for ACL SAVE: {e}"));
             Reply::err(
                 "ERR There was an error trying to save the ACLs. Please check the server logs for more information",
             )

@@ -30,18 +30,6 @@ impl Context {
     }
 }
 
-/// Keys of the server's own commands whose keys move (numkeys arguments): LMPOP ZMPOP
-/// BLMPOP BZMPOP, EVAL* and FCALL*; the engine's commands carry their own finders.
-pub fn movable_keys(name: &str, argv: &[Vec<u8>]) -> Option<Vec<usize>> {
-    let numkeys_at = match name {
-        "lmpop" | "zmpop" => 1,
-        "blmpop" | "bzmpop" | "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => 2,
-        _ => return None,
-    };
-    let n = argv.get(numkeys_at).and_then(|b| ferrokv::command::parse_i64(b)).unwrap_or(0).max(0) as usize;
-    Some((numkeys_at + 1..argv.len()).take(n).collect())
-}
-
 /// Each key of the command with the access it needs: the key spec's, the last spec
 /// standing for the remaining keys; SET needs read access too when it has GET.
 fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
@@ -57,7 +45,7 @@ fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
             return Vec::new();
         }
     }
-    let positions = movable_keys(name, argv).unwrap_or_else(|| found.key_positions(argv));
+    let positions = crate::cmd::movable_keys(name, argv).unwrap_or_else(|| found.key_positions(argv));
     let set_with_get = name == "set" && argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
     positions
         .into_iter()

@@ -136,7 +136,7 @@ fn build() -> Registry {
             for def in ferrokv::command::catalog::Catalog::get().all() {
                 let full = format!("{prefix}{}", def.name);
                 if def.container.as_deref() == Some(name)
-                    && def.in_version(cmd::version())
+                    && def.in_version(crate::version::version())
                     && !subs.iter().any(|s| s.0 == full)
                 {
                     subs.push((full, def.arity, categories_of(def), Vec::new()));

@@ -4,15 +4,15 @@ use std::time::Duration;
 
 use ferrokv::command::{eq_ic, parse_f64};
 use ferrokv::keyspace::idle_secs;
-use ferrokv::persist::PersistError;
 use ferrokv::{Reply, Session};
 
 use super::text;
 use crate::client::Client;
-use crate::server::{log, Server, ShutdownMode};
+use crate::log::log;
+use crate::server::{Server, ShutdownMode};
 
 pub fn save(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
-    if s.bgsave.is_some() {
+    if s.jobs.bgsave.is_some() {
         return Reply::err("ERR Background save already in progress");
     }
     match s.save_now() {
@@ -30,12 +30,12 @@ pub fn bgsave(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         2 if eq_ic(&a[1], "schedule") => true,
         _ => return Reply::syntax(),
     };
-    if s.bgsave.is_some() {
+    if s.jobs.bgsave.is_some() {
         return Reply::err("ERR Background save already in progress");
     }
-    if s.bgrewrite.is_some() {
+    if s.jobs.bgrewrite.is_some() {
         if schedule {
-            s.bgsave_scheduled = true;
+            s.jobs.bgsave_scheduled = true;
             return Reply::simple("Background saving scheduled");
         }
         return Reply::err(
@@ -48,11 +48,11 @@ pub fn bgsave(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
 }
 
 pub fn bgrewriteaof(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
-    if s.bgrewrite.is_some() {
+    if s.jobs.bgrewrite.is_some() {
         return Reply::err("ERR Background append only file rewriting already in progress");
     }
-    if s.bgsave.is_some() {
-        s.rewrite_scheduled = true;
+    if s.jobs.bgsave.is_some() {
+        s.jobs.rewrite_scheduled = true;
         return Reply::simple("Background append only file rewriting scheduled");
     }
     match s.start_bgrewrite() {
@@ -66,24 +66,8 @@ pub fn bgrewriteaof(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// CONFIG SET appendonly yes: open the AOF directory and rewrite it from the dataset.
-pub fn enable_aof(s: &mut Server) -> Result<(), PersistError> {
-    let cfg = s.engine.cfg.clone();
-    let manifest = ferrokv::persist::load::read_manifest(&cfg)?;
-    let now = s.engine.clock.now_ms();
-    let aof = ferrokv::persist::Aof::open_on_start(&cfg, manifest, &s.engine.ks, now)?;
-    s.engine.persist.aof = Some(aof);
-    if s.bgsave.is_some() {
-        // One snapshot at a time, as Redis has one child: the rewrite follows the save.
-        s.rewrite_scheduled = true;
-    } else if s.bgrewrite.is_none() {
-        s.start_bgrewrite()?;
-    }
-    Ok(())
-}
-
 pub fn lastsave(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
-    Reply::Int(s.last_save)
+    Reply::Int(s.jobs.last_save)
 }
 
 pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
@@ -145,7 +129,7 @@ pub fn module(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     // LIST is not protected; LOAD, LOADEX and UNLOAD are.
     let protected = matches!(sub.as_slice(), b"load" | b"loadex" | b"unload");
-    if protected && !crate::cmd::config::protected_allowed(s.cfg.enable_module_command, c) {
+    if protected && !s.cfg.enable_module_command.allows(c.addr) {
         return protected_refusal("MODULE", "enable-module-command");
     }
     match (sub.as_slice(), a.len()) {
@@ -167,7 +151,7 @@ pub fn time(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
 }
 
 pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    if !crate::cmd::config::protected_allowed(s.cfg.enable_debug_command, c) {
+    if !s.cfg.enable_debug_command.allows(c.addr) {
         return protected_refusal("DEBUG", "enable-debug-command");
     }
     if eq_ic(&a[1], "reload") {

@@ -5,8 +5,10 @@ use ferrokv::Reply;
 
 use super::{sub_arity, text, unknown_subcommand};
 use crate::client::Client;
-use crate::config::{Protected, ServerConfig};
-use crate::server::{log, Server, ServerStats};
+use crate::config::ServerConfig;
+use crate::log::log;
+use crate::server::Server;
+use crate::stats::ServerStats;
 
 pub fn config(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
@@ -73,7 +75,7 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
         if ServerConfig::is_immutable(name) {
             return fail(&raw, "can't set immutable config");
         }
-        if ServerConfig::is_protected(name) && !protected_allowed(s.cfg.enable_protected_configs, c) {
+        if ServerConfig::is_protected(name) && !s.cfg.enable_protected_configs.allows(c.addr) {
             return fail(&raw, "can't set protected config");
         }
         names.push(name);
@@ -93,15 +95,6 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
         s.acl_requirepass_changed();
     }
     reply
-}
-
-/// Whether a protected parameter (or DEBUG) may be used by `c` under `policy`.
-pub fn protected_allowed(policy: Protected, c: &Client) -> bool {
-    match policy {
-        Protected::Yes => true,
-        Protected::No => false,
-        Protected::Local => c.addr.is_some_and(|a| a.ip().is_loopback()),
-    }
 }
 
 /// Install a new configuration, with the side effects some parameters have.
@@ -130,7 +123,7 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
         }
         log("Background append only file rewriting has been disabled");
     } else if !was_aof && now_aof {
-        if let Err(e) = crate::cmd::admin::enable_aof(s) {
+        if let Err(e) = s.enable_aof() {
             s.cfg.engine.appendonly = false;
             s.engine.cfg.appendonly = false;
             return Reply::error(format!("ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"));

@@ -112,7 +112,7 @@ pub fn hello(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let b = |x: &str| Reply::bulk(x.as_bytes());
     Reply::Map(vec![
         (b("server"), b("redis")),
-        (b("version"), b(super::release())),
+        (b("version"), b(crate::version::release())),
         (b("proto"), Reply::Int(if c.resp3 { 3 } else { 2 })),
         (b("id"), Reply::Int(c.id as i64)),
         (b("mode"), b("standalone")),
@@ -144,7 +144,7 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"list" | b"kill" => a.len() >= 2,
         b"unblock" => a.len() == 3 || a.len() == 4,
         b"reply" => a.len() == 3,
-        b"setinfo" | b"no-touch" if crate::cmd::version() < ServerVersion::Redis72 => {
+        b"setinfo" | b"no-touch" if crate::version::version() < ServerVersion::Redis72 => {
             return unknown_subcommand(&a[1], "client")
         }
         b"setinfo" => a.len() == 4,

@@ -6,7 +6,8 @@ use ferrokv::value::{Str, Value};
 use ferrokv::Reply;
 
 use crate::client::Client;
-use crate::server::{log, Server};
+use crate::log::log;
+use crate::server::Server;
 
 /// DEBUG LOADAOF: fsync the AOF, then replace the dataset with what its files hold.
 pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
@@ -18,7 +19,7 @@ pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
             return Reply::error(format!("ERR Error writing the AOF before loading it: {e}"));
         }
     }
-    match ferrokv::persist::load::load_aof_files(&s.engine.cfg) {
+    match ferrokv::Engine::load_aof_files(&s.engine.cfg) {
         Ok(Some(ks)) => {
             s.touch_all_watched(c);
             s.engine.ks = ks;
@@ -38,7 +39,7 @@ pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
 /// DEBUG QUICKLIST-PACKED-THRESHOLD size: accepted (ferrokv keeps no plain nodes), with
 /// Redis's check of the argument.
 pub fn quicklist_packed_threshold(a: &[Vec<u8>]) -> Reply {
-    match crate::config::parse_memory(&String::from_utf8_lossy(&a[2])) {
+    match crate::memory_value::parse_memory(&String::from_utf8_lossy(&a[2])) {
         Some(n) if (0..=(1i64 << 32) - (1 << 20)).contains(&n) => Reply::ok(),
         _ => Reply::err("ERR argument must be a memory value bigger than 1 and smaller than 4gb"),
     }

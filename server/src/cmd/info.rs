@@ -2,12 +2,12 @@
 
 use std::fmt::Write;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::keyspace::Clock;
 use ferrokv::Reply;
 
 use crate::client::Client;
 use crate::server::Server;
-use ferrokv::command::catalog::ServerVersion;
 
 const DEFAULT: &[&str] = &[
     "server",
@@ -73,7 +73,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
     match section {
         "server" => {
             let uptime = s.started.elapsed().as_secs();
-            kv("redis_version", super::release().into());
+            kv("redis_version", crate::version::release().into());
             kv("redis_git_sha1", "00000000".into());
             kv("redis_git_dirty", "0".into());
             kv("redis_build_id", "0".into());
@@ -136,19 +136,19 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("current_save_keys_processed", copied.to_string());
             kv("current_save_keys_total", total.to_string());
             kv("rdb_changes_since_last_save", s.engine.stats.dirty.to_string());
-            kv("rdb_bgsave_in_progress", u8::from(s.bgsave.is_some()).to_string());
-            kv("rdb_last_save_time", s.last_save.to_string());
-            kv("rdb_last_bgsave_status", if s.last_bgsave_ok { "ok" } else { "err" }.into());
+            kv("rdb_bgsave_in_progress", u8::from(s.jobs.bgsave.is_some()).to_string());
+            kv("rdb_last_save_time", s.jobs.last_save.to_string());
+            kv("rdb_last_bgsave_status", if s.jobs.last_bgsave_ok { "ok" } else { "err" }.into());
             kv("rdb_last_bgsave_time_sec", "-1".into());
             kv("rdb_current_bgsave_time_sec", "-1".into());
-            kv("rdb_saves", s.rdb_saves.to_string());
+            kv("rdb_saves", s.jobs.rdb_saves.to_string());
             kv("aof_enabled", u8::from(aof_on).to_string());
-            kv("aof_rewrite_in_progress", u8::from(s.bgrewrite.is_some()).to_string());
-            kv("aof_rewrite_scheduled", u8::from(s.rewrite_scheduled).to_string());
+            kv("aof_rewrite_in_progress", u8::from(s.jobs.bgrewrite.is_some()).to_string());
+            kv("aof_rewrite_scheduled", u8::from(s.jobs.rewrite_scheduled).to_string());
             kv("aof_last_rewrite_time_sec", "-1".into());
             kv("aof_current_rewrite_time_sec", "-1".into());
-            kv("aof_last_bgrewrite_status", if s.last_rewrite_ok { "ok" } else { "err" }.into());
-            kv("aof_rewrites", s.aof_rewrites.to_string());
+            kv("aof_last_bgrewrite_status", if s.jobs.last_rewrite_ok { "ok" } else { "err" }.into());
+            kv("aof_rewrites", s.jobs.aof_rewrites.to_string());
             kv("aof_last_write_status", if s.engine.aof_failure().is_some() { "err" } else { "ok" }.into());
             if let Some(aof) = s.engine.persist.aof.as_ref().filter(|a| a.is_open()) {
                 kv("aof_buffer_length", aof.pending_len().to_string());
@@ -179,8 +179,8 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("pubsub_channels", s.pubsub.channels.len().to_string());
             kv("pubsub_patterns", s.pubsub.patterns.len().to_string());
             kv("pubsubshard_channels", s.pubsub.shard_channels.len().to_string());
-            kv("latest_fork_usec", s.latest_fork_usec.to_string());
-            kv("total_forks", s.total_forks.to_string());
+            kv("latest_fork_usec", s.jobs.latest_fork_usec.to_string());
+            kv("total_forks", s.jobs.total_forks.to_string());
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());

@@ -11,9 +11,9 @@ use ferrokv::value::Value;
 use ferrokv::Reply;
 
 use crate::blocking::Op;
+use crate::blocking::{StreamRead, BLOCKED_DEFAULT_COUNT};
 use crate::client::Client;
 use crate::server::Server;
-use crate::stream_wait::{StreamRead, BLOCKED_DEFAULT_COUNT};
 
 pub fn xread(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let r = if c.in_exec { s.engine.call(&mut c.session, a) } else { s.engine.execute(&mut c.session, a) };

@@ -7,178 +7,22 @@
 //! the engine's libraries were replaced (startup, DEBUG RELOAD, DEBUG LOADAOF)
 //! [`install`] compiles them again.
 
-use std::cell::RefCell;
-use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::format::rdb::read_function_payload;
 use ferrokv::functions::{self as libs, Libraries, RestorePolicy};
 use ferrokv::Reply;
-use mlua::{Function, MultiValue, Value};
+use mlua::{Function, Value};
 
-use super::{convert, lua_failure, raise, run_script, script_flags, Vm};
+use super::busy::kill;
+use super::convert;
+use super::eval::run_script;
+use super::registry::{Registered, Registry};
+use super::vm::{lua_failure, script_flags, Vm, BUSY_EVAL};
 use crate::client::Client;
 use crate::cmd;
 use crate::server::Server;
-
-/// A function a library registered while it loaded.
-pub struct Registered {
-    name: String,
-    func: Function,
-    flags: u32,
-    description: Option<Vec<u8>>,
-}
-
-/// A compiled function.
-struct Entry {
-    /// As registered (FCALL finds it by its lower-cased name).
-    name: String,
-    library: String,
-    func: Function,
-    flags: u32,
-    description: Option<Vec<u8>>,
-}
-
-/// The compiled libraries: function names (lower-cased) to functions, and each library's
-/// functions in registration order.
-#[derive(Default)]
-pub struct Registry {
-    functions: HashMap<String, Entry>,
-    libraries: BTreeMap<String, Vec<String>>,
-    /// The FCALL running now (FUNCTION STATS): its function and arguments.
-    running: Option<(String, Vec<Vec<u8>>, Instant)>,
-}
-
-impl Registry {
-    pub fn flags(&self, function: &str) -> Option<u32> {
-        self.functions.get(&function.to_ascii_lowercase()).map(|e| e.flags)
-    }
-
-    pub fn function_count(&self) -> usize {
-        self.functions.len()
-    }
-
-    pub fn library_count(&self) -> usize {
-        self.libraries.len()
-    }
-
-    /// Add a compiled library, replacing one of the same name. Err (and nothing changed)
-    /// when one of its functions belongs to another library.
-    fn add(&mut self, library: &str, registered: Vec<Registered>) -> Result<(), Reply> {
-        for r in &registered {
-            if let Some(e) = self.functions.get(&r.name.to_ascii_lowercase()) {
-                if e.library != library {
-                    return Err(Reply::error(format!("ERR Function {} already exists", r.name)));
-                }
-            }
-        }
-        self.remove(library);
-        let names = registered.iter().map(|r| r.name.to_ascii_lowercase()).collect();
-        for r in registered {
-            let entry = Entry {
-                name: r.name,
-                library: library.to_string(),
-                func: r.func,
-                flags: r.flags,
-                description: r.description,
-            };
-            self.functions.insert(entry.name.to_ascii_lowercase(), entry);
-        }
-        self.libraries.insert(library.to_string(), names);
-        Ok(())
-    }
-
-    fn remove(&mut self, library: &str) -> bool {
-        match self.libraries.remove(library) {
-            Some(names) => {
-                for n in names {
-                    self.functions.remove(&n);
-                }
-                true
-            }
-            None => false,
-        }
-    }
-}
-
-/// redis.register_function(name, callback) or redis.register_function{function_name=,
-/// callback=, flags=, description=}, while a library loads.
-pub(super) fn register_function(reg: &RefCell<Option<Vec<Registered>>>, args: MultiValue) -> mlua::Result<()> {
-    let (name, func, flags, description) = match (args.len(), args.front()) {
-        (1, Some(Value::Table(t))) => {
-            let (mut name, mut func, mut flags, mut description) = (None, None, 0, None);
-            for pair in t.pairs::<Value, Value>() {
-                let (k, v) = pair?;
-                let key = match &k {
-                    Value::String(s) => s.as_bytes().to_vec(),
-                    _ => return Err(raise("named argument key given to redis.register_function is not a string")),
-                };
-                match (key.as_slice(), v) {
-                    (b"function_name", Value::String(s)) => name = Some(s.as_bytes().to_vec()),
-                    (b"function_name", _) => {
-                        return Err(raise("function_name argument given to redis.register_function must be a string"))
-                    }
-                    (b"callback", Value::Function(f)) => func = Some(f),
-                    (b"callback", _) => {
-                        return Err(raise("callback argument given to redis.register_function must be a function"))
-                    }
-                    (b"description", Value::String(d)) => description = Some(d.as_bytes().to_vec()),
-                    (b"description", _) => {
-                        return Err(raise("description argument given to redis.register_function must be a string"))
-                    }
-                    (b"flags", Value::Table(ft)) => {
-                        for f in ft.sequence_values::<Value>() {
-                            let Value::String(f) = f? else {
-                                return Err(raise("unknown flag given"));
-                            };
-                            match script_flags::NAMES.iter().find(|(n, _)| n.as_bytes() == &f.as_bytes()[..]) {
-                                Some((_, bit)) => flags |= bit,
-                                None => return Err(raise("unknown flag given")),
-                            }
-                        }
-                    }
-                    (b"flags", _) => {
-                        return Err(raise(
-                            "flags argument to redis.register_function must be a table representing function flags",
-                        ))
-                    }
-                    _ => return Err(raise("unknown argument given to redis.register_function")),
-                }
-            }
-            let Some(name) = name else {
-                return Err(raise("redis.register_function must get a function name argument"));
-            };
-            let Some(func) = func else {
-                return Err(raise("redis.register_function must get a callback argument"));
-            };
-            (name, func, flags, description)
-        }
-        (2, _) => {
-            let mut it = args.into_iter();
-            let (Some(Value::String(n)), Some(Value::Function(f))) = (it.next(), it.next()) else {
-                return Err(raise("wrong argument types given to redis.register_function"));
-            };
-            (n.as_bytes().to_vec(), f, 0, None)
-        }
-        _ => return Err(raise("wrong number of arguments to redis.register_function")),
-    };
-    if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
-        return Err(raise(
-            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long",
-        ));
-    }
-    let name = String::from_utf8_lossy(&name).into_owned();
-    let mut guard = reg.borrow_mut();
-    let Some(list) = guard.as_mut() else {
-        return Err(raise("redis.register_function can only be called on FUNCTION LOAD command"));
-    };
-    if list.iter().any(|r| r.name == name) {
-        return Err(raise("Function already exists in the library"));
-    }
-    list.push(Registered { name, func, flags, description });
-    Ok(())
-}
 
 /// Compile a library's code and run it to collect what it registers: its name and
 /// functions, or Redis's error reply.
@@ -363,7 +207,7 @@ fn list(s: &Server, a: &[Vec<u8>]) -> Reply {
 /// FUNCTION STATS: the function running now, and the engine's counts.
 fn stats(s: &Server) -> Reply {
     if s.scripts.eval.run.busy.get() {
-        return Reply::err(super::BUSY_EVAL);
+        return Reply::err(BUSY_EVAL);
     }
     let reg = &s.scripts.functions;
     let running = match &reg.running {
@@ -439,7 +283,7 @@ pub fn function(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         b"list" => list(s, a),
         b"stats" => stats(s),
-        _ => super::kill(s, false),
+        _ => kill(s, false),
     }
 }
 

@@ -5,10 +5,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
+use ferrokv_tools::against::against;
 use ferrokv_tools::diff::human;
 use ferrokv_tools::exit;
 use ferrokv_tools::out::ToolError;
-use ferrokv_tools::replay::{against, Input, Options, Replay};
+use ferrokv_tools::replay::{Input, Options, Replay};
 
 // Replaying builds a whole dataset of small allocations; mimalloc serves them faster
 // than glibc's malloc (docs/benchmarks.md).

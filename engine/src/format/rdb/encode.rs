@@ -12,8 +12,8 @@ use crate::format::blob::{parse_canonical_i64, FlatWriter};
 use crate::format::crc::{crc64, Crc64};
 use crate::format::intset::encode_intset;
 use crate::format::listpack::ListpackWriter;
+use crate::format::logical::{Field, Logical, StreamValue};
 use crate::format::ziplist::ZiplistWriter;
-use crate::logical::{Field, Logical, StreamValue};
 
 use super::stream::StreamId;
 use super::types::{Dialect, Family};

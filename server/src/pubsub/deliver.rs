@@ -1,73 +1,10 @@
-//! Pub/sub state and delivery: who listens to which channel or pattern, and the
-//! messages (RESP2 arrays, RESP3 pushes) written into the listeners' output buffers.
-//! Keyspace notifications (crate::notify) publish through the same path.
+//! Subscribing, unsubscribing and publishing: the index kept in step with each client's
+//! subscriptions, messages written into the listeners' output buffers.
 
-use std::collections::{HashMap, HashSet};
-
+use super::{write_push, Part};
 use crate::client::Client;
+use crate::notify::{KEYEVENT, KEYSPACE};
 use crate::server::Server;
-
-/// The server's side: channel or pattern → subscriber ids, in subscription order.
-#[derive(Debug, Default)]
-pub struct PubSub {
-    pub channels: HashMap<Vec<u8>, Vec<u64>>,
-    /// Patterns in the order they were first subscribed (publishing scans them all).
-    pub patterns: Vec<(Vec<u8>, Vec<u64>)>,
-    /// Sharded channels (SSUBSCRIBE / SPUBLISH): their own namespace, no patterns.
-    pub shard_channels: HashMap<Vec<u8>, Vec<u64>>,
-}
-
-/// A client's side: what it is subscribed to, in subscription order.
-#[derive(Debug, Default)]
-pub struct ClientSubs {
-    pub channels: Vec<Vec<u8>>,
-    channel_set: HashSet<Vec<u8>>,
-    pub patterns: Vec<Vec<u8>>,
-    pub shard: Vec<Vec<u8>>,
-}
-
-impl ClientSubs {
-    /// Channels plus patterns (the count subscribe replies carry).
-    pub fn count(&self) -> usize {
-        self.channels.len() + self.patterns.len()
-    }
-
-    /// In subscribed mode (RESP2 then allows only a few commands).
-    pub fn active(&self) -> bool {
-        self.count() > 0 || !self.shard.is_empty()
-    }
-}
-
-/// One element of a pub/sub message.
-pub enum Part<'a> {
-    Bulk(&'a [u8]),
-    Null,
-    Int(i64),
-}
-
-/// Write a pub/sub message: an array in RESP2, a push (`>`) in RESP3.
-pub fn write_push(out: &mut Vec<u8>, resp3: bool, parts: &[Part<'_>]) {
-    out.push(if resp3 { b'>' } else { b'*' });
-    out.extend_from_slice(parts.len().to_string().as_bytes());
-    out.extend_from_slice(b"\r\n");
-    for p in parts {
-        match p {
-            Part::Bulk(b) => {
-                out.push(b'$');
-                out.extend_from_slice(b.len().to_string().as_bytes());
-                out.extend_from_slice(b"\r\n");
-                out.extend_from_slice(b);
-                out.extend_from_slice(b"\r\n");
-            }
-            Part::Null => out.extend_from_slice(if resp3 { b"_\r\n" } else { b"$-1\r\n" }),
-            Part::Int(n) => {
-                out.push(b':');
-                out.extend_from_slice(n.to_string().as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
-        }
-    }
-}
 
 fn notice(c: &mut Client, kind: &[u8], name: Option<&[u8]>) {
     let count = c.subs.count() as i64;
@@ -84,8 +21,7 @@ fn shard_notice(c: &mut Client, kind: &[u8], name: Option<&[u8]>) {
 
 impl Server {
     pub fn subscribe_channel(&mut self, c: &mut Client, channel: &[u8]) {
-        if c.subs.channel_set.insert(channel.to_vec()) {
-            c.subs.channels.push(channel.to_vec());
+        if c.subs.add_channel(channel) {
             self.pubsub.channels.entry(channel.to_vec()).or_default().push(c.id);
         }
         notice(c, b"subscribe", Some(channel));
@@ -93,9 +29,8 @@ impl Server {
 
     /// Remove one channel subscription; with `notify`, reply as UNSUBSCRIBE does.
     pub fn unsubscribe_channel(&mut self, c: &mut Client, channel: &[u8], notify: bool) -> bool {
-        let was = c.subs.channel_set.remove(channel);
+        let was = c.subs.remove_channel(channel);
         if was {
-            c.subs.channels.retain(|x| x.as_slice() != channel);
             if let Some(ids) = self.pubsub.channels.get_mut(channel) {
                 ids.retain(|&i| i != c.id);
                 if ids.is_empty() {
@@ -269,5 +204,41 @@ impl Server {
             }
         }
         ids.len()
+    }
+}
+
+/// Keyspace notifications: the events the engine records, published as
+/// `__keyspace@<db>__:<key>` and `__keyevent@<db>__:<event>` messages.
+impl Server {
+    /// Publish the events the engine recorded since the last call. `current` is the
+    /// running client, if any (it may be a subscriber itself).
+    pub fn deliver_events(&mut self, mut current: Option<&mut Client>) {
+        if self.engine.fx.events.is_empty() {
+            return;
+        }
+        let events = std::mem::take(&mut self.engine.fx.events);
+        let flags = self.cfg.notify_keyspace_events;
+        for ev in events {
+            if flags & ev.class == 0 {
+                continue;
+            }
+            if flags & KEYSPACE != 0 {
+                let mut ch = format!("__keyspace@{}__:", ev.db).into_bytes();
+                ch.extend_from_slice(&ev.key);
+                self.publish(current.as_deref_mut(), &ch, ev.name.as_bytes());
+            }
+            if flags & KEYEVENT != 0 {
+                let ch = format!("__keyevent@{}__:{}", ev.db, ev.name).into_bytes();
+                self.publish(current.as_deref_mut(), &ch, &ev.key);
+            }
+        }
+    }
+
+    /// Whether the engine should record events (after the flags change).
+    pub fn sync_event_tracking(&mut self) {
+        self.engine.fx.track_events = self.cfg.notify_keyspace_events != 0;
+        if !self.engine.fx.track_events {
+            self.engine.fx.events.clear();
+        }
     }
 }

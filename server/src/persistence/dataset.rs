@@ -1,25 +1,13 @@
-//! The server's side of persistence failures: the AOF's write status logged as Redis logs
-//! it (a failure at most once per 30 seconds, its end once), and when a failed BGSAVE is
-//! tried again.
+//! The AOF's write status logged as Redis logs it (a failure at most once per 30 seconds,
+//! its end once), and a dataset replaced by another (a replica's full sync).
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ferrokv::persist::AofEvent;
 
-use crate::server::{log, Server};
-
-/// Seconds between two log lines of the same AOF write failure (Redis's
-/// AOF_WRITE_LOG_ERROR_RATE).
-const WRITE_ERROR_LOG_EVERY: Duration = Duration::from_secs(30);
-/// A failed BGSAVE is tried again by the save points after this long (Redis's
-/// CONFIG_BGSAVE_RETRY_DELAY, compared with `>`).
-pub const BGSAVE_RETRY_DELAY_SECS: i64 = 5;
-
-/// When the AOF's write failure was last logged.
-#[derive(Debug, Default)]
-pub struct AofLog {
-    last_failure_log: Option<Instant>,
-}
+use super::jobs::WRITE_ERROR_LOG_EVERY;
+use crate::log::log;
+use crate::server::Server;
 
 impl Server {
     /// Log what changed in the AOF's write status since the last call.
@@ -27,9 +15,9 @@ impl Server {
         for ev in self.engine.take_aof_events() {
             match ev {
                 AofEvent::Failed(f) => {
-                    let due = self.aof_log.last_failure_log.is_none_or(|t| t.elapsed() > WRITE_ERROR_LOG_EVERY);
+                    let due = self.jobs.aof_log.last_failure_log.is_none_or(|t| t.elapsed() > WRITE_ERROR_LOG_EVERY);
                     if due {
-                        self.aof_log.last_failure_log = Some(Instant::now());
+                        self.jobs.aof_log.last_failure_log = Some(Instant::now());
                         for line in f.log_lines() {
                             log(&line);
                         }
@@ -40,7 +28,7 @@ impl Server {
                     }
                 }
                 AofEvent::Recovered => {
-                    self.aof_log.last_failure_log = None;
+                    self.jobs.aof_log.last_failure_log = None;
                     log("AOF write error looks solved, Redis can write again.");
                 }
             }

@@ -1,118 +1,15 @@
-//! Blocked clients (BLPOP & co.): which clients wait on which keys (FIFO per key), their
-//! deadlines, and serving them when a write leaves a list or sorted set at a key.
-//!
-//! A blocking command is served by running its non-blocking form through the engine
-//! (LPOP, LPOP key count, LMOVE, RPOPLPUSH, ZPOPMIN/ZPOPMAX [count]), which replies,
-//! fires the events and propagates exactly what Redis 7.0 writes to the AOF for a
-//! served blocking pop. Keys become candidates when the engine reports them modified
-//! (the WATCH hook); a candidate is served when it then holds a list or sorted set.
+//! Serving blocked clients: running a woken client's non-blocking form, parking and
+//! unblocking, deadlines.
 
-use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Instant;
 
 use ferrokv::command::Ctx;
 use ferrokv::value::Value;
 use ferrokv::Reply;
 
+use super::{Blocked, Op};
 use crate::client::Client;
 use crate::server::Server;
-
-/// What a blocked client runs once a key is ready.
-#[derive(Debug, Clone)]
-pub enum Op {
-    /// BLPOP/BRPOP (`count` None) and BLMPOP (`count` Some).
-    Pop { left: bool, count: Option<i64> },
-    /// BLMOVE, or BRPOPLPUSH (`rpoplpush`).
-    Move { dst: Vec<u8>, from_left: bool, to_left: bool, rpoplpush: bool },
-    /// BZPOPMIN/BZPOPMAX (`count` None) and BZMPOP (`count` Some).
-    ZPop { max: bool, count: Option<i64> },
-    /// XREAD / XREADGROUP with BLOCK (crate::stream_wait).
-    Stream(Box<crate::stream_wait::StreamRead>),
-    /// WAIT: until `replicas` replicas acknowledged the stream up to `offset`
-    /// (crate::replication).
-    Wait { offset: u64, replicas: usize },
-    /// WAITAOF: until `replicas` replicas fsynced their AOF past `offset` (`local`: ours is).
-    WaitAof { offset: u64, local: bool, replicas: usize },
-}
-
-impl Op {
-    fn wants_zset(&self) -> bool {
-        matches!(self, Op::ZPop { .. })
-    }
-
-    /// The reply when the wait ends without data (timeout, or a refused block).
-    pub fn timeout_reply(&self, blocked: bool) -> Reply {
-        match self {
-            // Redis 7.0 answers a timed-out BLMOVE with a null array, a refused one
-            // (inside MULTI) with a null bulk.
-            Op::Move { .. } if !blocked => Reply::Nil,
-            _ => Reply::NilArray,
-        }
-    }
-}
-
-#[derive(Debug)]
-pub struct Blocked {
-    pub op: Op,
-    pub db: usize,
-    pub keys: Vec<Vec<u8>>,
-    pub deadline: Option<Instant>,
-}
-
-#[derive(Debug, Default)]
-pub struct Blocking {
-    /// (database, key) → blocked client ids, first blocked first.
-    by_key: HashMap<(usize, Vec<u8>), VecDeque<u64>>,
-    deadlines: BTreeSet<(Instant, u64)>,
-    /// Keys written since the last serving round that clients wait on.
-    ready: Vec<(usize, Vec<u8>)>,
-    /// Clients blocked now (INFO blocked_clients).
-    pub count: usize,
-}
-
-impl Blocking {
-    /// Note the written keys some client waits on.
-    pub fn note_modified(&mut self, modified: &[(usize, ferrokv::value::Sds)]) {
-        if self.by_key.is_empty() {
-            return;
-        }
-        for (db, key) in modified {
-            let k = (*db, key.to_vec());
-            if self.by_key.contains_key(&k) && !self.ready.contains(&k) {
-                self.ready.push(k);
-            }
-        }
-    }
-
-    /// Every waited-on key of `dbs` is a candidate (SWAPDB).
-    pub fn all_ready(&mut self) {
-        let keys: Vec<_> = self.by_key.keys().cloned().collect();
-        for k in keys {
-            if !self.ready.contains(&k) {
-                self.ready.push(k);
-            }
-        }
-    }
-
-    /// The next deadline, if any client waits with a timeout.
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.first().map(|(t, _)| *t)
-    }
-
-    pub fn is_active(&self) -> bool {
-        self.count > 0
-    }
-
-    /// The clients blocked on `key` of `db`, first blocked first.
-    pub fn waiters(&self, db: usize, key: &[u8]) -> Vec<u64> {
-        self.by_key.get(&(db, key.to_vec())).map(|q| q.iter().copied().collect()).unwrap_or_default()
-    }
-
-    /// Blocked clients with a timeout (INFO clients_in_timeout_table).
-    pub fn with_timeout(&self) -> usize {
-        self.deadlines.len()
-    }
-}
 
 /// A result of running the non-blocking form on one key.
 enum Served {
@@ -230,51 +127,29 @@ impl Server {
     /// comes when it is served, times out or is unblocked.
     pub fn park(&mut self, c: &mut Client, op: Op, keys: Vec<Vec<u8>>, deadline: Option<Instant>) {
         let db = c.session.db;
-        let mut uniq: Vec<Vec<u8>> = Vec::with_capacity(keys.len());
-        for k in keys {
-            if !uniq.contains(&k) {
-                self.blocking.by_key.entry((db, k.clone())).or_default().push_back(c.id);
-                uniq.push(k);
-            }
-        }
-        if let Some(t) = deadline {
-            self.blocking.deadlines.insert((t, c.id));
-        }
-        self.blocking.count += 1;
+        let keys = self.blocking.add(c.id, db, keys, deadline);
         self.engine.fx.track_modified = true;
-        c.blocked = Some(Blocked { op, db, keys: uniq, deadline });
+        c.blocked = Some(Blocked { op, db, keys, deadline });
         c.raw_reply = true;
     }
 
     /// Take `c` out of the blocked state (no reply).
     pub fn unblock(&mut self, c: &mut Client) {
         let Some(b) = c.blocked.take() else { return };
-        for k in b.keys {
-            let entry = (b.db, k);
-            if let Some(q) = self.blocking.by_key.get_mut(&entry) {
-                q.retain(|&i| i != c.id);
-                if q.is_empty() {
-                    self.blocking.by_key.remove(&entry);
-                }
-            }
-        }
-        if let Some(t) = b.deadline {
-            self.blocking.deadlines.remove(&(t, c.id));
-        }
-        self.blocking.count = self.blocking.count.saturating_sub(1);
+        self.blocking.remove(c.id, &b);
     }
 
     /// Serve the clients waiting on keys that became ready, first blocked first,
     /// until no candidate is left (a served BLMOVE can make its destination ready).
     pub fn serve_ready_keys(&mut self) {
-        if self.blocking.ready.is_empty() {
+        if !self.blocking.has_ready() {
             return;
         }
         // The time may have moved during the command (DEBUG SLEEP in a transaction): a
         // key that expired meanwhile serves nobody, as Redis re-reads its clock here.
         self.refresh_time();
-        while !self.blocking.ready.is_empty() {
-            let ready = std::mem::take(&mut self.blocking.ready);
+        while self.blocking.has_ready() {
+            let ready = self.blocking.take_ready();
             for (db, key) in ready {
                 self.serve_key(db, &key);
                 self.serve_stream_waiters(db, &key);
@@ -297,7 +172,7 @@ impl Server {
                 },
                 None => return,
             };
-            let Some(queue) = self.blocking.by_key.get(&(db, key.to_vec())) else { return };
+            let Some(queue) = self.blocking.queue(db, key) else { return };
             let next = queue.iter().copied().find(|id| {
                 !skipped.contains(id)
                     && self.clients.get(id).and_then(|c| c.blocked.as_ref()).is_some_and(|b| b.op.wants_zset() == zset)
@@ -348,11 +223,7 @@ impl Server {
     /// Answer the clients whose timeout passed.
     pub fn expire_blocked(&mut self) {
         let now = Instant::now();
-        while let Some(&(t, id)) = self.blocking.deadlines.first() {
-            if t > now {
-                break;
-            }
-            self.blocking.deadlines.remove(&(t, id));
+        while let Some(id) = self.blocking.pop_expired(now) {
             self.end_wait(id, None);
         }
     }

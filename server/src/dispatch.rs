@@ -1,0 +1,174 @@
+//! From a parsed command to its reply: the refusal chain (lookup, arity, ACL, auth,
+//! subscribed mode, busy script, MULTI queueing, maxmemory) and the call itself, with its
+//! statistics, time and propagation.
+
+use std::time::Instant;
+
+use ferrokv::command::Argv;
+use ferrokv::Reply;
+
+use crate::client::Client;
+use crate::cmd::{self, Found};
+use crate::server::Server;
+
+impl Server {
+    /// Run one command from `c` as Redis's processCommand does: lookup, arity, auth,
+    /// MULTI queueing, then the command itself.
+    /// `argv` is taken (left empty) only when MULTI queues it.
+    pub fn dispatch(&mut self, c: &mut Client, argv: &mut Argv) {
+        self.stats.commands_processed += 1;
+        let Some(found) = cmd::lookup(&argv[0]) else {
+            self.reject(c, ferrokv::command::unknown_command(argv), None);
+            return;
+        };
+        c.last_cmd = match (found, argv.get(1)) {
+            // Container commands show their subcommand, as Redis 7.0 (`client|list`).
+            (Found::Server(cmd), Some(sub)) if matches!(cmd.name, "client" | "config" | "command" | "debug") => {
+                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
+            }
+            _ => found.name().into(),
+        };
+        if !found.arity_ok(argv.len()) {
+            let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name()));
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if let Some(e) = crate::acl::enforce::subcommand_refusal(found, argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if self.acl_auth_required(c) && found.flags() & ferrokv::command::flags::NO_AUTH == 0 {
+            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
+            return;
+        }
+        if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
+            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
+            return;
+        }
+        if let Some(e) = self.acl_refusal(c, found, argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if let Some(e) = crate::admission::refusal(self, c, found, argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, argv) {
+            self.reject(c, e, Some(found.name()));
+            return;
+        }
+        if let Some(busy) = crate::script::busy_refusal(self, argv) {
+            let busy = if found.name() == "exec" && c.multi.is_some() {
+                c.reset_multi();
+                self.unwatch_all(c);
+                crate::script::exec_abort(&busy)
+            } else {
+                busy
+            };
+            self.reject(c, busy, Some(found.name()));
+            return;
+        }
+        if c.multi.is_some() && !matches!(found.name(), "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+            if let Some(q) = c.multi.as_mut() {
+                q.push(std::mem::take(argv));
+            }
+            c.reply(&Reply::simple("QUEUED"));
+            return;
+        }
+        let mark = c.out.len();
+        let mut reply = self.call(c, found, argv);
+        if let Some(e) = self.engine.take_unacknowledged() {
+            // Under appendfsync always what the command propagated is not on disk: it is
+            // not acknowledged (Redis exits there; writes are refused until the AOF works).
+            c.out.truncate(mark);
+            c.raw_reply = false;
+            reply = Reply::error(e);
+        }
+        self.count_reply(&reply);
+        if !std::mem::take(&mut c.raw_reply) {
+            c.reply(&reply);
+        }
+    }
+
+    /// Run a command (directly or from EXEC) and account for it.
+    pub fn call(&mut self, c: &mut Client, found: Found, argv: &[Vec<u8>]) -> Reply {
+        // One clock reading per command: a top-level command's start is the engine's time
+        // (the end of the previous command of the batch when there was one).
+        let top = self.call_depth == 0;
+        let start = match self.fresh.take() {
+            Some(t) if top => t,
+            _ => Instant::now(),
+        };
+        if top {
+            self.time.set_ms(self.wall.unix_ms(start));
+        }
+        self.call_depth += 1;
+        let reply = match found {
+            Found::Server(cmd) => (cmd.run)(self, c, argv),
+            // XREAD / XREADGROUP, which may block.
+            Found::Engine(spec) if spec.flags & ferrokv::command::flags::BLOCKING != 0 => {
+                crate::cmd::xread::xread(self, c, argv)
+            }
+            Found::Engine(spec) => {
+                let r = if c.in_exec {
+                    // Inside EXEC: one propagation unit, flushed by EXEC.
+                    self.engine.call_spec(&mut c.session, spec, argv)
+                } else {
+                    self.engine.execute_spec(&mut c.session, spec, argv)
+                };
+                self.touch_modified(c);
+                self.deliver_events(Some(c));
+                if found.name() == "flushall" && !r.is_error() {
+                    self.after_flushall();
+                }
+                r
+            }
+        };
+        self.call_depth -= 1;
+        let end = Instant::now();
+        if top {
+            self.fresh = Some(end);
+        }
+        let st = self.stats.commands.entry(found.name()).or_default();
+        st.calls += 1;
+        st.usec += end.saturating_duration_since(start).as_micros() as u64;
+        if reply.is_error() {
+            st.failed += 1;
+        }
+        reply
+    }
+
+    pub(crate) fn count_reply(&mut self, r: &Reply) {
+        if std::mem::take(&mut self.error_counted) {
+            return;
+        }
+        if let Reply::Error(text) = r {
+            self.stats.error_replies += 1;
+            self.stats.count_error(text);
+        }
+    }
+
+    /// Refuse a command before it runs; inside MULTI this aborts the transaction.
+    pub(crate) fn reject(&mut self, c: &mut Client, e: Reply, name: Option<&'static str>) {
+        // A refused EXEC discards the transaction, as Redis's execCommandAbort.
+        let e = match &e {
+            Reply::Error(text) if name == Some("exec") && !text.starts_with("EXECABORT") => {
+                c.reset_multi();
+                self.unwatch_all(c);
+                crate::script::exec_abort(&e)
+            }
+            _ => e,
+        };
+        if c.multi.is_some() {
+            c.multi_error = true;
+        }
+        if let Some(n) = name {
+            self.stats.commands.entry(n).or_default().rejected += 1;
+        }
+        self.stats.error_replies += 1;
+        if let Reply::Error(text) = &e {
+            self.stats.count_error(text);
+        }
+        c.reply(&e);
+    }
+}

@@ -1,0 +1,508 @@
+//! The event loop: accepting connections, reading and parsing queries, writing replies,
+//! the timer (cron), and closing clients. One thread runs it (Redis's model).
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::ErrorKind;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use ferrokv::command::catalog::ServerVersion;
+use ferrokv::keyspace::Clock;
+use ferrokv::{Engine, Reply};
+use mio::net::{TcpListener, TcpStream};
+use mio::{Events, Interest, Poll, Token};
+
+use crate::client::{Client, ReadOutcome};
+use crate::cmd;
+use crate::config::ServerConfig;
+use crate::log::log;
+use crate::resp::{Limits, Parsed};
+use crate::server::{unix_us, Server, ShutdownMode, WallAnchor};
+use crate::stats::ServerStats;
+
+impl Server {
+    /// Load the data directory and bind the listeners.
+    pub fn new(mut cfg: ServerConfig) -> Result<Server, String> {
+        cmd::set_version(cfg.engine.version, cmd::table::COMMANDS);
+        log_startup(&cfg);
+        if cfg.engine.version >= ServerVersion::Redis72 && cfg.engine.limits.set_max_listpack_entries == 0 {
+            // Redis 7.2 keeps small sets of strings in a listpack (set-max-listpack-entries 128).
+            cfg.engine.limits.set_max_listpack_entries = ferrokv::value::Limits::default().set_max_listpack_entries;
+        }
+        let mut engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
+        for w in std::mem::take(&mut engine.persist.warnings) {
+            log(&w);
+        }
+        let time = Clock::virtual_at(unix_us() / 1000);
+        engine.clock = time.clone();
+        let poll = Poll::new().map_err(|e| e.to_string())?;
+        let mut listeners = Vec::new();
+        for (i, addr) in cfg.bind.iter().enumerate() {
+            let host = addr.trim_start_matches('-');
+            let host = if host == "*" { "0.0.0.0" } else { host };
+            let sock: SocketAddr = format!("{host}:{}", cfg.port)
+                .parse()
+                .or_else(|_| format!("[{host}]:{}", cfg.port).parse())
+                .map_err(|e| format!("bad bind address {addr}: {e}"))?;
+            let mut l = TcpListener::bind(sock)
+                .map_err(|e| format!("Could not create server TCP listening socket {sock}: {e}"))?;
+            poll.registry().register(&mut l, listener_token(i), Interest::READABLE).map_err(|e| e.to_string())?;
+            listeners.push(l);
+        }
+        let signal = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::flag::register(sig, Arc::clone(&signal)).map_err(|e| e.to_string())?;
+        }
+        let now_unix = Clock::System.now_ms() / 1000;
+        let mut rng = fastrand::Rng::new();
+        let run_id: String = (0..40).map(|_| char::from_digit(rng.u32(0..16), 16).unwrap_or('0')).collect();
+        let mut server = Server {
+            error_counted: false,
+            engine,
+            cfg,
+            poll,
+            listeners,
+            clients: HashMap::default(),
+            next_id: 1,
+            link: None,
+            pending: VecDeque::new(),
+            deferred_writes: Vec::new(),
+            replicas: Default::default(),
+            stats: ServerStats::default(),
+            watched: HashMap::new(),
+            jobs: crate::persistence::SaveJobs::new(now_unix),
+            active_expire: true,
+            exit: false,
+            started: Instant::now(),
+            started_unix: now_unix,
+            signal,
+            last_cron: Instant::now(),
+            run_id,
+            pubsub: Default::default(),
+            blocking: Default::default(),
+            woken: HashSet::new(),
+            scripts: crate::script::Scripts::new()?,
+            eviction: Default::default(),
+            acl: Default::default(),
+            time,
+            fresh: None,
+            wall: WallAnchor::now(),
+            call_depth: 0,
+        };
+        crate::acl::command::load_at_startup(&mut server)?;
+        crate::script::functions::install(&mut server)?;
+        Ok(server)
+    }
+
+    /// Run until SHUTDOWN or a signal; Ok when the final save (if any) succeeded.
+    pub fn run(&mut self) -> Result<(), String> {
+        let mut events = Events::with_capacity(1024);
+        self.sync_event_tracking();
+        loop {
+            self.expire_blocked();
+            self.queue_woken();
+            let tick = Duration::from_millis(1000 / u64::from(self.cfg.engine.hz.max(1)));
+            let mut timeout = if !self.pending.is_empty() {
+                Duration::ZERO
+            } else if let Some(t) = self.snapshot_poll_timeout() {
+                t.min(tick.saturating_sub(self.last_cron.elapsed()))
+            } else {
+                tick.saturating_sub(self.last_cron.elapsed())
+            };
+            if let Some(t) = self.blocking.next_deadline() {
+                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
+            }
+            if self.eviction.pending {
+                timeout = Duration::ZERO;
+            }
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    return Err(e.to_string());
+                }
+            }
+            self.refresh_time();
+            for ev in events.iter() {
+                let t = ev.token();
+                if t.0 > usize::MAX - self.listeners.len() {
+                    self.accept(usize::MAX - t.0);
+                } else {
+                    self.serve(t.0 as u64);
+                }
+            }
+            for _ in 0..self.pending.len() {
+                if let Some(id) = self.pending.pop_front() {
+                    self.serve(id);
+                }
+            }
+            self.feed_replicas();
+            self.write_deferred();
+            self.step_snapshot();
+            self.eviction_cron();
+            if self.last_cron.elapsed() >= tick {
+                self.last_cron = Instant::now();
+                self.cron();
+                self.ping_replicas();
+                self.replication_cron();
+                self.feed_replicas();
+                self.write_deferred();
+            }
+            if self.exit {
+                return Ok(());
+            }
+            if self.signal.swap(false, Ordering::Relaxed) {
+                log("Received SIGTERM scheduling shutdown...");
+                match self.prepare_shutdown(ShutdownMode::Default, false) {
+                    Ok(()) => return Ok(()),
+                    Err(e) => {
+                        log(&e);
+                        log("Errors trying to shut down the server. Check the logs for more information.");
+                    }
+                }
+            }
+        }
+    }
+
+    pub(crate) fn accept(&mut self, i: usize) {
+        loop {
+            let Some(l) = self.listeners.get(i) else { return };
+            let (sock, addr) = match l.accept() {
+                Ok(x) => x,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    log(&format!("Accepting client connection: {e}"));
+                    return;
+                }
+            };
+            self.stats.connections_received += 1;
+            self.add_client(sock, addr);
+        }
+    }
+
+    pub(crate) fn add_client(&mut self, mut sock: TcpStream, addr: SocketAddr) {
+        let _ = sock.set_nodelay(true);
+        if self.clients.len() as u64 >= self.cfg.maxclients {
+            self.stats.rejected_connections += 1;
+            // Best effort, as Redis: the socket is new, the write almost always fits.
+            let _ = std::io::Write::write(&mut sock, b"-ERR max number of clients reached\r\n");
+            return;
+        }
+        if self.cfg.protected_mode && self.acl.default_user().is_some_and(|u| u.nopass) && !addr.ip().is_loopback() {
+            self.stats.rejected_connections += 1;
+            let _ = std::io::Write::write(&mut sock, PROTECTED_MODE_ERROR.as_bytes());
+            return;
+        }
+        let id = self.next_client_id();
+        if self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE).is_err() {
+            return;
+        }
+        let c = Client::new(id, sock, Some(addr), self.acl.default_is_open());
+        self.clients.insert(id, Box::new(c));
+        // Data may already be waiting.
+        self.pending.push_back(id);
+    }
+
+    /// Give client `id` a turn: parse and run what it sent, write replies, read more.
+    pub(crate) fn serve(&mut self, id: u64) {
+        let Some(mut c) = self.clients.remove(&id) else { return };
+        let alive = self.serve_client(&mut c) && (c.write_deferred || self.want_writable(&mut c));
+        if alive {
+            self.clients.insert(id, c);
+        } else {
+            self.drop_client(c);
+        }
+    }
+
+    pub(crate) fn serve_client(&mut self, c: &mut Client) -> bool {
+        // When the input being parsed was read: the first command's start time.
+        let mut read_at = None;
+        for _ in 0..ROUNDS_PER_TURN {
+            if c.close_asap {
+                return false;
+            }
+            let stopped_early = self.process_input(c, read_at.take());
+            if c.close_asap {
+                // Over an output buffer limit: closed without writing the rest.
+                return false;
+            }
+            if c.drained && !stopped_early && !c.close_after_reply && c.pending_out() > 0 {
+                // All it sent is answered: write after the other ready clients ran.
+                c.drained = false;
+                if !c.write_deferred {
+                    c.write_deferred = true;
+                    self.deferred_writes.push(c.id);
+                }
+                return true;
+            }
+            if !self.flush_client(c) {
+                return false;
+            }
+            if c.pending_out() > 0 {
+                // The socket is full: the writable event brings us back.
+                return true;
+            }
+            if c.close_after_reply {
+                return false;
+            }
+            if stopped_early {
+                continue;
+            }
+            if c.drained {
+                // Everything read was answered and the socket was empty: wait for an event
+                // rather than pay a read that would only say so.
+                c.drained = false;
+                return true;
+            }
+            let mut n = 0;
+            match c.read_some(&mut n) {
+                ReadOutcome::Data => {
+                    self.stats.net_input_bytes += n as u64;
+                    if (c.query.len() - c.qpos) as u64 > self.cfg.client_query_buffer_limit {
+                        let head: String = c.query[c.qpos..].iter().take(64).map(|&b| b as char).collect();
+                        log(&format!(
+                            "Closing client that reached max query buffer length: id={} (qbuf initial bytes: {head:?})",
+                            c.id
+                        ));
+                        return false;
+                    }
+                    // Once per read, not per command: the clock is not free.
+                    let now = Instant::now();
+                    c.last_interaction = now;
+                    read_at = Some(now);
+                }
+                ReadOutcome::WouldBlock => return true,
+                ReadOutcome::Closed => return false,
+            }
+        }
+        self.pending.push_back(c.id);
+        true
+    }
+
+    /// Write what the socket takes of `c`'s output; false when the connection failed.
+    pub(crate) fn flush_client(&mut self, c: &mut Client) -> bool {
+        let mut written = 0;
+        let ok = c.flush(&mut written).is_ok();
+        self.stats.net_output_bytes += written as u64;
+        ok
+    }
+
+    /// Write the replies deferred in this loop round.
+    pub(crate) fn write_deferred(&mut self) {
+        for id in std::mem::take(&mut self.deferred_writes) {
+            let Some(mut c) = self.clients.remove(&id) else { continue };
+            c.write_deferred = false;
+            if self.flush_client(&mut c) && !c.close_after_reply && self.want_writable(&mut c) {
+                self.clients.insert(id, c);
+            } else {
+                self.drop_client(c);
+            }
+        }
+    }
+
+    /// Ask for writable events only while output waits (a socket always writable would
+    /// wake the loop on every ACK). False when the registration fails.
+    pub(crate) fn want_writable(&mut self, c: &mut Client) -> bool {
+        let want = c.pending_out() > 0;
+        if want == c.wants_write {
+            return true;
+        }
+        let interest = if want { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+        c.wants_write = want;
+        self.poll.registry().reregister(&mut c.sock, Token(c.id as usize), interest).is_ok()
+    }
+
+    /// Run every complete command in the query buffer, stopping while too much output
+    /// waits. True when it stopped with input left to parse (write backpressure).
+    pub(crate) fn process_input(&mut self, c: &mut Client, read_at: Option<Instant>) -> bool {
+        self.fresh = read_at;
+        let stopped_early = self.process_queries(c);
+        self.fresh = None;
+        stopped_early
+    }
+
+    pub(crate) fn process_queries(&mut self, c: &mut Client) -> bool {
+        loop {
+            if c.close_after_reply || c.close_asap || c.blocked.is_some() {
+                return false;
+            }
+            if c.pending_out() >= OUT_SOFT_LIMIT {
+                return true;
+            }
+            let lim =
+                Limits { proto_max_bulk_len: self.cfg.proto_max_bulk_len, unauthenticated: self.acl_auth_required(c) };
+            let mut pos = c.qpos;
+            let parsed = c.parser.parse(&c.query, &mut pos, lim);
+            let consumed = pos - c.qpos;
+            c.qpos = pos;
+            match parsed {
+                Parsed::Incomplete => return false,
+                Parsed::Error(e) => {
+                    c.reply(&Reply::error(e));
+                    c.close_after_reply = true;
+                    // Nothing after a protocol error is read.
+                    c.query.clear();
+                    c.qpos = 0;
+                }
+                Parsed::Command(argv) => {
+                    if !argv.is_empty() {
+                        let before = c.out.len();
+                        c.reply_skip = std::mem::take(&mut c.reply_skip_next);
+                        let mut argv = argv;
+                        self.dispatch(c, &mut argv);
+                        c.parser.recycle(argv);
+                        c.reply_skip = false;
+                        if self.exit {
+                            // SHUTDOWN closes the connection without a reply.
+                            c.out.truncate(before);
+                            return false;
+                        }
+                        self.after_command(c);
+                    }
+                    if c.master {
+                        self.master_processed(consumed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Clients others woke (messages, unblocked) get a turn in this loop round.
+    pub(crate) fn queue_woken(&mut self) {
+        // At most one entry per client here; a duplicate turn in `pending` is harmless.
+        self.pending.extend(self.woken.drain());
+    }
+
+    /// While a script runs past busy-reply-threshold: one non-blocking round of the
+    /// loop, so other clients are answered (BUSY, or SCRIPT KILL and SHUTDOWN NOSAVE).
+    /// The script's own client is out of the client table meanwhile and is skipped.
+    pub fn serve_while_busy(&mut self) {
+        let mut events = Events::with_capacity(256);
+        if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
+            return;
+        }
+        let tokens: Vec<Token> = events.iter().map(|e| e.token()).collect();
+        for t in tokens {
+            if t.0 > usize::MAX - self.listeners.len() {
+                self.accept(usize::MAX - t.0);
+            } else {
+                self.serve(t.0 as u64);
+            }
+        }
+        // Events the loop fetched before the script started are in its own batch, not
+        // here: give every client a turn (an idle one costs one read that would block).
+        let ids: Vec<u64> = self.clients.keys().copied().collect();
+        for id in ids {
+            self.serve(id);
+        }
+        self.write_deferred();
+    }
+
+    pub(crate) fn drop_client(&mut self, mut c: Box<Client>) {
+        self.forget_client(&mut c);
+        self.forget_replica(&c);
+        self.unwatch_all(&mut c);
+        let _ = self.poll.registry().deregister(&mut c.sock);
+        let big = c.query.capacity().max(c.out.capacity()) >= crate::alloc::RELEASE_AT;
+        drop(c);
+        if big {
+            crate::alloc::release_free_memory();
+        }
+    }
+
+    /// Close another client (CLIENT KILL): after its pending output if `graceful`.
+    pub fn kill_client(&mut self, id: u64) -> bool {
+        match self.clients.remove(&id) {
+            Some(c) => {
+                self.drop_client(c);
+                true
+            }
+            None => false,
+        }
+    }
+
+    pub(crate) fn cron(&mut self) {
+        self.wall = WallAnchor::now();
+        // A replica's keys expire when its master's DELs come.
+        if self.active_expire && self.link.is_none() {
+            self.engine.active_expire_cycle();
+            self.deliver_events(None);
+            // Keys the cycle deleted touch the clients watching them.
+            if !self.engine.fx.modified.is_empty() {
+                let modified = std::mem::take(&mut self.engine.fx.modified);
+                // A stream deleted here unblocks its XREADGROUP clients.
+                self.blocking.note_modified(&modified);
+                for (db, key) in modified {
+                    if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
+                        for id in ids.clone() {
+                            if let Some(c) = self.clients.get_mut(&id) {
+                                c.watch_dirty = true;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if self.blocking.is_active() {
+            self.serve_ready_keys();
+        }
+        self.engine.cron();
+        // Give back the room of databases under 10 % full (Redis resizes its dicts in
+        // serverCron, not on every loop turn).
+        for db in &mut self.engine.ks.dbs {
+            db.shrink_if_sparse();
+        }
+        self.log_aof_events();
+        self.close_idle_clients();
+        self.collect_background_jobs();
+        self.start_scheduled_jobs();
+        self.check_save_points();
+    }
+
+    pub(crate) fn close_idle_clients(&mut self) {
+        if self.cfg.timeout == 0 {
+            return;
+        }
+        let limit = Duration::from_secs(self.cfg.timeout);
+        let idle: Vec<u64> = self
+            .clients
+            .values()
+            .filter(|c| !c.subs.active() && c.blocked.is_none() && c.last_interaction.elapsed() > limit)
+            .map(|c| c.id)
+            .collect();
+        for id in idle {
+            self.kill_client(id);
+        }
+    }
+}
+
+/// Stop parsing a client's input while this much output waits (write backpressure).
+pub(super) const OUT_SOFT_LIMIT: usize = 1 << 20;
+
+/// Read/parse/write rounds for one client before the others get a turn.
+pub(super) const ROUNDS_PER_TURN: usize = 16;
+
+pub(super) fn listener_token(i: usize) -> Token {
+    Token(usize::MAX - i)
+}
+
+pub(super) const PROTECTED_MODE_ERROR: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// The lines Redis logs before it loads the data. Tools that start a server (Redis's own test
+/// suite among them) wait for ` PID: <pid>` (the banner `always-show-logo` asks for) followed by
+/// `Server initialized`.
+pub(super) fn log_startup(cfg: &ServerConfig) {
+    let pid = std::process::id();
+    log(&format!(
+        "ferrokv-server {} starting, Redis {} compatible, pid={pid}",
+        env!("CARGO_PKG_VERSION"),
+        crate::version::release()
+    ));
+    if cfg.get("always-show-logo").as_deref() == Some("yes") {
+        log(&format!("ferrokv-server {}  Port: {}  PID: {pid}", env!("CARGO_PKG_VERSION"), cfg.port));
+    } else {
+        log(&format!("Running mode=standalone, port={}.", cfg.port));
+    }
+    log("Server initialized");
+}

@@ -1,0 +1,77 @@
+//! Counters INFO reports beyond the engine's: connections, commands, errors, eviction.
+
+use std::collections::HashMap;
+
+/// Counters INFO reports, beyond the engine's.
+#[derive(Debug, Default, Clone)]
+pub struct ServerStats {
+    pub connections_received: u64,
+    pub rejected_connections: u64,
+    pub commands_processed: u64,
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    pub error_replies: u64,
+    /// Per command: calls, microseconds, rejected calls, failed calls.
+    pub commands: CommandStats,
+    /// Error replies per error code (INFO errorstats).
+    pub errors: HashMap<String, u64>,
+    /// Keys evicted for maxmemory, and the milliseconds memory was over it (INFO stats).
+    pub evicted_keys: u64,
+    pub total_eviction_exceeded_ms: u64,
+}
+
+impl ServerStats {
+    /// Count an error reply under its code, as Redis does: the text up to its first
+    /// space (looked for in the first 32 bytes), else ERR.
+    pub fn count_error(&mut self, text: &str) {
+        let head = &text.as_bytes()[..text.len().min(32)];
+        let code = match head.iter().position(|&b| b == b' ') {
+            Some(sp) => &text[..sp],
+            None => "ERR",
+        };
+        *self.errors.entry(code.to_string()).or_default() += 1;
+    }
+}
+
+/// Per-command counters, updated on every command: keyed by the address of the command's
+/// static name and its length (integers to hash, not the text). The same name at two addresses
+/// is merged when listed.
+#[derive(Debug, Default, Clone)]
+pub struct CommandStats(HashMap<(usize, usize), (&'static str, CommandStat), foldhash::fast::FixedState>);
+
+impl CommandStats {
+    pub fn entry(&mut self, name: &'static str) -> CommandStatEntry<'_> {
+        CommandStatEntry(self, name)
+    }
+
+    /// Every command's counters, by name.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, CommandStat)> {
+        let mut by_name = std::collections::BTreeMap::<&'static str, CommandStat>::new();
+        for (name, st) in self.0.values() {
+            let t = by_name.entry(name).or_default();
+            t.calls += st.calls;
+            t.usec += st.usec;
+            t.rejected += st.rejected;
+            t.failed += st.failed;
+        }
+        by_name.into_iter()
+    }
+}
+
+/// A command's counters, created on first use (as a map entry).
+pub struct CommandStatEntry<'a>(&'a mut CommandStats, &'static str);
+
+impl<'a> CommandStatEntry<'a> {
+    pub fn or_default(self) -> &'a mut CommandStat {
+        let name = self.1;
+        &mut self.0 .0.entry((name.as_ptr() as usize, name.len())).or_insert((name, CommandStat::default())).1
+    }
+}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CommandStat {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected: u64,
+    pub failed: u64,
+}
