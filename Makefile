@@ -7,8 +7,11 @@ SERVER_DATA := target/ferrokv-data
 
 .PHONY: run server dump-demo build test lint unit compat conformance conformance-spawned bench fixtures catalog fuzz faults deps clean
 
+# The binaries, and their man pages and shell completions (generated from the same clap
+# definitions) in target/doc-gen/man1 and target/doc-gen/completions.
 build:
 	$(CARGO) build --release --bins
+	for t in rdbtool aoftool aof-rewrite replay; do target/release/$$t --generate all target/doc-gen || exit 1; done
 
 # Start ferrokv-server in the foreground with its embedded default config (Redis 7.0's
 # defaults, port 6379); data in target/ferrokv-data. Ctrl-C saves and exits.

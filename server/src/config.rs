@@ -652,9 +652,11 @@ impl ServerConfig {
     /// Build the configuration from the command line: an optional config file first, then
     /// `--name value...` flags (values run to the next `--`).
     pub fn from_args(args: &[String]) -> Result<ServerConfig, String> {
+        let stdin = args.iter().any(|a| a == "-");
+        let args: Vec<String> = args.iter().filter(|a| *a != "-").cloned().collect();
         let mut cfg = ServerConfig::default();
         let mut saw_save = false;
-        let mut rest = args;
+        let mut rest = &args[..];
         match args.first() {
             Some(first) if !first.starts_with("--") => {
                 let text = std::fs::read_to_string(first)
@@ -667,6 +669,12 @@ impl ServerConfig {
                 // still replaces the save points rather than adding to them.
                 cfg.load_text(EMBEDDED_CONFIG, &mut false)?;
             }
+        }
+        // `-`: the configuration on stdin, after the file and before the options (Redis's order).
+        if stdin {
+            let text =
+                std::io::read_to_string(std::io::stdin()).map_err(|e| format!("Reading config from stdin: {e}"))?;
+            cfg.load_text(&text, &mut saw_save)?;
         }
         let mut i = 0;
         while i < rest.len() {

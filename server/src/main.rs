@@ -1,4 +1,4 @@
-//! `ferrokv-server [config-file] [--name value ...]`
+//! `ferrokv-server [config-file] [--name value ...] [-]`, as redis-server.
 
 use ferrokv_server::{Server, ServerConfig};
 
@@ -14,6 +14,11 @@ fn main() {
             ferrokv_server::version::release()
         );
         return;
+    }
+    if args.first().is_some_and(|a| a == "-h" || a == "--help") {
+        // redis-server prints its usage on stderr and exits 1.
+        eprint!("{USAGE}");
+        std::process::exit(1);
     }
     let cfg = match ServerConfig::from_args(&args) {
         Ok(c) => c,
@@ -36,6 +41,29 @@ fn main() {
         }
     }
 }
+
+const USAGE: &str = r#"Usage: ferrokv-server [/path/to/redis.conf] [options] [-]
+       ferrokv-server - (read the configuration from stdin)
+       ferrokv-server -v or --version
+       ferrokv-server -h or --help
+
+The configuration file is redis.conf's format; every directive is also an option
+(--port 7777). The file is read first, then stdin (with -), then the options.
+Without a file the embedded defaults are Redis 7.0's; --redis-version 6.2|7.0|7.2|7.4
+picks the version the server stands in for. Manual: docs/server.md
+
+Examples:
+       ferrokv-server (the embedded defaults, port 6379, data in the current directory)
+       echo 'maxmemory 128mb' | ferrokv-server -
+       ferrokv-server /etc/redis/6379.conf
+       ferrokv-server --port 7777 --dir /var/lib/ferrokv --appendonly yes
+       ferrokv-server --port 7777 --replicaof 127.0.0.1 8888
+       ferrokv-server /etc/myredis.conf --loglevel verbose -
+
+Exit codes:
+       0  shut down as asked (SHUTDOWN, SIGTERM, SIGINT)
+       1  a configuration error, data that cannot be loaded, or a port that cannot be bound
+"#;
 
 /// Stack of the thread that serves clients.
 const MAIN_STACK_BYTES: usize = 128 << 20;

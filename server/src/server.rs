@@ -67,7 +67,7 @@ pub struct Server {
     pub woken: HashSet<u64>,
     /// Lua scripting: the interpreter and the script cache.
     pub scripts: crate::script::Scripts,
-    /// maxmemory: the eviction pool and state (server/src/maxmemory.rs).
+    /// maxmemory: the eviction pool and state (server/src/maxmemory/).
     pub eviction: crate::maxmemory::Eviction,
     /// ACL users and the ACL log (server/src/acl/).
     pub acl: crate::acl::Acl,

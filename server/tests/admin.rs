@@ -244,3 +244,37 @@ fn shutdown_abort_and_bad_options_reply_as_redis() {
         ],
     );
 }
+
+/// `--help`/`-h` and `--version`/`-v` as redis-server answers them: the usage on stderr
+/// and exit 1, the version on stdout and exit 0; `-` reads the configuration from stdin.
+#[test]
+fn command_line_help_version_and_stdin_config() {
+    use std::io::Write;
+    let bin = env!("CARGO_BIN_EXE_ferrokv-server");
+    for flag in ["--help", "-h"] {
+        let out = Command::new(bin).arg(flag).output().expect("run");
+        assert_eq!(out.status.code(), Some(1), "{flag}");
+        let usage = String::from_utf8_lossy(&out.stderr);
+        assert!(usage.starts_with("Usage: ferrokv-server [/path/to/redis.conf] [options] [-]"), "{usage}");
+        assert!(usage.contains("Examples:") && usage.contains("Exit codes:"), "{usage}");
+        assert!(out.stdout.is_empty());
+    }
+    for flag in ["--version", "-v"] {
+        let out = Command::new(bin).arg(flag).output().expect("run");
+        assert_eq!(out.status.code(), Some(0), "{flag}");
+        assert!(String::from_utf8_lossy(&out.stdout).starts_with("ferrokv-server v="), "{flag}");
+    }
+    // A bad directive on stdin is reported as the config error it is (exit 1), so `-` was read.
+    let mut child = Command::new(bin)
+        .args(["-", "--port", "0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    child.stdin.take().expect("stdin").write_all(b"maxmemory-policy nonsense\n").expect("write stdin");
+    let out = child.wait_with_output().expect("wait");
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("FATAL CONFIG FILE ERROR") && err.contains("maxmemory-policy"), "{err}");
+}

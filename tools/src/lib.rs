@@ -7,6 +7,7 @@ pub mod convert;
 pub mod dataset;
 pub mod diff;
 pub mod dump;
+pub mod generate;
 pub mod jsonl_read;
 pub mod jsonw;
 pub mod out;

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use ferrokv::command::catalog::ServerVersion;
+use ferrokv_tools::generate;
 use ferrokv_tools::out::ToolError;
 use ferrokv_tools::replay::Input;
 use ferrokv_tools::rewrite::{self, layout_for, BaseKind, Layout};
@@ -16,8 +17,21 @@ use ferrokv_tools::{exit, now_ms};
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+const AFTER_HELP: &str = r#"Examples:
+  aof-rewrite appendonlydir compacted          a multi-part directory with an RDB base
+  aof-rewrite appendonly.aof compacted.aof --base resp
+  aof-rewrite appendonlydir out --redis-version 6.2   a base Redis 6.2 can load
+  aof-rewrite appendonlydir out --now 1700000000000   keys expired by then left out
+
+Exit codes:
+  0  the output was written (and fsynced)
+  2  usage error, an unreadable or invalid input, or an output error
+
+aof-rewrite --generate man|bash|zsh|fish prints the man page or a completion script.
+Manual: docs/cli.md"#;
+
 #[derive(Parser)]
-#[command(name = "aof-rewrite", version, about = "Compact an AOF offline, as BGREWRITEAOF would")]
+#[command(name = "aof-rewrite", version, about = "Compact an AOF offline, as BGREWRITEAOF would", after_help = AFTER_HELP)]
 struct Cli {
     /// AOF file, manifest or multi-part directory (or an RDB file).
     input: PathBuf,
@@ -46,6 +60,9 @@ struct Cli {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = generate::from_args::<Cli>(&std::env::args_os().collect::<Vec<_>>()) {
+        return ExitCode::from(code);
+    }
     let cli = Cli::parse();
     let layout = if cli.single_file {
         Layout::File

@@ -4,14 +4,31 @@ use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use ferrokv::command::catalog::ServerVersion;
 use ferrokv_tools::aof::{check, dump, fix};
 use ferrokv_tools::exit;
+use ferrokv_tools::generate;
 use ferrokv_tools::out::{Out, ToolError};
 
+const AFTER_HELP: &str = r#"Examples:
+  aoftool verify appendonlydir                 manifest, framing, MULTI/EXEC, base, commands
+  aoftool verify appendonly.aof --redis-version 7.4 --strict
+  aoftool fix appendonlydir --yes              cut an incomplete tail (originals kept as .bak)
+  aoftool fix appendonly.aof --salvage --yes   drop corrupt regions anywhere, report the losses
+  aoftool dump appendonlydir --format jsonl    one command per line with file, offset, db
+  aoftool completions zsh > ~/.zfunc/_aoftool
+
+Exit codes:
+  0  success (verify: the AOF is valid)
+  1  the AOF has a problem (or fix cannot repair it, or the prompt was declined)
+  2  usage error, unreadable input, or an output error
+
+aoftool --generate man|bash|zsh|fish prints the man page or a completion script.
+Manual: docs/cli.md"#;
+
 #[derive(Parser)]
-#[command(name = "aoftool", version, about = "Verify, fix and dump Redis AOF files and multi-part AOF directories")]
+#[command(name = "aoftool", version, about = "Verify, fix and dump Redis AOF files and multi-part AOF directories", after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -63,6 +80,11 @@ enum Cmd {
         path: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: FormatArg,
+    },
+    /// Print a completion script for a shell.
+    Completions {
+        #[arg(value_parser = ["bash", "zsh", "fish"])]
+        shell: String,
     },
 }
 
@@ -141,10 +163,17 @@ fn run(cli: Cli) -> Result<u8, ToolError> {
                 }
             }
         }
+        Cmd::Completions { shell } => {
+            generate::write(Cli::command(), &shell, &mut stdout)?;
+            Ok(exit::OK)
+        }
     }
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = generate::from_args::<Cli>(&std::env::args_os().collect::<Vec<_>>()) {
+        return ExitCode::from(code);
+    }
     match run(Cli::parse()) {
         Ok(code) => ExitCode::from(code),
         Err(ToolError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(exit::OK),

@@ -4,16 +4,35 @@ use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use ferrokv::format::rdb::LogicalType;
 use ferrokv::Source;
 use ferrokv_tools::dump::{self, Expired, Filter, Format, RespOptions, Restore};
+use ferrokv_tools::generate;
 use ferrokv_tools::out::{Out, ToolError};
 use ferrokv_tools::verify::{walk_with, Depth};
 use ferrokv_tools::{exit, now_ms, report};
 
+const AFTER_HELP: &str = r#"Examples:
+  rdbtool verify dump.rdb                      every record, every blob, the CRC
+  rdbtool dump dump.rdb --db 0 --key 'user:*'  jsonl, one key per line
+  rdbtool dump dump.rdb --format resp | redis-cli --pipe
+  rdbtool diff a.rdb b.rdb                     same data whatever the encodings?
+  rdbtool convert dump.rdb old.rdb --to rdb:redis-6.2
+  rdbtool info dump.rdb --json
+  rdbtool completions bash > /etc/bash_completion.d/rdbtool
+
+Exit codes:
+  0  success (verify: the file is valid; diff: the datasets are the same)
+  1  the input is invalid or corrupt (diff: the datasets differ)
+  2  usage error, unreadable input, or an output error (diff, convert: also a corrupt input)
+  3  convert --strict: the conversion would lose data; nothing written
+
+rdbtool --generate man|bash|zsh|fish prints the man page or a completion script.
+Manual: docs/cli.md"#;
+
 #[derive(Parser)]
-#[command(name = "rdbtool", version, about = "Inspect, verify and dump Redis and Valkey RDB files")]
+#[command(name = "rdbtool", version, about = "Inspect, verify and dump Redis and Valkey RDB files", after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -92,6 +111,11 @@ enum Cmd {
         file: PathBuf,
         #[arg(long)]
         json: bool,
+    },
+    /// Print a completion script for a shell.
+    Completions {
+        #[arg(value_parser = ["bash", "zsh", "fish"])]
+        shell: String,
     },
 }
 
@@ -197,10 +221,17 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
             io::stdout().lock().write_all(text.as_bytes()).map_err(|e| (name, e.into()))?;
             Ok(exit::OK)
         }
+        Cmd::Completions { shell } => {
+            generate::write(Cli::command(), &shell, &mut io::stdout().lock()).map_err(|e| (shell, e.into()))?;
+            Ok(exit::OK)
+        }
     }
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = generate::from_args::<Cli>(&std::env::args_os().collect::<Vec<_>>()) {
+        return ExitCode::from(code);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),

@@ -8,6 +8,7 @@ use clap::Parser;
 use ferrokv_tools::against::against;
 use ferrokv_tools::diff::human;
 use ferrokv_tools::exit;
+use ferrokv_tools::generate;
 use ferrokv_tools::out::ToolError;
 use ferrokv_tools::replay::{Input, Options, Replay};
 
@@ -16,8 +17,22 @@ use ferrokv_tools::replay::{Input, Options, Replay};
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+const AFTER_HELP: &str = r#"Examples:
+  replay appendonlydir                         the dataset the log describes, summarised
+  replay appendonlydir --against dump.rdb      does the log end where the snapshot is?
+  replay appendonly.aof --check-expiry         commands on keys whose TTL had passed
+  replay appendonlydir --check-expiry --until 1700000000000 --strict
+
+Exit codes:
+  0  replayed; no violation (and the snapshot is the same, with --against)
+  1  expiry violations, pending keys with --strict, or a snapshot that differs
+  2  usage error, an unreadable or invalid input, or an output error
+
+replay --generate man|bash|zsh|fish prints the man page or a completion script.
+Manual: docs/cli.md"#;
+
 #[derive(Parser)]
-#[command(name = "replay", version, about = "Rebuild the state an AOF describes and check expirations and snapshots")]
+#[command(name = "replay", version, about = "Rebuild the state an AOF describes and check expirations and snapshots", after_help = AFTER_HELP)]
 struct Cli {
     /// AOF file, manifest or multi-part directory (or an RDB file).
     path: PathBuf,
@@ -61,6 +76,9 @@ fn run(cli: Cli) -> Result<u8, ToolError> {
 }
 
 fn main() -> ExitCode {
+    if let Some(code) = generate::from_args::<Cli>(&std::env::args_os().collect::<Vec<_>>()) {
+        return ExitCode::from(code);
+    }
     match run(Cli::parse()) {
         Ok(code) => ExitCode::from(code),
         Err(ToolError::Io(e)) if e.kind() == io::ErrorKind::BrokenPipe => ExitCode::from(exit::OK),
