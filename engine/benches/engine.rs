@@ -53,7 +53,7 @@ fn main() {
         engine.execute(&mut s, &c);
     }
     let ours = rss_bytes().saturating_sub(before);
-    assert_eq!(engine.ks.len(), N);
+    assert_eq!(engine.keyspace().len(), N);
     drop(engine);
 
     // Redis: the same keys and values through DEBUG POPULATE.

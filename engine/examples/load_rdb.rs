@@ -16,7 +16,7 @@ fn main() -> std::process::ExitCode {
     let t = Instant::now();
     match Engine::open(cfg, Clock::System) {
         Ok(e) => {
-            println!("{} {:.2}", e.ks.len(), t.elapsed().as_secs_f64());
+            println!("{} {:.2}", e.keyspace().len(), t.elapsed().as_secs_f64());
             std::process::ExitCode::SUCCESS
         }
         Err(err) => {

@@ -31,24 +31,148 @@ pub struct Session {
     pub no_touch: bool,
 }
 
+/// The engine: a keyspace, the commands and persistence. Its fields are the crate's; callers
+/// outside it go through the methods below.
 pub struct Engine {
-    pub ks: Keyspace,
-    pub cfg: Config,
-    pub clock: Clock,
-    pub stats: Stats,
+    pub(crate) ks: Keyspace,
+    pub(crate) cfg: Config,
+    pub(crate) clock: Clock,
+    pub(crate) stats: Stats,
     /// How lookups treat expired keys (Master unless replaying).
-    pub mode: ExpireMode,
-    pub rng: fastrand::Rng,
-    pub cycle: ExpireCycle,
+    pub(crate) mode: ExpireMode,
+    pub(crate) rng: fastrand::Rng,
+    pub(crate) cycle: ExpireCycle,
     /// Effects of the commands run since the last flush.
-    pub fx: Effects,
-    pub persist: Persistence,
+    pub(crate) fx: Effects,
+    pub(crate) persist: Persistence,
     /// A unit flushed since [`Engine::take_unacknowledged`] did not reach the disk under
     /// `appendfsync always`: the MISCONF error to answer instead of the command's reply.
     unacknowledged: Option<String>,
 }
 
 impl Engine {
+    /// The databases and the function libraries.
+    pub fn keyspace(&self) -> &Keyspace {
+        &self.ks
+    }
+
+    /// The keyspace to change directly (a server's eviction, DEBUG, a replica's new
+    /// dataset): what changes here is not propagated.
+    pub fn keyspace_mut(&mut self) -> &mut Keyspace {
+        &mut self.ks
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// CONFIG SET: the parameters the engine reads on every use take effect at once.
+    pub fn config_mut(&mut self) -> &mut Config {
+        &mut self.cfg
+    }
+
+    /// The clock commands read (a server's cached time, or a test's virtual one).
+    pub fn clock(&self) -> &Clock {
+        &self.clock
+    }
+
+    pub fn set_clock(&mut self, clock: Clock) {
+        self.clock = clock;
+    }
+
+    /// The engine's time now, in unix ms.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
+    }
+
+    /// Counters INFO reports (dirty, expired and evicted keys, hits and misses).
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    pub fn stats_mut(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    /// How lookups treat expired keys.
+    pub fn mode(&self) -> ExpireMode {
+        self.mode
+    }
+
+    /// Loading keeps expired keys (an AOF replays as written); a replica hides them but
+    /// waits for its master's DEL.
+    pub fn set_mode(&mut self, mode: ExpireMode) {
+        self.mode = mode;
+    }
+
+    /// What the commands run since the last flush did: propagation, events, modified keys.
+    pub fn effects(&self) -> &Effects {
+        &self.fx
+    }
+
+    pub fn effects_mut(&mut self) -> &mut Effects {
+        &mut self.fx
+    }
+
+    /// The AOF, the replication feed and the warnings of loading.
+    pub fn persistence(&self) -> &Persistence {
+        &self.persist
+    }
+
+    pub fn persistence_mut(&mut self) -> &mut Persistence {
+        &mut self.persist
+    }
+
+    /// The active expire cycle's state (its effort and statistics).
+    pub fn expire_cycle(&self) -> &ExpireCycle {
+        &self.cycle
+    }
+
+    pub fn expire_cycle_mut(&mut self) -> &mut ExpireCycle {
+        &mut self.cycle
+    }
+
+    /// The engine's random source (RANDOMKEY, SPOP, SRANDMEMBER ...).
+    pub fn rng_mut(&mut self) -> &mut fastrand::Rng {
+        &mut self.rng
+    }
+
+    /// The keyspace, the engine given up (a dataset read aside).
+    pub fn into_keyspace(self) -> Keyspace {
+        self.ks
+    }
+
+    /// Redis's expireIfNeeded for one key, at the engine's time: true when it is expired
+    /// (on a master now deleted, its DEL propagated and flushed, `expired` fired).
+    pub fn expire_if_needed(&mut self, db: usize, key: &[u8]) -> bool {
+        let now = self.clock.now_ms();
+        let mut ctx =
+            Ctx::new(&mut self.ks, &self.cfg, db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);
+        let expired = ctx.expire_if_needed_in(db, key);
+        self.flush();
+        expired
+    }
+
+    /// A key the caller removed for maxmemory: WATCH and blocked clients see it modified,
+    /// `evicted` fires, and DEL (UNLINK when `lazy`) propagates alone, flushed now (never
+    /// inside a MULTI, as Redis's propagate_no_multi).
+    pub fn note_evicted(&mut self, db: usize, key: &[u8], lazy: bool) {
+        if self.fx.track_modified {
+            self.fx.modified.push((db, crate::value::sds(key)));
+        }
+        if self.fx.track_events {
+            self.fx.events.push(command::Event {
+                class: command::notify::EVICTED,
+                name: "evicted",
+                db,
+                key: key.to_vec(),
+            });
+        }
+        let del: &[u8] = if lazy { b"UNLINK" } else { b"DEL" };
+        self.fx.propagate.push((db, vec![del.to_vec(), key.to_vec()]));
+        self.flush();
+    }
+
     /// An engine with no files: nothing is loaded or written.
     pub fn in_memory(cfg: Config) -> Engine {
         Engine::with_clock(cfg, Clock::System)

@@ -98,14 +98,14 @@ fn run_script(name: &str, text: &str) -> Vec<String> {
             continue;
         } else if let Some(v) = line.strip_prefix("lazyfree-lazy-expire ") {
             redis.call_str(&["CONFIG", "SET", "lazyfree-lazy-expire", v.trim()]);
-            engine.cfg.lazyfree_lazy_expire = v.trim() == "yes";
+            engine.config_mut().lazyfree_lazy_expire = v.trim() == "yes";
             continue;
         } else if let Some(ms) = line.strip_prefix("active-expire ") {
             redis.call_str(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
             std::thread::sleep(Duration::from_millis(ms.trim().parse().expect("active-expire MS")));
             redis.call_str(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
             for _ in 0..1000 {
-                let now = engine.clock.now_ms();
+                let now = engine.now_ms();
                 let (rep, units) = engine.active_expire_cycle_collect();
                 for unit in units {
                     feed.unit(&mut ours, &unit, now);
@@ -120,7 +120,7 @@ fn run_script(name: &str, text: &str) -> Vec<String> {
             redis.call(&argv);
             engine.call(&mut sess, &argv);
         }
-        let now = engine.clock.now_ms();
+        let now = engine.now_ms();
         let ops = engine.flush_collect();
         feed.unit(&mut ours, &ops, now);
         let all = std::fs::read(&incr).expect("read incr AOF");

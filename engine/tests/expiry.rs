@@ -28,20 +28,20 @@ fn active_cycles_remove_most_untouched_keys_within_their_budget() {
     }
     clock.advance_ms(2_000);
     let mut cycles = 0;
-    while e.ks.len() > 1000 + 2_500 && cycles < 10_000 {
+    while e.keyspace().len() > 1000 + 2_500 && cycles < 10_000 {
         let (rep, units) = e.active_expire_cycle_collect();
-        assert!(rep.elapsed <= e.cycle.budget + std::time::Duration::from_millis(2), "{:?}", rep.elapsed);
+        assert!(rep.elapsed <= e.expire_cycle().budget + std::time::Duration::from_millis(2), "{:?}", rep.elapsed);
         // One DEL per expired key, each its own unit.
         assert_eq!(units.len(), rep.expired);
         assert!(units.iter().all(|u| u.len() == 1 && u[0].1[0] == b"DEL"));
         cycles += 1;
     }
-    let gone = 11_000 - e.ks.len();
+    let gone = 11_000 - e.keyspace().len();
     assert!(gone * 100 >= 10_000 * 75, "{gone} of 10000 expired keys removed in {cycles} cycles");
-    assert_eq!(e.stats.expired_keys as usize, gone);
+    assert_eq!(e.stats().expired_keys as usize, gone);
     // Keys without a TTL are never sampled.
     for i in 0..1000 {
-        assert!(e.ks.db(0).get(format!("keep{i}").as_bytes()).is_some());
+        assert!(e.keyspace().db(0).get(format!("keep{i}").as_bytes()).is_some());
     }
 }
 
@@ -96,7 +96,7 @@ fn lazy_expiry_on_every_access_path() {
         assert_eq!(got.to_resp2(), want.to_resp2(), "{cmd}");
         let unit = e.flush_collect();
         assert_eq!(unit, vec![(0, vec![b"DEL".to_vec(), key.as_bytes().to_vec()])], "{cmd}");
-        assert!(e.ks.db(0).get(key.as_bytes()).is_none(), "{cmd}");
+        assert!(e.keyspace().db(0).get(key.as_bytes()).is_none(), "{cmd}");
     }
     let writes = [
         ("s", "INCR s"),
@@ -132,10 +132,10 @@ fn loading_never_expires_and_a_replica_keeps_expired_keys() {
     let mut s = Session::default();
     e.execute(&mut s, &argv("SET k v PX 10"));
     clock.advance_ms(100);
-    e.mode = ferrokv::command::ExpireMode::Loading;
+    e.set_mode(ferrokv::command::ExpireMode::Loading);
     assert_eq!(e.execute(&mut s, &argv("GET k")), Reply::bulk(b"v"));
-    e.mode = ferrokv::command::ExpireMode::Replica;
+    e.set_mode(ferrokv::command::ExpireMode::Replica);
     assert_eq!(e.execute(&mut s, &argv("GET k")), Reply::Nil);
-    assert!(e.ks.db(0).get(b"k").is_some());
+    assert!(e.keyspace().db(0).get(b"k").is_some());
     assert!(e.flush_collect().is_empty());
 }

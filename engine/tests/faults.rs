@@ -109,7 +109,7 @@ fn aof_workload(dir: &Path, preamble: bool) -> Acked {
 /// Every key of an engine, as text.
 fn contents(e: &Engine) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
-    for s in e.ks.db(0).slots() {
+    for s in e.keyspace().db(0).slots() {
         let v = match s.value.to_logical() {
             ferrokv::logical::Logical::String(b) => String::from_utf8_lossy(&b).into_owned(),
             other => format!("{other:?}"),
@@ -280,7 +280,7 @@ fn rdb_saves_survive_every_injected_fault() {
         assert!(whole, "{plan:?}: dump.rdb is not a whole snapshot at least as new as the last SAVE that succeeded");
         if !got.is_empty() && (full() || i % 25 == 0) {
             match redis_load(dir.path(), false) {
-                Ok(n) => assert_eq!(n, e.ks.len() as u64, "{plan:?}"),
+                Ok(n) => assert_eq!(n, e.keyspace().len() as u64, "{plan:?}"),
                 Err(log) => panic!("{plan:?}: real Redis cannot load dump.rdb:\n{log}"),
             }
         }

@@ -9,10 +9,10 @@ type Fired = (u32, &'static str, usize, String);
 /// The events of one command, `new` (key creation) events left out unless `with_new`.
 fn run_with(engine: &mut Engine, sess: &mut Session, line: &str, with_new: bool) -> Vec<Fired> {
     let argv = ferrokv_testkit::split_args(line).expect("a command line");
-    engine.fx.events.clear();
+    engine.effects_mut().events.clear();
     engine.execute(sess, &argv);
     engine
-        .fx
+        .effects_mut()
         .events
         .drain(..)
         .filter(|e| with_new || e.class != notify::NEW)
@@ -27,7 +27,7 @@ fn run(engine: &mut Engine, sess: &mut Session, line: &str) -> Vec<Fired> {
 #[test]
 fn creating_a_key_fires_new_before_the_command_event() {
     let mut e = Engine::in_memory(Config::default());
-    e.fx.track_events = true;
+    e.effects_mut().track_events = true;
     let mut s = Session::default();
     let (n, st, l) = (notify::NEW, notify::STRING, notify::LIST);
     assert_eq!(run_with(&mut e, &mut s, "SET a 1", true), vec![(n, "new", 0, "a".into()), (st, "set", 0, "a".into())]);
@@ -42,7 +42,7 @@ fn creating_a_key_fires_new_before_the_command_event() {
 #[test]
 fn event_names_follow_redis() {
     let mut e = Engine::in_memory(Config::default());
-    e.fx.track_events = true;
+    e.effects_mut().track_events = true;
     let mut s = Session::default();
     let (g, st, l) = (notify::GENERIC, notify::STRING, notify::LIST);
     let k = |x: &str| x.to_string();

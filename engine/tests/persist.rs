@@ -30,7 +30,7 @@ fn argv(a: &[&str]) -> Vec<Vec<u8>> {
 
 fn contents(e: &Engine) -> Contents {
     let mut out = Vec::new();
-    for (i, db) in e.ks.dbs.iter().enumerate() {
+    for (i, db) in e.keyspace().dbs.iter().enumerate() {
         for s in db.slots() {
             out.push((i, s.key.to_vec(), s.value.to_logical(), s.expire_ms()));
         }
@@ -46,7 +46,7 @@ fn can_replay_all_types() -> bool {
 }
 
 fn put(e: &mut Engine, db: usize, key: &str, v: Value, expire: Option<i64>) {
-    let d = e.ks.db_mut(db);
+    let d = e.keyspace_mut().db_mut(db);
     let pos = d.add(key.as_bytes(), v, 0);
     if let Some(t) = expire {
         d.set_expire_at(pos, t);
@@ -56,7 +56,7 @@ fn put(e: &mut Engine, db: usize, key: &str, v: Value, expire: Option<i64>) {
 /// A dataset over every type and encoding, built through the value API. `ttl_at` is the
 /// expiry given to some keys; `full` false keeps to strings without TTLs.
 fn build(e: &mut Engine, full: bool, ttl_at: i64) {
-    let limits = e.cfg.limits;
+    let limits = e.config().limits;
     put(e, 0, "int", Value::Str(Str::try_encode(b"12345")), None);
     put(e, 0, "neg", Value::Str(Str::try_encode(b"-9223372036854775808")), None);
     put(e, 0, "emb", Value::Str(Str::try_encode(b"hello world")), full.then_some(ttl_at));
@@ -139,7 +139,7 @@ fn rdb_round_trip_skips_keys_already_expired() {
     let cfg = config(dir.path(), false, true);
     let clock = clock();
     let mut e = Engine::open(cfg.clone(), clock.clone()).unwrap();
-    assert!(e.ks.is_empty());
+    assert!(e.keyspace().is_empty());
     build(&mut e, true, 1_700_000_100_000);
     write_commands(&mut e);
     put(&mut e, 0, "stale", Value::Str(Str::try_encode(b"gone")), Some(1_700_000_000_500));
@@ -182,7 +182,7 @@ fn dump_rdb_is_not_read_when_appendonly_is_on() {
     write_commands(&mut e);
     e.save().unwrap();
     let e = Engine::open(config(dir.path(), true, true), clock()).unwrap();
-    assert!(e.ks.is_empty(), "Redis 7.0 starts empty: the AOF directory did not exist");
+    assert!(e.keyspace().is_empty(), "Redis 7.0 starts empty: the AOF directory did not exist");
 }
 
 #[test]
@@ -206,7 +206,7 @@ fn aof_round_trip_plain() {
     let incr2 = std::fs::read(aof_dir(dir.path()).join("appendonly.aof.1.incr.aof")).unwrap();
     assert!(incr2[incr.len()..].starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n"));
     let e = Engine::open(cfg, clock()).unwrap();
-    assert_eq!(e.ks.len(), before.len() + 1);
+    assert_eq!(e.keyspace().len(), before.len() + 1);
 }
 
 fn rewrite_round_trip(preamble: bool, full: bool) {
@@ -289,8 +289,8 @@ fn truncated_last_command_is_tolerated_and_cut() {
     assert!(err.to_string().contains("appendonly.aof.1.incr.aof"), "{err}");
 
     let e = Engine::open(config(dir.path(), true, true), clock()).unwrap();
-    assert_eq!(e.ks.len(), 10);
-    assert_eq!(e.persist.warnings.len(), 1, "{:?}", e.persist.warnings);
+    assert_eq!(e.keyspace().len(), 10);
+    assert_eq!(e.persistence().warnings.len(), 1, "{:?}", e.persistence().warnings);
     assert_eq!(std::fs::read(&incr).unwrap(), good, "the cut command is removed from the file");
 
     // An unfinished MULTI block at the end is dropped whole.
@@ -298,7 +298,7 @@ fn truncated_last_command_is_tolerated_and_cut() {
     bad.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$5\r\nmulti\r\n$1\r\n1\r\n");
     std::fs::write(&incr, &bad).unwrap();
     let e = Engine::open(config(dir.path(), true, true), clock()).unwrap();
-    assert!(e.ks.db(0).get(b"multi").is_none());
+    assert!(e.keyspace().db(0).get(b"multi").is_none());
     assert_eq!(std::fs::read(&incr).unwrap(), good);
 
     // A complete block is applied.
@@ -306,7 +306,7 @@ fn truncated_last_command_is_tolerated_and_cut() {
     ok.extend_from_slice(b"*1\r\n$5\r\nMULTI\r\n*3\r\n$3\r\nSET\r\n$5\r\nmulti\r\n$1\r\n1\r\n*1\r\n$4\r\nEXEC\r\n");
     std::fs::write(&incr, &ok).unwrap();
     let e = Engine::open(config(dir.path(), true, true), clock()).unwrap();
-    assert!(e.ks.db(0).get(b"multi").is_some());
+    assert!(e.keyspace().db(0).get(b"multi").is_some());
 }
 
 #[test]
@@ -464,11 +464,11 @@ fn aof_dir_written_by_real_redis_opens_here() {
         assert!(manifest(dir.path()).contains("seq 2 type b"), "{}", manifest(dir.path()));
 
         let e = Engine::open(config(dir.path(), true, preamble == "yes"), Clock::System).unwrap();
-        assert!(e.persist.warnings.is_empty(), "{:?}", e.persist.warnings);
-        assert_eq!(e.ks.len(), expected.len());
+        assert!(e.persistence().warnings.is_empty(), "{:?}", e.persistence().warnings);
+        assert_eq!(e.keyspace().len(), expected.len());
         assert_eq!(e.digest(), want);
         for (db, k, v) in &expected {
-            let got = e.ks.db(*db).get(k.as_bytes()).map(|s| s.value.to_logical());
+            let got = e.keyspace().db(*db).get(k.as_bytes()).map(|s| s.value.to_logical());
             assert_eq!(got, Some(Logical::String(v.clone().into_bytes())), "db {db} key {k}");
         }
     }
@@ -545,7 +545,7 @@ fn resp_base_has_the_bytes_of_redis_rewrite() {
     let now = Clock::System.now_ms();
     let dir = TempDir::new("persist-resp-base");
     let mut e = Engine::open(config(dir.path(), true, false), Clock::System).unwrap();
-    let limits = e.cfg.limits;
+    let limits = e.config().limits;
     put(&mut e, 0, "s:int", Value::Str(Str::try_encode(b"-42")), None);
     put(&mut e, 0, "s:text", Value::Str(Str::try_encode(b"hello\r\nworld")), Some(now + 3_600_000));
     let items: Vec<_> = (0..150).map(|i| sds(format!("item-{i}").as_bytes())).collect();
@@ -611,7 +611,7 @@ fn old_single_file_aof_is_moved_into_the_directory() {
     )
     .unwrap();
     let e = Engine::open(config(dir.path(), true, true), clock()).unwrap();
-    assert_eq!(e.ks.db(1).get(b"old").map(|s| s.value.to_logical()), Some(Logical::String(b"style".to_vec())));
+    assert_eq!(e.keyspace().db(1).get(b"old").map(|s| s.value.to_logical()), Some(Logical::String(b"style".to_vec())));
     assert_eq!(manifest(dir.path()), "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n");
     assert!(!dir.path().join("appendonly.aof").exists());
 }

@@ -29,7 +29,7 @@ const MAX_STEP_MS: u64 = 86_400_000;
 fn engine(clock: Clock) -> Engine {
     let mut e = Engine::with_clock(Config::default(), clock);
     // Random picks (SPOP, SRANDMEMBER, the expiry cycle's sampling) reproduce.
-    e.rng.seed(0);
+    e.rng_mut().seed(0);
     e
 }
 
@@ -70,7 +70,7 @@ pub fn run_commands(data: &[u8]) {
         check_reply(&reply, &argv);
         check_keyspace(&e);
         let dbsize = e.execute(&mut sess, &[b"DBSIZE".to_vec()]);
-        let want = Reply::Int(e.ks.db(sess.db).len() as i64);
+        let want = Reply::Int(e.keyspace().db(sess.db).len() as i64);
         assert_eq!(dbsize, want, "DBSIZE of db {} after {:?}", sess.db, show(&argv));
     }
     dump_restore_round_trip(&mut e);
@@ -101,9 +101,9 @@ fn asks_for_too_much(argv: &[Vec<u8>]) -> bool {
 
 /// Every key's DUMP restores (in a second engine) to a value with the same digest.
 fn dump_restore_round_trip(e: &mut Engine) {
-    let mut other = engine(e.clock.clone());
-    for db in 0..e.ks.dbs.len() {
-        let keys: Vec<Vec<u8>> = e.ks.db(db).slots().iter().map(|s| s.key.to_vec()).collect();
+    let mut other = engine(e.clock().clone());
+    for db in 0..e.keyspace().dbs.len() {
+        let keys: Vec<Vec<u8>> = e.keyspace().db(db).slots().iter().map(|s| s.key.to_vec()).collect();
         if keys.is_empty() {
             continue;
         }
@@ -119,7 +119,7 @@ fn dump_restore_round_trip(e: &mut Engine) {
             let r = other.execute(&mut other_sess, &argv);
             assert_eq!(r, Reply::ok(), "RESTORE of the DUMP of {:?}", show(&[key]));
             let [before, after] =
-                [&*e, &other].map(|e| e.ks.db(db).get(&key).map(|s| zero_signless(s.value.to_logical())));
+                [&*e, &other].map(|e| e.keyspace().db(db).get(&key).map(|s| zero_signless(s.value.to_logical())));
             let digest = |v: &Option<ferrokv::logical::Logical>| v.as_ref().map(|v| value_digest(v, false));
             if digest(&before) != digest(&after) {
                 panic!("DUMP/RESTORE changed {:?}\nbefore: {before:?}\nafter:  {after:?}", show(&[key]));
@@ -191,7 +191,7 @@ fn resp_value(b: &[u8], pos: usize) -> Option<usize> {
 /// No empty collection is stored (Redis deletes a key whose collection empties), the
 /// TTL index matches the keys, and every key is found at its own position.
 pub fn check_keyspace(e: &Engine) {
-    for (i, db) in e.ks.dbs.iter().enumerate() {
+    for (i, db) in e.keyspace().dbs.iter().enumerate() {
         let mut volatile = 0;
         for (pos, slot) in db.slots().iter().enumerate() {
             assert!(
@@ -220,11 +220,11 @@ fn show(argv: &[Vec<u8>]) -> Vec<String> {
 /// parsed as a manifest (whose text form must parse back to the same manifest).
 pub fn run_aof(data: &[u8]) {
     let mut e = engine(Clock::virtual_at(START_MS));
-    e.mode = ExpireMode::Loading;
+    e.set_mode(ExpireMode::Loading);
     let src = Source::Buffered(data.to_vec());
-    let limits = e.cfg.limits;
+    let limits = e.config().limits;
     let _ = load::replay_bytes(&mut e, &limits, &src, Path::new("fuzz.aof"));
-    e.mode = ExpireMode::Master;
+    e.set_mode(ExpireMode::Master);
     check_keyspace(&e);
     let _ = e.digest();
     let parsed = Manifest::parse(data).ok();

@@ -154,7 +154,7 @@ pub fn refusal(s: &mut Server, c: &mut Client, found: Found, argv: &[Vec<u8>]) -
         }
     };
     let mut refused: Option<String> = None;
-    if maxmemory && !s.engine.fx.from_script {
+    if maxmemory && !s.engine.effects().from_script {
         let oom = s.oom_before_command(c);
         // Queueing takes memory too: inside MULTI everything is refused but the commands
         // that end it.

@@ -33,7 +33,7 @@ impl Server {
     /// One slice of copying, between client turns.
     pub fn step_snapshot(&mut self) {
         let Some(walker) = self.jobs.snapshot.as_mut() else { return };
-        match walker.step(&mut self.engine.ks, STEP_BUDGET, false) {
+        match walker.step(self.engine.keyspace_mut(), STEP_BUDGET, false) {
             Step::More | Step::Blocked => {}
             Step::Done => self.snapshot_done(),
         }
@@ -42,7 +42,7 @@ impl Server {
     /// Copy whatever is left now (before the keyspace is replaced, or to wait for the job).
     pub fn settle_snapshot(&mut self) {
         if let Some(walker) = self.jobs.snapshot.as_mut() {
-            walker.finish(&mut self.engine.ks);
+            walker.finish(self.engine.keyspace_mut());
             self.snapshot_done();
         }
     }
@@ -62,7 +62,7 @@ impl Server {
     pub fn after_flushall(&mut self) {
         if self.jobs.bgsave.is_some() {
             if let Some(mut walker) = self.jobs.snapshot.take() {
-                walker.abort(&mut self.engine.ks);
+                walker.abort(self.engine.keyspace_mut());
             }
             // The writer fails as soon as it drains the channel and removes its temp file;
             // it must be gone before a save reuses the name. Not a save error (Redis kills

@@ -32,11 +32,11 @@ impl Server {
             cfg.engine.limits.set_max_listpack_entries = ferrokv::value::Limits::default().set_max_listpack_entries;
         }
         let mut engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
-        for w in std::mem::take(&mut engine.persist.warnings) {
+        for w in std::mem::take(&mut engine.persistence_mut().warnings) {
             log(&w);
         }
         let time = Clock::virtual_at(unix_us() / 1000);
-        engine.clock = time.clone();
+        engine.set_clock(time.clone());
         let poll = Poll::new().map_err(|e| e.to_string())?;
         let mut listeners = Vec::new();
         for (i, addr) in cfg.bind.iter().enumerate() {
@@ -429,8 +429,8 @@ impl Server {
             self.engine.active_expire_cycle();
             self.deliver_events(None);
             // Keys the cycle deleted touch the clients watching them.
-            if !self.engine.fx.modified.is_empty() {
-                let modified = std::mem::take(&mut self.engine.fx.modified);
+            if !self.engine.effects().modified.is_empty() {
+                let modified = std::mem::take(&mut self.engine.effects_mut().modified);
                 // A stream deleted here unblocks its XREADGROUP clients.
                 self.blocking.note_modified(&modified);
                 for (db, key) in modified {
@@ -450,7 +450,7 @@ impl Server {
         self.engine.cron();
         // Give back the room of databases under 10 % full (Redis resizes its dicts in
         // serverCron, not on every loop turn).
-        for db in &mut self.engine.ks.dbs {
+        for db in &mut self.engine.keyspace_mut().dbs {
             db.shrink_if_sparse();
         }
         self.log_aof_events();

@@ -132,8 +132,8 @@ impl Server {
 
     /// Whether `key` is logically expired now (still stored, TTL passed).
     pub fn key_is_expired(&self, db: usize, key: &[u8]) -> bool {
-        let now = self.engine.clock.now_ms();
-        self.engine.ks.dbs.get(db).and_then(|d| d.get(key)).and_then(|s| s.expire_ms()).is_some_and(|t| now > t)
+        let now = self.engine.now_ms();
+        self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).and_then(|s| s.expire_ms()).is_some_and(|t| now > t)
     }
 
     // ------------------------------------------------------------ timer

@@ -86,7 +86,7 @@ impl Server {
 
     /// Decide what a blocked reader gets from `key` as it is now.
     fn stream_outcome(&self, db: usize, key: &[u8], read: &StreamRead, after: Option<StreamId>) -> Outcome {
-        let stream = match self.engine.ks.dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+        let stream = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
             Some(Value::Stream(s)) => s,
             // XREAD waits for the key to come back; XREADGROUP's group is gone with it.
             _ if read.group.is_some() => return Outcome::Error("UNBLOCKED the stream key no longer exists"),

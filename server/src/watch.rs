@@ -8,14 +8,14 @@ impl Server {
     /// Flag the clients watching keys the last commands changed.
     pub fn touch_modified(&mut self, current: &mut Client) {
         self.touch_swapped(current);
-        if !self.engine.fx.ready.is_empty() {
-            let ready = std::mem::take(&mut self.engine.fx.ready);
+        if !self.engine.effects().ready.is_empty() {
+            let ready = std::mem::take(&mut self.engine.effects_mut().ready);
             self.blocking.note_modified(&ready);
         }
-        if self.engine.fx.modified.is_empty() {
+        if self.engine.effects().modified.is_empty() {
             return;
         }
-        let modified = std::mem::take(&mut self.engine.fx.modified);
+        let modified = std::mem::take(&mut self.engine.effects_mut().modified);
         self.blocking.note_modified(&modified);
         for (db, key) in modified {
             if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
@@ -33,11 +33,12 @@ impl Server {
     /// After SWAPDB, flag the clients watching a key of either database that exists in
     /// one of them (it appeared, vanished or changed), as Redis does.
     pub(crate) fn touch_swapped(&mut self, current: &mut Client) {
-        if self.engine.fx.swapped_dbs.is_empty() {
+        if self.engine.effects().swapped_dbs.is_empty() {
             return;
         }
-        let swapped = std::mem::take(&mut self.engine.fx.swapped_dbs);
-        let exists = |s: &Server, db: usize, key: &[u8]| s.engine.ks.dbs.get(db).is_some_and(|d| d.get(key).is_some());
+        let swapped = std::mem::take(&mut self.engine.effects_mut().swapped_dbs);
+        let exists =
+            |s: &Server, db: usize, key: &[u8]| s.engine.keyspace().dbs.get(db).is_some_and(|d| d.get(key).is_some());
         let mut touched = Vec::new();
         for (x, y) in swapped {
             for ((db, key), ids) in &self.watched {
@@ -85,7 +86,7 @@ impl Server {
         let expired = self.key_is_expired(db, key);
         c.watched.push((db, key.to_vec(), expired));
         self.watched.entry((db, key.to_vec())).or_default().push(c.id);
-        self.engine.fx.track_modified = true;
+        self.engine.effects_mut().track_modified = true;
     }
 
     pub fn unwatch_all(&mut self, c: &mut Client) {
@@ -99,6 +100,6 @@ impl Server {
             }
         }
         c.watch_dirty = false;
-        self.engine.fx.track_modified = !self.watched.is_empty() || self.blocking.is_active();
+        self.engine.effects_mut().track_modified = !self.watched.is_empty() || self.blocking.is_active();
     }
 }

@@ -180,7 +180,7 @@ impl Replay {
             cfg.set_version(v);
         }
         let mut e = Engine::with_clock(cfg, Clock::virtual_at(crate::now_ms()));
-        e.mode = ExpireMode::Loading;
+        e.set_mode(ExpireMode::Loading);
         let mut r = Replayer {
             e,
             sess: Session::default(),
@@ -212,8 +212,14 @@ impl Replay {
     pub fn write_rdb(&self, path: &Path) -> Result<(), ToolError> {
         let now = self.clock_ms.unwrap_or_else(crate::now_ms);
         let file = File::create(path).map_err(|err| ToolError::Usage(format!("{}: {err}", path.display())))?;
-        let w = write_rdb(BufWriter::with_capacity(1 << 20, file), &self.engine.ks, &self.engine.cfg, now, false)
-            .map_err(|err| ToolError::Usage(format!("{}: {err}", path.display())))?;
+        let w = write_rdb(
+            BufWriter::with_capacity(1 << 20, file),
+            self.engine.keyspace(),
+            self.engine.config(),
+            now,
+            false,
+        )
+        .map_err(|err| ToolError::Usage(format!("{}: {err}", path.display())))?;
         w.into_inner().map_err(|err| ToolError::Usage(format!("{}: {}", path.display(), err.error())))?;
         Ok(())
     }
@@ -301,7 +307,7 @@ impl Replayer<'_> {
 
     fn sync_engine_clock(&self) {
         if let Some((c, _)) = self.clock() {
-            self.e.clock.set_ms(c);
+            self.e.clock().set_ms(c);
         }
     }
 
@@ -312,7 +318,8 @@ impl Replayer<'_> {
         let data: &[u8] = &src;
         let mut pos = 0;
         if has_rdb_preamble(data) || data.starts_with(b"VALKEY") {
-            pos = load_rdb(&mut self.e.ks, &src, path, &self.e.cfg.limits, None)
+            let limits = self.e.config().limits;
+            pos = load_rdb(self.e.keyspace_mut(), &src, path, &limits, None)
                 .map_err(|err| ToolError::Usage(err.to_string()))?;
         }
         let mut multi: Option<Vec<Queued>> = None;
@@ -383,7 +390,7 @@ impl Replayer<'_> {
     }
 
     fn command(&mut self, offset: usize, db: usize, argv: &[Vec<u8>]) {
-        if db >= self.e.ks.dbs.len() {
+        if db >= self.e.keyspace().dbs.len() {
             self.summary.warnings.push(format!("{}: offset {offset}: database {db} does not exist", self.file));
             return;
         }
@@ -392,7 +399,7 @@ impl Replayer<'_> {
             // Libraries are data: kept, rewritten and compared with the keys. Redis's loader
             // logs a FUNCTION command that fails and goes on.
             let max = ferrokv::format::rdb::REDIS_MAX_VERSION as u16;
-            if let Err(what) = self.e.ks.functions.replay(argv, max) {
+            if let Err(what) = self.e.keyspace_mut().functions.replay(argv, max) {
                 self.summary.warnings.push(format!("{}: offset {offset}: FUNCTION failed: {what}", self.file));
             }
             self.summary.commands += 1;
@@ -427,7 +434,7 @@ impl Replayer<'_> {
             if let Some((d, dk)) = &self.deleted_in_multi {
                 touched_after_delete |= *d == db && dk == key;
             }
-            let Some(expire) = self.e.ks.db(db).get(key).and_then(|s| s.expire_ms()) else { continue };
+            let Some(expire) = self.e.keyspace().db(db).get(key).and_then(|s| s.expire_ms()) else { continue };
             if is_del {
                 // A single-key deletion at a time the TTL may have passed: an expiry.
                 if keys.len() == 1 && self.latest_possible() > expire {
@@ -514,7 +521,7 @@ impl Replayer<'_> {
             }
             _ => {}
         }
-        let now = self.e.clock.now_ms();
+        let now = self.e.now_ms();
         if let Some(&k) = keys.first() {
             let fields = touched_fields(name, argv);
             let when = match name {
@@ -529,7 +536,7 @@ impl Replayer<'_> {
             let id = (db, argv[k].clone());
             match (name, when) {
                 (_, Some(t)) => {
-                    let existing: Vec<Vec<u8>> = match self.e.ks.db(db).get(&argv[k]).map(|s| &s.value) {
+                    let existing: Vec<Vec<u8>> = match self.e.keyspace().db(db).get(&argv[k]).map(|s| &s.value) {
                         Some(Value::Hash(h)) => {
                             fields.iter().filter(|&&i| h.get(&argv[i]).is_some()).map(|&i| argv[i].clone()).collect()
                         }
@@ -556,13 +563,13 @@ impl Replayer<'_> {
         for &k in keys {
             let id = (db, argv[k].clone());
             if self.field_ttls.contains_key(&id)
-                && !matches!(self.e.ks.db(db).get(&argv[k]).map(|s| &s.value), Some(Value::Hash(_)))
+                && !matches!(self.e.keyspace().db(db).get(&argv[k]).map(|s| &s.value), Some(Value::Hash(_)))
             {
                 self.field_ttls.remove(&id);
             }
         }
         if matches!(name, "swapdb" | "move" | "copy" | "rename" | "renamenx") {
-            let ks = &self.e.ks;
+            let ks = self.e.keyspace();
             self.field_ttls.retain(|(d, key), _| matches!(ks.db(*d).get(key).map(|s| &s.value), Some(Value::Hash(_))));
         }
     }
@@ -570,8 +577,8 @@ impl Replayer<'_> {
     fn finish(mut self) -> Replay {
         let mut pending = Vec::new();
         if let Some(until) = self.opts.until {
-            self.e.clock.set_ms(until);
-            for (db, d) in self.e.ks.dbs.iter().enumerate() {
+            self.e.clock().set_ms(until);
+            for (db, d) in self.e.keyspace().dbs.iter().enumerate() {
                 for slot in d.slots() {
                     if let Some(t) = slot.expire_ms().filter(|&t| until > t) {
                         pending.push(Pending { db, key: slot.key.to_vec(), field: None, expire_ms: t });
@@ -589,10 +596,10 @@ impl Replayer<'_> {
             pending.sort_by(|a, b| (a.db, &a.key, &a.field).cmp(&(b.db, &b.key, &b.field)));
             // The state at --until: what a master would still hold then.
             for p in pending.iter().filter(|p| p.field.is_none()) {
-                self.e.ks.db_mut(p.db).remove(&p.key);
+                self.e.keyspace_mut().db_mut(p.db).remove(&p.key);
             }
         }
-        for d in &self.e.ks.dbs {
+        for d in &self.e.keyspace().dbs {
             for slot in d.slots() {
                 *self.summary.keys_per_type.entry(slot.value.type_name()).or_default() += 1;
             }

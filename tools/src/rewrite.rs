@@ -66,10 +66,10 @@ pub fn run(
 ) -> Result<Written, ToolError> {
     let mut replay = Replay::run(input, &Options::default())?;
     if let Some(v) = version.or_else(|| input_version(input)) {
-        replay.engine.cfg.set_version(v);
+        replay.engine.config_mut().set_version(v);
     }
     let expired_left_out = drop_expired(&mut replay, now_ms);
-    let keys = replay.engine.ks.dbs.iter().map(|d| d.len() as u64).sum();
+    let keys = replay.engine.keyspace().dbs.iter().map(|d| d.len() as u64).sum();
     let files = match layout {
         Layout::File => {
             write_base(&replay, out, base, now_ms)?;
@@ -83,7 +83,7 @@ pub fn run(
 /// Remove keys whose TTL is before `now` (Redis's rewrite skips them the same way).
 fn drop_expired(replay: &mut Replay, now_ms: i64) -> u64 {
     let mut n = 0;
-    for db in &mut replay.engine.ks.dbs {
+    for db in &mut replay.engine.keyspace_mut().dbs {
         let gone: Vec<Vec<u8>> =
             db.slots().iter().filter(|s| s.expire_ms().is_some_and(|t| t < now_ms)).map(|s| s.key.to_vec()).collect();
         for k in gone {
@@ -109,9 +109,9 @@ fn out_err(path: &Path, err: impl std::fmt::Display) -> ToolError {
 fn write_base(replay: &Replay, path: &Path, base: BaseKind, now_ms: i64) -> Result<(), ToolError> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!("temp-rewriteaof-{}-{name}", std::process::id()));
-    let ks = &replay.engine.ks;
+    let ks = replay.engine.keyspace();
     let r = write_atomically(&tmp, path, |w| match base {
-        BaseKind::Rdb => write_rdb(w, ks, &replay.engine.cfg, now_ms, true),
+        BaseKind::Rdb => write_rdb(w, ks, replay.engine.config(), now_ms, true),
         BaseKind::Resp => write_keyspace(w, ks, None),
     });
     r.map_err(|err| {

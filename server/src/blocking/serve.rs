@@ -3,7 +3,6 @@
 
 use std::time::Instant;
 
-use ferrokv::command::Ctx;
 use ferrokv::value::Value;
 use ferrokv::Reply;
 
@@ -22,7 +21,7 @@ impl Server {
     /// LMOVE argv to propagate when served at once (the client's own words).
     fn run_nonblocking(&mut self, c: &mut Client, op: &Op, key: &[u8], immediate: Option<&[Vec<u8>]>) -> Served {
         let db = c.session.db;
-        let len_now = match self.engine.ks.dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+        let len_now = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
             Some(v @ (Value::List(_) | Value::Zset(_))) => v.len() as i64,
             _ => 0,
         };
@@ -128,7 +127,7 @@ impl Server {
     pub fn park(&mut self, c: &mut Client, op: Op, keys: Vec<Vec<u8>>, deadline: Option<Instant>) {
         let db = c.session.db;
         let keys = self.blocking.add(c.id, db, keys, deadline);
-        self.engine.fx.track_modified = true;
+        self.engine.effects_mut().track_modified = true;
         c.blocked = Some(Blocked { op, db, keys, deadline });
         c.raw_reply = true;
     }
@@ -160,8 +159,8 @@ impl Server {
     fn serve_key(&mut self, db: usize, key: &[u8]) {
         let mut skipped: Vec<u64> = Vec::new();
         loop {
-            let zset = match self.engine.ks.dbs.get(db).and_then(|d| d.get(key)) {
-                Some(s) if s.expire_ms().is_some_and(|t| self.engine.clock.now_ms() > t) => {
+            let zset = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)) {
+                Some(s) if s.expire_ms().is_some_and(|t| self.engine.now_ms() > t) => {
                     self.expire_now(db, key);
                     return;
                 }
@@ -202,13 +201,9 @@ impl Server {
     /// A ready key found expired is deleted as a read lookup would (its DEL propagated,
     /// `expired` fired), as Redis does when it serves blocked clients.
     pub(crate) fn expire_now(&mut self, db: usize, key: &[u8]) {
-        let e = &mut self.engine;
-        let now = e.clock.now_ms();
-        let mut ctx = Ctx::new(&mut e.ks, &e.cfg, db, now, e.mode, &mut e.rng, &mut e.stats, &mut e.fx);
-        ctx.expire_if_needed_in(db, key);
-        e.flush();
-        if !self.engine.fx.modified.is_empty() {
-            let modified = std::mem::take(&mut self.engine.fx.modified);
+        self.engine.expire_if_needed(db, key);
+        if !self.engine.effects().modified.is_empty() {
+            let modified = std::mem::take(&mut self.engine.effects_mut().modified);
             for (db, key) in modified {
                 for id in self.watched.get(&(db, key.to_vec())).cloned().unwrap_or_default() {
                     if let Some(c) = self.clients.get_mut(&id) {

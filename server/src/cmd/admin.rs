@@ -162,7 +162,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     match sub.as_slice() {
         b"digest" if a.len() == 2 => Reply::Simple(s.engine.digest().into()),
         b"digest-value" => {
-            let db = &s.engine.ks.dbs[c.session.db];
+            let db = &s.engine.keyspace().dbs[c.session.db];
             let digests = a[2..]
                 .iter()
                 .map(|k| {
@@ -276,10 +276,10 @@ fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
 /// already there win.
 fn merge_keyspace(s: &mut Server, loaded: ferrokv::keyspace::Keyspace) {
     for (name, code) in loaded.functions.iter() {
-        s.engine.ks.functions.insert(name.to_string(), code.to_vec());
+        s.engine.keyspace_mut().functions.insert(name.to_string(), code.to_vec());
     }
     for (i, db) in loaded.dbs.iter().enumerate() {
-        let Some(mine) = s.engine.ks.dbs.get_mut(i) else { continue };
+        let Some(mine) = s.engine.keyspace_mut().dbs.get_mut(i) else { continue };
         for slot in db.slots() {
             if let Some(pos) = mine.add_new(&slot.key, slot.value.clone(), slot.lru) {
                 if let Some(t) = slot.expire_ms() {
@@ -293,7 +293,7 @@ fn merge_keyspace(s: &mut Server, loaded: ferrokv::keyspace::Keyspace) {
 /// DEBUG LISTPACK key: the entries of a listpack-encoded value, printed on stdout (as
 /// Redis prints its lpRepr there; the text is ours, the reply is Redis's).
 fn debug_listpack(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
-    let Some(slot) = s.engine.ks.dbs[c.session.db].get(key) else {
+    let Some(slot) = s.engine.keyspace().dbs[c.session.db].get(key) else {
         return Reply::err("ERR no such key");
     };
     if !matches!(slot.value.encoding(), "listpack" | "listpackex") {
@@ -306,12 +306,12 @@ fn debug_listpack(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
 
 fn debug_object(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
     let db = c.session.db;
-    let Some(slot) = s.engine.ks.dbs[db].get(key) else {
+    let Some(slot) = s.engine.keyspace().dbs[db].get(key) else {
         return Reply::err("ERR no such key");
     };
     let encoding = slot.value.encoding();
     let lru = slot.lru;
-    let idle = idle_secs(s.engine.clock.lru(), lru);
+    let idle = idle_secs(s.engine.clock().lru(), lru);
     let mut extra = String::new();
     if let ferrokv::value::Value::List(l) = &slot.value {
         extra = format!(

@@ -17,8 +17,8 @@ pub fn config(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"set" if a.len() >= 4 && a.len().is_multiple_of(2) => set(s, c, &a[2..]),
         b"resetstat" if a.len() == 2 => {
             s.stats = ServerStats::default();
-            let dirty = s.engine.stats.dirty;
-            s.engine.stats = Stats { dirty, ..Stats::default() };
+            let dirty = s.engine.stats().dirty;
+            *s.engine.stats_mut() = Stats { dirty, ..Stats::default() };
             Reply::ok()
         }
         b"rewrite" if a.len() == 2 => Reply::err("ERR The server is running without a config file"),
@@ -106,15 +106,15 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     s.cfg = next;
     crate::maxmemory::config_changed(s, old_limit, old_policy);
     s.sync_event_tracking();
-    let keep_dir = s.engine.cfg.dir.clone();
-    s.engine.cfg = s.cfg.engine.clone();
-    if s.engine.cfg.dir != keep_dir {
-        log(&format!("Data directory is now {}", s.engine.cfg.dir.display()));
+    let keep_dir = s.engine.config().dir.clone();
+    *s.engine.config_mut() = s.cfg.engine.clone();
+    if s.engine.config().dir != keep_dir {
+        log(&format!("Data directory is now {}", s.engine.config().dir.display()));
     }
-    if s.engine.cfg.hz != hz_before {
-        s.engine.cycle = ferrokv::keyspace::ExpireCycle::new(s.engine.cfg.hz);
+    if s.engine.config().hz != hz_before {
+        *s.engine.expire_cycle_mut() = ferrokv::keyspace::ExpireCycle::new(s.engine.config_mut().hz);
     }
-    if let Some(aof) = &mut s.engine.persist.aof {
+    if let Some(aof) = &mut s.engine.persistence_mut().aof {
         aof.reconfigure(&s.cfg.engine);
     }
     if was_aof && !now_aof {
@@ -125,7 +125,7 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     } else if !was_aof && now_aof {
         if let Err(e) = s.enable_aof() {
             s.cfg.engine.appendonly = false;
-            s.engine.cfg.appendonly = false;
+            s.engine.config_mut().appendonly = false;
             return Reply::error(format!("ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"));
         }
     }

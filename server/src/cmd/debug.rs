@@ -12,18 +12,18 @@ use crate::server::Server;
 /// DEBUG LOADAOF: fsync the AOF, then replace the dataset with what its files hold.
 pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
     s.settle_snapshot();
-    let now = s.engine.clock.now_ms();
-    if let Some(aof) = s.engine.persist.aof.as_mut() {
+    let now = s.engine.now_ms();
+    if let Some(aof) = s.engine.persistence_mut().aof.as_mut() {
         // What is still buffered would be lost by loading the files without it.
         if let Err(e) = aof.settle(now) {
             return Reply::error(format!("ERR Error writing the AOF before loading it: {e}"));
         }
     }
-    match ferrokv::Engine::load_aof_files(&s.engine.cfg) {
+    match ferrokv::Engine::load_aof_files(s.engine.config()) {
         Ok(Some(ks)) => {
             s.touch_all_watched(c);
-            s.engine.ks = ks;
-            s.engine.stats.dirty = 0;
+            *s.engine.keyspace_mut() = ks;
+            s.engine.stats_mut().dirty = 0;
             if let Err(e) = crate::script::functions::install(s) {
                 return Reply::error(format!("ERR Error loading the AOF: {e}"));
             }
@@ -87,8 +87,8 @@ pub fn populate(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         None => 0,
     };
     let prefix: &[u8] = a.get(3).map_or(b"key", |p| p.as_slice());
-    let lru = s.engine.clock.lru();
-    let Some(db) = s.engine.ks.dbs.get_mut(c.session.db) else { return Reply::ok() };
+    let lru = s.engine.clock().lru();
+    let Some(db) = s.engine.keyspace_mut().dbs.get_mut(c.session.db) else { return Reply::ok() };
     db.reserve(count as usize);
     let mut key = Vec::new();
     for j in 0..count {

@@ -127,7 +127,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             }
         }
         "persistence" => {
-            let aof_on = s.engine.persist.aof.as_ref().is_some_and(|a| a.is_open());
+            let aof_on = s.engine.persistence().aof.as_ref().is_some_and(|a| a.is_open());
             kv("loading", "0".into());
             kv("async_loading", "0".into());
             kv("current_cow_peak", "0".into());
@@ -135,7 +135,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             let (copied, total) = s.snapshot_progress();
             kv("current_save_keys_processed", copied.to_string());
             kv("current_save_keys_total", total.to_string());
-            kv("rdb_changes_since_last_save", s.engine.stats.dirty.to_string());
+            kv("rdb_changes_since_last_save", s.engine.stats().dirty.to_string());
             kv("rdb_bgsave_in_progress", u8::from(s.jobs.bgsave.is_some()).to_string());
             kv("rdb_last_save_time", s.jobs.last_save.to_string());
             kv("rdb_last_bgsave_status", if s.jobs.last_bgsave_ok { "ok" } else { "err" }.into());
@@ -150,21 +150,21 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("aof_last_bgrewrite_status", if s.jobs.last_rewrite_ok { "ok" } else { "err" }.into());
             kv("aof_rewrites", s.jobs.aof_rewrites.to_string());
             kv("aof_last_write_status", if s.engine.aof_failure().is_some() { "err" } else { "ok" }.into());
-            if let Some(aof) = s.engine.persist.aof.as_ref().filter(|a| a.is_open()) {
+            if let Some(aof) = s.engine.persistence().aof.as_ref().filter(|a| a.is_open()) {
                 kv("aof_buffer_length", aof.pending_len().to_string());
             }
             kv("module_fork_in_progress", "0".into());
         }
         "stats" => {
             let st = &s.stats;
-            let es = &s.engine.stats;
+            let es = s.engine.stats();
             kv("total_connections_received", st.connections_received.to_string());
             kv("total_commands_processed", st.commands_processed.to_string());
             kv("instantaneous_ops_per_sec", "0".into());
             kv("total_net_input_bytes", st.net_input_bytes.to_string());
             kv("total_net_output_bytes", st.net_output_bytes.to_string());
             kv("rejected_connections", st.rejected_connections.to_string());
-            let v74 = s.engine.cfg.version == ServerVersion::Redis74;
+            let v74 = s.engine.config().version == ServerVersion::Redis74;
             if v74 {
                 kv("expired_subkeys", es.expired_subkeys.to_string());
             }
@@ -188,7 +188,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
         "replication" => {
             let offset = match &s.link {
                 Some(link) => link.offset,
-                None => s.engine.persist.replication.as_ref().map_or(0, |r| r.offset()),
+                None => s.engine.persistence().replication.as_ref().map_or(0, |r| r.offset()),
             };
             match &s.link {
                 Some(link) => {
@@ -236,11 +236,11 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
         }
         "cluster" => kv("cluster_enabled", "0".into()),
         "keyspace" => {
-            for (i, db) in s.engine.ks.dbs.iter().enumerate() {
+            for (i, db) in s.engine.keyspace().dbs.iter().enumerate() {
                 if !db.is_empty() {
                     let mut line = format!("keys={},expires={},avg_ttl=0", db.len(), db.volatile_len());
                     // Redis 7.4 adds the hashes with field TTLs.
-                    if s.engine.cfg.version == ServerVersion::Redis74 {
+                    if s.engine.config().version == ServerVersion::Redis74 {
                         line.push_str(&format!(",subexpiry={}", db.hash_ttl_len()));
                     }
                     kv(&format!("db{i}"), line);

@@ -92,7 +92,7 @@ fn usage(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
     }
     // As Redis: the key as stored, even when its TTL has passed.
-    let Some(slot) = s.engine.ks.dbs.get(c.session.db).and_then(|d| d.get(&a[2])) else {
+    let Some(slot) = s.engine.keyspace().dbs.get(c.session.db).and_then(|d| d.get(&a[2])) else {
         return Reply::Nil;
     };
     let limit = s.cfg.engine.limits.list_max_listpack_size;
@@ -277,7 +277,7 @@ fn rss() -> u64 {
 fn stats(s: &Server) -> Reply {
     let (used, peak) = crate::maxmemory::used_and_peak(s);
     let (total, peak, resident) = (used as i64, peak as i64, rss() as i64);
-    let keys: usize = s.engine.ks.len();
+    let keys: usize = s.engine.keyspace().len();
     let int = |n: i64| Reply::Int(n);
     let mut m: Vec<(Reply, Reply)> = vec![
         (Reply::bulk(b"peak.allocated"), int(peak)),
@@ -291,7 +291,7 @@ fn stats(s: &Server) -> Reply {
         (Reply::bulk(b"lua.caches"), int(0)),
         (Reply::bulk(b"functions.caches"), int(0)),
     ];
-    for (i, db) in s.engine.ks.dbs.iter().enumerate() {
+    for (i, db) in s.engine.keyspace().dbs.iter().enumerate() {
         if db.is_empty() {
             continue;
         }

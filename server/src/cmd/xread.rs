@@ -38,7 +38,7 @@ pub fn xread(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         let gt = match id.as_slice() {
             b">" => None,
-            b"$" => Some(match s.engine.ks.dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+            b"$" => Some(match s.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
                 Some(Value::Stream(st)) => st.last_id,
                 _ => StreamId { ms: 0, seq: 0 },
             }),

@@ -2,7 +2,6 @@
 
 use std::time::Instant;
 
-use ferrokv::command::{notify, Event};
 use ferrokv::keyspace::{idle_secs, lfu, NO_EXPIRE};
 
 use super::pool::{insert_candidate, time_limit, Outcome, Policy};
@@ -28,7 +27,7 @@ impl Server {
         let max = self.cfg.maxmemory;
         // A script yielding past its time limit: its effects are one unit, not to be mixed
         // with DELs (Redis: no eviction inside a yielding command).
-        if self.engine.fx.from_script {
+        if self.engine.effects().from_script {
             return Outcome::Ok;
         }
         if max == 0 {
@@ -67,7 +66,7 @@ impl Server {
             evicted += 1;
             // A database emptied this far gives its tables' room back too.
             let before = crate::alloc::used_memory() as i64;
-            if self.engine.ks.dbs[db].shrink_if_sparse() {
+            if self.engine.keyspace_mut().dbs[db].shrink_if_sparse() {
                 freed += before - crate::alloc::used_memory() as i64;
             }
             if evicted.is_multiple_of(16) && limit.is_some_and(|l| start.elapsed() > l) {
@@ -108,11 +107,11 @@ impl Server {
     /// The next key to evict: (database, key).
     fn pick_victim(&mut self, policy: Policy) -> Option<(usize, Vec<u8>)> {
         let all = policy.all_keys();
-        let ndb = self.engine.ks.dbs.len();
+        let ndb = self.engine.keyspace().dbs.len();
         if policy.random() {
             for _ in 0..ndb {
                 self.eviction.next_db = (self.eviction.next_db + 1) % ndb;
-                let db = &self.engine.ks.dbs[self.eviction.next_db];
+                let db = &self.engine.keyspace().dbs[self.eviction.next_db];
                 let n = if all { db.len() } else { db.volatile_len() };
                 if n == 0 {
                     continue;
@@ -126,7 +125,7 @@ impl Server {
         loop {
             let mut total = 0;
             for db in 0..ndb {
-                let d = &self.engine.ks.dbs[db];
+                let d = &self.engine.keyspace().dbs[db];
                 let n = if all { d.len() } else { d.volatile_len() };
                 if n > 0 {
                     self.populate_pool(policy, db);
@@ -138,7 +137,7 @@ impl Server {
             }
             // Best first; a candidate deleted (or made persistent) since is skipped.
             while let Some(c) = self.eviction.pool.pop() {
-                let d = &self.engine.ks.dbs[c.db];
+                let d = &self.engine.keyspace().dbs[c.db];
                 let there = d.find(&c.key).is_some_and(|p| all || d.slot(p).expire != NO_EXPIRE);
                 if there {
                     return Some((c.db, c.key));
@@ -150,10 +149,10 @@ impl Server {
     /// Sample keys of `db` into the pool (Redis's evictionPoolPopulate).
     fn populate_pool(&mut self, policy: Policy, db: usize) {
         let all = policy.all_keys();
-        let now = self.engine.clock.now_ms();
+        let now = self.engine.now_ms();
         let lru_now = ((now / 1000) as u32) & ferrokv::keyspace::LRU_MAX;
-        let decay = self.engine.cfg.lfu_decay_time;
-        let d = &self.engine.ks.dbs[db];
+        let decay = self.engine.config().lfu_decay_time;
+        let d = &self.engine.keyspace().dbs[db];
         let n = if all { d.len() } else { d.volatile_len() };
         let ev = &mut self.eviction;
         // As dictGetSomeKeys, never more samples than keys.
@@ -174,32 +173,22 @@ impl Server {
     /// and the key's slot, now room the next insert takes instead of allocating (small
     /// keys and values live in the slot itself and free nothing else).
     fn evict_key(&mut self, db: usize, key: &[u8]) -> i64 {
-        let Some(pos) = self.engine.ks.dbs[db].find(key) else {
+        let Some(pos) = self.engine.keyspace().dbs[db].find(key) else {
             return 0;
         };
         // A running snapshot first takes its copy of the key (the write barrier): that copy
         // is the snapshot's until written, as a forked child's pages are not Redis's used
         // memory, so the count starts after it, and the copy is set aside.
-        let copied = self.engine.ks.dbs[db].snapshot_pending(pos);
-        self.engine.ks.dbs[db].slot_mut(pos);
+        let copied = self.engine.keyspace().dbs[db].snapshot_pending(pos);
+        self.engine.keyspace_mut().dbs[db].slot_mut(pos);
         let before = crate::alloc::used_memory() as i64;
-        drop(self.engine.ks.dbs[db].remove_at(pos));
+        drop(self.engine.keyspace_mut().dbs[db].remove_at(pos));
         let freed = before - crate::alloc::used_memory() as i64 + SLOT_BYTES as i64;
         if copied {
             self.eviction.held_by_snapshot += freed.max(0) as u64;
         }
         self.stats.evicted_keys += 1;
-        let fx = &mut self.engine.fx;
-        if fx.track_modified {
-            fx.modified.push((db, ferrokv::value::sds(key)));
-        }
-        if fx.track_events {
-            fx.events.push(Event { class: notify::EVICTED, name: "evicted", db, key: key.to_vec() });
-        }
-        let del: &[u8] = if self.cfg.lazyfree_lazy_eviction { b"UNLINK" } else { b"DEL" };
-        fx.propagate.push((db, vec![del.to_vec(), key.to_vec()]));
-        // Each DEL goes out alone, never inside a MULTI (Redis's propagate_no_multi).
-        self.engine.flush();
+        self.engine.note_evicted(db, key, self.cfg.lazyfree_lazy_eviction);
         freed
     }
 
@@ -210,7 +199,7 @@ impl Server {
         if crate::alloc::used_memory() <= max {
             return;
         }
-        for db in &mut self.engine.ks.dbs {
+        for db in &mut self.engine.keyspace_mut().dbs {
             if db.spare_slots() > (db.len() / 8).max(64) {
                 db.shrink_spare((db.len() / 16).max(16));
             }
@@ -226,7 +215,7 @@ impl Server {
             }
             None => {
                 self.deliver_events(None);
-                let modified = std::mem::take(&mut self.engine.fx.modified);
+                let modified = std::mem::take(&mut self.engine.effects_mut().modified);
                 for (db, key) in modified {
                     if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
                         for id in ids.clone() {
@@ -255,7 +244,7 @@ impl Server {
 /// past the limit, grow it by a sixteenth instead: a doubling is memory no eviction of
 /// keys gives back (Redis likewise does not expand a dict past maxmemory).
 fn grow_within_limit(s: &mut Server, db: usize) {
-    let Some(d) = s.engine.ks.dbs.get_mut(db) else {
+    let Some(d) = s.engine.keyspace_mut().dbs.get_mut(db) else {
         return;
     };
     if d.spare_slots() > 0 {

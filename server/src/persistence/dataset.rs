@@ -41,15 +41,17 @@ impl Server {
     /// copies what it still needs first, as the keys are about to be replaced.
     pub fn read_dump_file(&mut self) -> Result<ferrokv::keyspace::Keyspace, String> {
         self.settle_snapshot();
-        let mut cfg = self.engine.cfg.clone();
+        let mut cfg = self.engine.config().clone();
         cfg.appendonly = false;
-        ferrokv::Engine::open(cfg, ferrokv::keyspace::Clock::System).map(|e| e.ks).map_err(|e| e.to_string())
+        ferrokv::Engine::open(cfg, ferrokv::keyspace::Clock::System)
+            .map(ferrokv::Engine::into_keyspace)
+            .map_err(|e| e.to_string())
     }
 
     /// Replace every key and function library with `ks`'s (DEBUG RELOAD, a replica's
     /// full resync).
     pub fn replace_dataset(&mut self, ks: ferrokv::keyspace::Keyspace) -> Result<(), String> {
-        self.engine.ks = ks;
+        *self.engine.keyspace_mut() = ks;
         crate::script::functions::install(self)
     }
 }

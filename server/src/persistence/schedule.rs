@@ -13,7 +13,7 @@ impl Server {
             return;
         }
         let now = Clock::System.now_ms() / 1000;
-        let dirty = self.engine.stats.dirty;
+        let dirty = self.engine.stats().dirty;
         // After a failure, the save points try again only after a delay.
         let may_retry =
             self.jobs.last_bgsave_ok || now - self.jobs.last_bgsave_try > crate::persistence::BGSAVE_RETRY_DELAY_SECS;
@@ -30,17 +30,17 @@ impl Server {
     /// Start a BGSAVE: a thread writes the keys the loop copies a few at a time
     /// (server/src/background.rs).
     pub fn start_bgsave(&mut self) {
-        let cfg = ferrokv::persist::snapshot::config_for(&self.engine.cfg, &self.engine.ks);
-        let now = self.engine.clock.now_ms();
-        let rx = match self.engine.ks.begin_snapshot() {
+        let cfg = ferrokv::persist::snapshot::config_for(self.engine.config(), self.engine.keyspace());
+        let now = self.engine.now_ms();
+        let rx = match self.engine.keyspace_mut().begin_snapshot() {
             Ok((walker, rx)) => {
                 self.snapshot_started(walker);
                 rx
             }
             // Cannot happen while jobs are one at a time; fall back to a copy.
-            Err(_) => self.engine.ks.snapshot_now(),
+            Err(_) => self.engine.keyspace().snapshot_now(),
         };
-        self.jobs.bgsave_dirty = self.engine.stats.dirty;
+        self.jobs.bgsave_dirty = self.engine.stats().dirty;
         self.jobs.last_bgsave_try = Clock::System.now_ms() / 1000;
         self.jobs.bgsave = Some(std::thread::spawn(move || {
             let src = ferrokv::persist::snapshot::Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay };
@@ -67,7 +67,8 @@ impl Server {
                 let r = h.join().unwrap_or_else(|_| Err(PersistError::State("BGSAVE thread panicked".into())));
                 match r {
                     Ok(()) => {
-                        self.engine.stats.dirty = self.engine.stats.dirty.saturating_sub(self.jobs.bgsave_dirty);
+                        self.engine.stats_mut().dirty =
+                            self.engine.stats_mut().dirty.saturating_sub(self.jobs.bgsave_dirty);
                         self.jobs.last_save = Clock::System.now_ms() / 1000;
                         self.jobs.last_bgsave_ok = true;
                         self.jobs.rdb_saves += 1;
@@ -139,7 +140,7 @@ impl Server {
             ShutdownMode::NoSave => false,
             ShutdownMode::Default => !self.cfg.engine.save.is_empty(),
         };
-        if self.engine.persist.aof.as_ref().is_some_and(|a| a.is_open()) {
+        if self.engine.persistence().aof.as_ref().is_some_and(|a| a.is_open()) {
             log("Calling fsync() on the AOF file.");
         }
         // The AOF first: acknowledged writes still buffered after a write error must reach
@@ -171,11 +172,11 @@ impl Server {
 
     /// CONFIG SET appendonly yes: open the AOF directory and rewrite it from the dataset.
     pub fn enable_aof(&mut self) -> Result<(), PersistError> {
-        let cfg = self.engine.cfg.clone();
+        let cfg = self.engine.config().clone();
         let manifest = ferrokv::persist::load::read_manifest(&cfg)?;
-        let now = self.engine.clock.now_ms();
-        let aof = ferrokv::persist::Aof::open_on_start(&cfg, manifest, &self.engine.ks, now)?;
-        self.engine.persist.aof = Some(aof);
+        let now = self.engine.now_ms();
+        let aof = ferrokv::persist::Aof::open_on_start(&cfg, manifest, self.engine.keyspace(), now)?;
+        self.engine.persistence_mut().aof = Some(aof);
         if self.jobs.bgsave.is_some() {
             // One snapshot at a time, as Redis has one child: the rewrite follows the save.
             self.jobs.rewrite_scheduled = true;

@@ -213,10 +213,10 @@ impl Server {
     /// Publish the events the engine recorded since the last call. `current` is the
     /// running client, if any (it may be a subscriber itself).
     pub fn deliver_events(&mut self, mut current: Option<&mut Client>) {
-        if self.engine.fx.events.is_empty() {
+        if self.engine.effects().events.is_empty() {
             return;
         }
-        let events = std::mem::take(&mut self.engine.fx.events);
+        let events = std::mem::take(&mut self.engine.effects_mut().events);
         let flags = self.cfg.notify_keyspace_events;
         for ev in events {
             if flags & ev.class == 0 {
@@ -236,9 +236,9 @@ impl Server {
 
     /// Whether the engine should record events (after the flags change).
     pub fn sync_event_tracking(&mut self) {
-        self.engine.fx.track_events = self.cfg.notify_keyspace_events != 0;
-        if !self.engine.fx.track_events {
-            self.engine.fx.events.clear();
+        self.engine.effects_mut().track_events = self.cfg.notify_keyspace_events != 0;
+        if !self.engine.effects().track_events {
+            self.engine.effects_mut().events.clear();
         }
     }
 }

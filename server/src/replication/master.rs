@@ -23,13 +23,14 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     if s.link.as_ref().is_some_and(|l| !l.is_up()) {
         return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
     }
-    let now = s.engine.clock.now_ms();
-    let rdb = match ferrokv::persist::snapshot::write_rdb(Vec::new(), &s.engine.ks, &s.engine.cfg, now, false) {
-        Ok(b) => b,
-        Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
-    };
+    let now = s.engine.now_ms();
+    let rdb =
+        match ferrokv::persist::snapshot::write_rdb(Vec::new(), s.engine.keyspace(), s.engine.config(), now, false) {
+            Ok(b) => b,
+            Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
+        };
     let start = s.link.as_ref().map_or(0, |l| l.offset);
-    let feed = s.engine.persist.replication.get_or_insert_with(|| ReplicationFeed::starting_at(start));
+    let feed = s.engine.persistence_mut().replication.get_or_insert_with(|| ReplicationFeed::starting_at(start));
     // What was fed before this point is in the snapshot.
     feed.take();
     feed.restart_select();
@@ -122,7 +123,7 @@ pub fn wait(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     };
     // Everything propagated so far, this client's writes among it.
     s.feed_replicas();
-    let offset = s.engine.persist.replication.as_ref().map_or(0, |f| f.offset());
+    let offset = s.engine.persistence().replication.as_ref().map_or(0, |f| f.offset());
     let acked = s.replicas.acked(offset);
     if acked as i64 >= wanted || c.in_exec || c.deny_blocking {
         return Reply::Int(acked as i64);
@@ -148,14 +149,14 @@ pub fn waitaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         Some(t) if t < 0 => return Reply::err("ERR timeout is negative"),
         Some(t) => t as u64,
     };
-    let aof_on = s.engine.persist.aof.as_ref().is_some_and(|f| f.is_open());
+    let aof_on = s.engine.persistence().aof.as_ref().is_some_and(|f| f.is_open());
     if local > 0 && !aof_on {
         return Reply::err("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
     }
-    let now = s.engine.clock.now_ms();
-    let synced = aof_on && s.engine.persist.aof.as_mut().is_some_and(|f| f.fsync(now));
+    let now = s.engine.now_ms();
+    let synced = aof_on && s.engine.persistence_mut().aof.as_mut().is_some_and(|f| f.fsync(now));
     s.feed_replicas();
-    let offset = s.engine.persist.replication.as_ref().map_or(0, |f| f.offset());
+    let offset = s.engine.persistence().replication.as_ref().map_or(0, |f| f.offset());
     let fsynced = s.replicas.fsynced(offset);
     let done = (local <= 0 || synced) && fsynced as i64 >= wanted;
     if done || c.in_exec || c.deny_blocking || (local > 0 && !synced) {
@@ -174,7 +175,7 @@ pub fn waitaof_reply(local: bool, replicas: usize) -> Reply {
 impl Server {
     /// Hand the commands propagated since the last call to every replica.
     pub fn feed_replicas(&mut self) {
-        let Some(feed) = self.engine.persist.replication.as_mut() else { return };
+        let Some(feed) = self.engine.persistence_mut().replication.as_mut() else { return };
         if std::mem::take(&mut self.replicas.want_acks) {
             feed.getack();
         }
@@ -202,7 +203,7 @@ impl Server {
         let last = *self.replicas.last_ping.get_or_insert_with(Instant::now);
         if last.elapsed().as_secs() >= period {
             self.replicas.last_ping = Some(Instant::now());
-            if let Some(feed) = self.engine.persist.replication.as_mut() {
+            if let Some(feed) = self.engine.persistence_mut().replication.as_mut() {
                 feed.ping();
             }
         }
@@ -246,7 +247,7 @@ impl Server {
         }
         self.replicas.attached.retain(|r| r.id != c.id);
         if self.replicas.is_empty() && self.link.is_none() {
-            self.engine.persist.replication = None;
+            self.engine.persistence_mut().replication = None;
         }
         log(&format!("Connection with replica {} lost.", c.addr.map(|a| a.to_string()).unwrap_or_default()));
     }

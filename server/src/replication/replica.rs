@@ -34,7 +34,7 @@ impl Server {
                     timeout: Duration::from_secs(
                         self.cfg.get("repl-timeout").and_then(|t| t.parse().ok()).unwrap_or(60),
                     ),
-                    rdb: sync_temp_file(&self.engine.cfg.dir),
+                    rdb: sync_temp_file(&self.engine.config().dir),
                 };
                 link.state = LinkState::Sync(rx);
                 std::thread::spawn(move || {
@@ -47,7 +47,7 @@ impl Server {
                 Ok(Ok(synced)) => synced,
                 Ok(Err(e)) => {
                     log(&format!("Synchronization with MASTER {}:{} failed: {e}", link.host, link.port));
-                    let _ = std::fs::remove_file(sync_temp_file(&self.engine.cfg.dir));
+                    let _ = std::fs::remove_file(sync_temp_file(&self.engine.config().dir));
                     link.state = LinkState::Connect { retry_at: Instant::now() + Duration::from_secs(1) };
                     return;
                 }
@@ -84,7 +84,7 @@ impl Server {
     /// The snapshot is downloaded: make it the dump file, load it, and serve the
     /// master's connection as a client whose commands run unanswered.
     fn install_sync(&mut self, synced: Synced) -> Result<(), String> {
-        let dump = self.engine.cfg.dir.join(&self.engine.cfg.dbfilename);
+        let dump = self.engine.config().dir.join(&self.engine.config().dbfilename);
         std::fs::rename(&synced.rdb, &dump).map_err(|e| format!("{}: {e}", dump.display()))?;
         log("MASTER <-> REPLICA sync: Loading DB in memory");
         let ks = self.read_dump_file()?;
@@ -179,7 +179,7 @@ pub fn role(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
             Reply::Array(vec![b("slave"), b(&link.host), Reply::Int(link.port.into()), b(state), Reply::Int(offset)])
         }
         None => {
-            let offset = s.engine.persist.replication.as_ref().map_or(0, |f| f.offset());
+            let offset = s.engine.persistence().replication.as_ref().map_or(0, |f| f.offset());
             let replicas = s
                 .replicas
                 .attached

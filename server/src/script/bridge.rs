@@ -119,7 +119,7 @@ pub(super) fn script_call(
     if f & flags::WRITE != 0 {
         st.wrote.set(true);
     }
-    let before = s.engine.fx.propagate.len();
+    let before = s.engine.effects().propagate.len();
     std::mem::swap(&mut c.session, session);
     let caller_resp3 = std::mem::replace(&mut c.resp3, st.resp3.get());
     let reply = s.call(c, found, &argv);
@@ -127,7 +127,7 @@ pub(super) fn script_call(
     std::mem::swap(&mut c.session, session);
     if st.repl.get() & 1 == 0 {
         // redis.set_repl without REPL_AOF: this command's effects are not logged.
-        s.engine.fx.propagate.truncate(before);
+        s.engine.effects_mut().propagate.truncate(before);
     }
     let failed = reply.is_error();
     if let Reply::Error(text) = &reply {

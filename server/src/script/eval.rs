@@ -131,12 +131,13 @@ pub(super) fn run_script(
     let hooks = if is_function { s.scripts.func.hooks.clone() } else { s.scripts.eval.hooks.clone() };
 
     let mut session = c.session.clone();
-    let frozen = Clock::virtual_at(s.engine.clock.now_ms());
-    let saved_clock = std::mem::replace(&mut s.engine.clock, frozen);
+    let frozen = Clock::virtual_at(s.engine.now_ms());
+    let saved_clock = s.engine.clock().clone();
+    s.engine.set_clock(frozen);
     let was_in_exec = c.in_exec;
     // Engine commands join one propagation unit, flushed below (or by EXEC).
     c.in_exec = true;
-    s.engine.fx.from_script = true;
+    s.engine.effects_mut().from_script = true;
 
     let ctx = RefCell::new((&mut *s, &mut *c, &mut session));
     let outcome = lua.scope(|scope| {
@@ -184,7 +185,7 @@ pub(super) fn run_script(
 
     st.started.set(None);
     st.busy.set(false);
-    s.engine.fx.from_script = false;
+    s.engine.effects_mut().from_script = false;
     // A collection step every 50 runs, as Redis does, so garbage never piles up.
     st.runs.set(st.runs.get() + 1);
     if st.runs.get() >= 50 {
@@ -196,7 +197,7 @@ pub(super) fn run_script(
         }
     }
     c.in_exec = was_in_exec;
-    s.engine.clock = saved_clock;
+    s.engine.set_clock(saved_clock);
     if !was_in_exec {
         s.engine.flush();
     }

@@ -71,7 +71,7 @@ fn replace_all(s: &mut Server, libs: &Libraries) -> Result<(), Reply> {
 
 /// Compile the engine's libraries (after loading, DEBUG RELOAD, DEBUG LOADAOF).
 pub fn install(s: &mut Server) -> Result<(), String> {
-    let libs = s.engine.ks.functions.clone();
+    let libs = s.engine.keyspace().functions.clone();
     replace_all(s, &libs).map_err(|r| match r {
         Reply::Error(e) => format!("Failed loading library: {e}"),
         _ => "Failed loading library".into(),
@@ -81,8 +81,8 @@ pub fn install(s: &mut Server) -> Result<(), String> {
 /// A successful FUNCTION write: propagated as the client sent it (SELECT first when the
 /// database differs, as for any write), and counted as a change.
 fn propagate(s: &mut Server, c: &Client, argv: &[Vec<u8>]) {
-    s.engine.fx.propagate.push((c.session.db, argv.to_vec()));
-    s.engine.stats.dirty += 1;
+    s.engine.effects_mut().propagate.push((c.session.db, argv.to_vec()));
+    s.engine.stats_mut().dirty += 1;
     if !c.in_exec {
         s.engine.flush();
     }
@@ -102,7 +102,7 @@ fn load(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
         Ok(n) => n,
         Err(e) => return Reply::error(format!("ERR {e}")),
     };
-    if !replace && s.engine.ks.functions.get(&name).is_some() {
+    if !replace && s.engine.keyspace().functions.get(&name).is_some() {
         return Reply::error(format!("ERR Library '{name}' already exists"));
     }
     let (name, registered) = match compile(&s.scripts.func, code) {
@@ -112,7 +112,7 @@ fn load(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
     if let Err(e) = s.scripts.functions.add(&name, registered) {
         return e;
     }
-    s.engine.ks.functions.insert(name.clone(), code.clone());
+    s.engine.keyspace_mut().functions.insert(name.clone(), code.clone());
     propagate(s, c, a);
     Reply::Bulk(name.into_bytes())
 }
@@ -142,14 +142,14 @@ fn restore(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
             return Reply::error(format!("ERR {e}"));
         }
     }
-    let mut next = s.engine.ks.functions.clone();
+    let mut next = s.engine.keyspace().functions.clone();
     if let Err(e) = next.merge(incoming, policy) {
         return Reply::error(format!("ERR {e}"));
     }
     if let Err(e) = replace_all(s, &next) {
         return e;
     }
-    s.engine.ks.functions = next;
+    s.engine.keyspace_mut().functions = next;
     propagate(s, c, a);
     Reply::ok()
 }
@@ -196,7 +196,7 @@ fn list(s: &Server, a: &[Vec<u8>]) -> Reply {
             (Reply::bulk(b"functions"), Reply::Array(functions)),
         ];
         if with_code {
-            let code = s.engine.ks.functions.get(lib).unwrap_or_default();
+            let code = s.engine.keyspace().functions.get(lib).unwrap_or_default();
             fields.push((Reply::bulk(b"library_code"), Reply::bulk(code)));
         }
         out.push(Reply::Map(fields));
@@ -256,7 +256,7 @@ pub fn function(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             if !s.scripts.functions.remove(&lib) {
                 return Reply::err("ERR Library not found");
             }
-            s.engine.ks.functions.remove(&lib);
+            s.engine.keyspace_mut().functions.remove(&lib);
             propagate(s, c, a);
             Reply::ok()
         }
@@ -272,14 +272,14 @@ pub fn function(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             if let Err(e) = s.scripts.flush_functions() {
                 return Reply::error(format!("ERR {e}"));
             }
-            s.engine.ks.functions.clear();
+            s.engine.keyspace_mut().functions.clear();
             propagate(s, c, a);
             Reply::ok()
         }
         b"dump" => {
             let mut enc = ferrokv::format::rdb::Encoder::new(ferrokv::format::rdb::Target::Redis70);
-            enc.limits.compression = s.engine.cfg.rdbcompression;
-            Reply::Bulk(s.engine.ks.functions.dump(&enc))
+            enc.limits.compression = s.engine.config().rdbcompression;
+            Reply::Bulk(s.engine.keyspace().functions.dump(&enc))
         }
         b"list" => list(s, a),
         b"stats" => stats(s),
