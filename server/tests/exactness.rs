@@ -143,3 +143,43 @@ fn zadd_negative_zero_as_redis_6_2_and_7_4() {
         negative_zero_as(version, real.port);
     }
 }
+
+/// GEOPOS / GEODIST / GEOHASH (engine/tests/scripts/geo.redis, which vs_redis runs against
+/// Redis 7.0) as Redis 6.2 and 7.4 answer them, RESP2 and RESP3: 6.2 prints distances with
+/// `%.4f`, 7.0 and later in fixed point.
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn geo_replies_as_redis_6_2_and_7_4() {
+    let script = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/scripts/geo.redis"))
+        .expect("geo.redis");
+    let lines: Vec<Vec<Vec<u8>>> = script
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| ferrokv_testkit::split_args(l).expect("a command line"))
+        .collect();
+    for (version, bin) in [("6.2", "redis-server-6.2.16"), ("7.4", "redis-server-7.4.1")] {
+        let Some(bin) = support::shared_bin(bin) else {
+            eprintln!("skipped: ../shared/bin/{bin} is absent");
+            return;
+        };
+        for resp3 in [false, true] {
+            let dir = TempDir::new("geo-real");
+            let real = support::start_shared(&bin, dir.path(), &[]);
+            let ours_dir = TempDir::new("geo-ours");
+            let ours = Ours::start(ours_dir.path(), &["--redis-version", version]);
+            let (mut r, mut o) = (Client::connect(real.port), Client::connect(ours.port));
+            if resp3 {
+                r.call(&argv(&["HELLO", "3"]));
+                o.call(&argv(&["HELLO", "3"]));
+            }
+            for a in &lines {
+                assert_eq!(
+                    String::from_utf8_lossy(&o.call(a)),
+                    String::from_utf8_lossy(&r.call(a)),
+                    "{version} resp3={resp3}: {:?}",
+                    a.iter().map(|x| String::from_utf8_lossy(x).into_owned()).collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+}

@@ -35,6 +35,26 @@ impl LongDouble {
         matches!(self, LongDouble::Finite { .. })
     }
 
+    /// A double widened to long double (exact, as C's conversion is).
+    pub fn from_f64(d: f64) -> LongDouble {
+        if d.is_nan() {
+            return LongDouble::NaN;
+        }
+        let neg = d.is_sign_negative();
+        if d.is_infinite() {
+            return LongDouble::Inf { neg };
+        }
+        let bits = d.to_bits();
+        let biased = ((bits >> 52) & 0x7ff) as i64;
+        let frac = bits & ((1 << 52) - 1);
+        let (mant53, exp) = if biased == 0 { (frac, -1074) } else { (frac | 1 << 52, biased - 1075) };
+        if mant53 == 0 {
+            return LongDouble::Finite { neg, mant: 0, exp: 0 };
+        }
+        let shift = i64::from(mant53.leading_zeros());
+        LongDouble::Finite { neg, mant: mant53 << shift, exp: exp - shift }
+    }
+
     /// Redis's string2ld: strtold over the whole argument, refusing leading spaces, NaN,
     /// and results that overflow or underflow to zero.
     pub fn parse(b: &[u8]) -> Option<LongDouble> {

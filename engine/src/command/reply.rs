@@ -27,6 +27,9 @@ pub enum Reply {
     Set(Vec<Reply>),
     /// A RESP3 double; a bulk string in RESP2.
     Double(f64),
+    /// A double as Redis's human long double text (GEOPOS's coordinates): the same text
+    /// as a RESP3 double or a RESP2 bulk string.
+    HumanDouble(String),
     /// A RESP3 boolean; 1/0 in RESP2.
     Bool(bool),
     /// A RESP3 verbatim string of plain text (INFO, CLIENT LIST); a bulk string in RESP2.
@@ -212,6 +215,13 @@ impl Reply {
             }
             Reply::Double(d) => {
                 let t = fmt_double(*d);
+                if resp3 {
+                    line(out, b',', t.as_bytes());
+                } else {
+                    bulk(out, t.as_bytes());
+                }
+            }
+            Reply::HumanDouble(t) => {
                 if resp3 {
                     line(out, b',', t.as_bytes());
                 } else {

@@ -58,7 +58,7 @@ fn zset_mut<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Zset>
     }
 }
 
-fn zset_ref<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c Zset>, Reply> {
+pub(super) fn zset_ref<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c Zset>, Reply> {
     match ctx.lookup_read(key) {
         None => Ok(None),
         Some(Value::Zset(z)) => Ok(Some(z)),

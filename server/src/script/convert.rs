@@ -114,6 +114,9 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
         }
         Reply::Double(d) if !resp3 => Value::String(lua.create_string(fmt_double(*d))?),
         Reply::Double(d) => single_field(lua, "double", *d)?,
+        Reply::HumanDouble(t) if !resp3 => Value::String(lua.create_string(t)?),
+        // As Redis's Lua parser reads a RESP3 double: strtod of the text.
+        Reply::HumanDouble(t) => single_field(lua, "double", t.parse::<f64>().unwrap_or(0.0))?,
         Reply::Bool(b) if !resp3 => Value::Number(if *b { 1.0 } else { 0.0 }),
         Reply::Bool(b) => Value::Boolean(*b),
     })
