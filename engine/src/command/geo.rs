@@ -136,20 +136,21 @@ fn geo_set<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c Zset>, Rep
     super::zset::zset_ref(ctx, key)
 }
 
-/// GEOPOS key [member ...]: each member's position, or a null array.
-fn geopos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+/// A reply per member of `a[2..]`: `found` of its score, or `missing`.
+fn per_member(ctx: &mut Ctx<'_>, a: &[Vec<u8>], missing: Reply, found: impl Fn(f64) -> Reply) -> Reply {
     let z = match geo_set(ctx, &a[1]) {
         Ok(z) => z,
         Err(e) => return e,
     };
-    let one = |m: &Vec<u8>| match z.and_then(|z| z.score(m)) {
-        None => Reply::NilArray,
-        Some(score) => {
-            let (lon, lat) = decode(score);
-            Reply::Array(vec![coordinate(lon), coordinate(lat)])
-        }
-    };
-    Reply::Array(a[2..].iter().map(one).collect())
+    Reply::Array(a[2..].iter().map(|m| z.and_then(|z| z.score(m)).map_or_else(|| missing.clone(), &found)).collect())
+}
+
+/// GEOPOS key [member ...]: each member's position, or a null array.
+fn geopos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    per_member(ctx, a, Reply::NilArray, |score| {
+        let (lon, lat) = decode(score);
+        Reply::Array(vec![coordinate(lon), coordinate(lat)])
+    })
 }
 
 /// GEODIST key member1 member2 [M|KM|FT|MI]: null when the key or a member is missing.
@@ -193,23 +194,15 @@ const GEOHASH_ALPHABET: &[u8; 32] = b"0123456789bcdefghjkmnpqrstuvwxyz";
 /// GEOHASH key [member ...]: each member's 11-character geohash (latitudes over -90..90,
 /// as the standard has them; 52 bits, so the last character is always '0'), or null.
 fn geohash_cmd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    let z = match geo_set(ctx, &a[1]) {
-        Ok(z) => z,
-        Err(e) => return e,
-    };
-    let one = |m: &Vec<u8>| match z.and_then(|z| z.score(m)) {
-        None => Reply::Nil,
-        Some(score) => {
-            let (lon, lat) = decode(score);
-            let bits = encode(lon, lat, 90.0);
-            let text: Vec<u8> = (0..11)
-                .map(|i| if i == 10 { 0 } else { (bits >> (52 - (i + 1) * 5)) & 0x1f })
-                .map(|idx| GEOHASH_ALPHABET[idx as usize])
-                .collect();
-            Reply::Bulk(text)
-        }
-    };
-    Reply::Array(a[2..].iter().map(one).collect())
+    per_member(ctx, a, Reply::Nil, |score| {
+        let (lon, lat) = decode(score);
+        let bits = encode(lon, lat, 90.0);
+        let text = (0..11)
+            .map(|i| if i == 10 { 0 } else { (bits >> (52 - (i + 1) * 5)) & 0x1f })
+            .map(|idx| GEOHASH_ALPHABET[idx as usize])
+            .collect();
+        Reply::Bulk(text)
+    })
 }
 
 /// GEOADD key [NX|XX] [CH] longitude latitude member [...]: ZADD with geohash scores.
