@@ -2,6 +2,13 @@
 //! Redis 7.0. Scores reply as doubles (%.17g); WITHSCORES replies are [`Reply::Pairs`]
 //! (flat in RESP2, [member, score] pairs in RESP3, as Redis 7.0).
 
+mod range;
+mod score;
+
+pub use score::{parse_score, strtod};
+
+use self::range::{rank_interval, LexRange, ScoreRange};
+use self::score::arg_score;
 use super::flags::*;
 use super::set::{arg_count_positive, arg_count_signed, distinct_positions, parse_cursor, scan_reply, ScanOpts};
 use super::{arg_i64, eq_ic, fmt_double, notify, Ctx, Reply, Spec};
@@ -69,195 +76,6 @@ pub(super) fn zset_ref<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'
 /// Delete `key` when its zset is empty; fires `del` after the caller's own event.
 fn delete_if_empty(ctx: &mut Ctx<'_>, key: &[u8]) -> bool {
     ctx.delete_if_empty(key)
-}
-
-// ------------------------------------------------------------------ number parsing
-
-/// A score argument as getDoubleFromObject reads it (strtod over the whole string, no
-/// leading space, no NaN, and no overflow or underflow to zero); hex floats included.
-pub fn parse_score(b: &[u8]) -> Option<f64> {
-    if b.is_empty() || b[0].is_ascii_whitespace() || b[0] == 0x0b {
-        return None;
-    }
-    let v = strtod(b)?;
-    let body = b.strip_prefix(b"-").or_else(|| b.strip_prefix(b"+")).unwrap_or(b);
-    let word = body.first().is_some_and(|c| c.eq_ignore_ascii_case(&b'i'));
-    if v.is_infinite() && !word {
-        return None;
-    }
-    if v == 0.0 {
-        let hex = body.len() > 1 && body[0] == b'0' && (body[1] | 0x20) == b'x';
-        let digits = if hex { &body[2..] } else { body };
-        let mantissa = digits.split(|&c| if hex { (c | 0x20) == b'p' } else { (c | 0x20) == b'e' }).next();
-        if mantissa.is_some_and(|m| m.iter().any(|c| c.is_ascii_hexdigit() && *c != b'0')) {
-            return None;
-        }
-    }
-    Some(v)
-}
-
-/// C's strtod applied to a whole string (leading white space skipped, nothing after the
-/// number); the empty string reads as 0 as it does for zslParseRange. NaN is refused.
-pub fn strtod(b: &[u8]) -> Option<f64> {
-    if b.is_empty() {
-        return Some(0.0);
-    }
-    let t = {
-        let at = b.iter().position(|c| !(c.is_ascii_whitespace() || *c == 0x0b)).unwrap_or(b.len());
-        &b[at..]
-    };
-    let s = std::str::from_utf8(t).ok()?;
-    let (neg, body) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    let v = if body.len() > 1 && body.as_bytes()[0] == b'0' && (body.as_bytes()[1] | 0x20) == b'x' {
-        hex_float(&body[2..])?
-    } else {
-        if body.starts_with(['+', '-']) || body.contains('_') {
-            return None;
-        }
-        body.parse::<f64>().ok()?
-    };
-    let v = if neg { -v } else { v };
-    (!v.is_nan()).then_some(v)
-}
-
-/// The part of a C hex float after `0x`: digits, an optional `.` and `p` exponent.
-fn hex_float(s: &str) -> Option<f64> {
-    let (mant, exp) = match s.find(['p', 'P']) {
-        Some(i) => (&s[..i], Some(&s[i + 1..])),
-        None => (s, None),
-    };
-    let (int, frac) = mant.split_once('.').unwrap_or((mant, ""));
-    if int.is_empty() && frac.is_empty() {
-        return None;
-    }
-    let mut v = 0f64;
-    for c in int.chars() {
-        v = v * 16.0 + f64::from(c.to_digit(16)?);
-    }
-    let mut scale = 1.0 / 16.0;
-    for c in frac.chars() {
-        v += f64::from(c.to_digit(16)?) * scale;
-        scale /= 16.0;
-    }
-    if let Some(e) = exp {
-        let e: i32 = e.parse().ok()?;
-        v *= 2f64.powi(e);
-    }
-    Some(v)
-}
-
-fn arg_score(b: &[u8]) -> Result<f64, Reply> {
-    parse_score(b).ok_or_else(Reply::not_float)
-}
-
-// ------------------------------------------------------------------ ranges
-
-/// A score interval (zrangespec).
-#[derive(Clone, Copy)]
-struct ScoreRange {
-    min: f64,
-    max: f64,
-    minex: bool,
-    maxex: bool,
-}
-
-impl ScoreRange {
-    fn parse(min: &[u8], max: &[u8]) -> Result<ScoreRange, Reply> {
-        let bound = |b: &[u8]| match b.strip_prefix(b"(") {
-            Some(rest) => strtod(rest).map(|v| (v, true)),
-            None => strtod(b).map(|v| (v, false)),
-        };
-        match (bound(min), bound(max)) {
-            (Some((min, minex)), Some((max, maxex))) => Ok(ScoreRange { min, max, minex, maxex }),
-            _ => Err(Reply::err("ERR min or max is not a float")),
-        }
-    }
-
-    /// Ranks `lo..hi` of the members in range.
-    fn ranks(&self, z: &Zset) -> (usize, usize) {
-        let lo = z.partition_point(|_, s| if self.minex { s <= self.min } else { s < self.min });
-        let hi = z.partition_point(|_, s| if self.maxex { s < self.max } else { s <= self.max });
-        (lo, hi.max(lo))
-    }
-}
-
-/// One side of a lex interval.
-#[derive(Clone)]
-enum LexBound {
-    Minus,
-    Plus,
-    Incl(Vec<u8>),
-    Excl(Vec<u8>),
-}
-
-#[derive(Clone)]
-struct LexRange {
-    min: LexBound,
-    max: LexBound,
-}
-
-impl LexRange {
-    fn parse(min: &[u8], max: &[u8]) -> Result<LexRange, Reply> {
-        fn bound(b: &[u8]) -> Option<LexBound> {
-            match b.first()? {
-                b'+' if b.len() == 1 => Some(LexBound::Plus),
-                b'-' if b.len() == 1 => Some(LexBound::Minus),
-                b'(' => Some(LexBound::Excl(b[1..].to_vec())),
-                b'[' => Some(LexBound::Incl(b[1..].to_vec())),
-                _ => None,
-            }
-        }
-        match (bound(min), bound(max)) {
-            (Some(min), Some(max)) => Ok(LexRange { min, max }),
-            _ => Err(Reply::err("ERR min or max not valid string range item")),
-        }
-    }
-
-    fn gte_min(&self, m: &[u8]) -> bool {
-        match &self.min {
-            LexBound::Minus => true,
-            LexBound::Plus => false,
-            LexBound::Incl(x) => m >= x.as_slice(),
-            LexBound::Excl(x) => m > x.as_slice(),
-        }
-    }
-
-    fn lte_max(&self, m: &[u8]) -> bool {
-        match &self.max {
-            LexBound::Minus => false,
-            LexBound::Plus => true,
-            LexBound::Incl(x) => m <= x.as_slice(),
-            LexBound::Excl(x) => m < x.as_slice(),
-        }
-    }
-
-    /// Ranks `lo..hi` of the members in range (members ordered by bytes, equal scores).
-    fn ranks(&self, z: &Zset) -> (usize, usize) {
-        let lo = z.partition_point(|m, _| !self.gte_min(m));
-        let hi = z.partition_point(|m, _| self.lte_max(m));
-        (lo, hi.max(lo))
-    }
-}
-
-/// Sanitized rank interval `lo..hi` for start/stop indexes (negative from the end).
-fn rank_interval(len: usize, start: i64, end: i64) -> (usize, usize) {
-    let llen = len as i64;
-    let mut start = if start < 0 { llen.saturating_add(start) } else { start };
-    let mut end = if end < 0 { llen.saturating_add(end) } else { end };
-    if start < 0 {
-        start = 0;
-    }
-    if start > end || start >= llen {
-        return (0, 0);
-    }
-    if end >= llen {
-        end = llen - 1;
-    }
-    (start as usize, end as usize + 1)
 }
 
 // ------------------------------------------------------------------ ZADD / ZINCRBY
@@ -1178,40 +996,4 @@ fn zscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         }
     });
     scan_reply(next, items)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scores_parse_as_strtod_with_redis_checks() {
-        assert_eq!(parse_score(b"1.5"), Some(1.5));
-        assert_eq!(parse_score(b"-inf"), Some(f64::NEG_INFINITY));
-        assert_eq!(parse_score(b"+Infinity"), Some(f64::INFINITY));
-        assert_eq!(parse_score(b"0x10"), Some(16.0));
-        assert_eq!(parse_score(b"0x1p3"), Some(8.0));
-        assert_eq!(parse_score(b"1e400"), None);
-        assert_eq!(parse_score(b"1e-400"), None);
-        assert_eq!(parse_score(b"0e-400"), Some(0.0));
-        assert_eq!(parse_score(b"nan"), None);
-        assert_eq!(parse_score(b" 1"), None);
-        assert_eq!(parse_score(b"1 "), None);
-        assert_eq!(parse_score(b""), None);
-        assert_eq!(parse_score(b"--1"), None);
-        assert_eq!(strtod(b""), Some(0.0));
-        assert_eq!(strtod(b" 2"), Some(2.0));
-        assert_eq!(strtod(b"1e400"), Some(f64::INFINITY));
-        assert_eq!(strtod(b"abc"), None);
-    }
-
-    #[test]
-    fn rank_intervals_as_redis_sanitizes_them() {
-        assert_eq!(rank_interval(5, 0, -1), (0, 5));
-        assert_eq!(rank_interval(5, -100, 100), (0, 5));
-        assert_eq!(rank_interval(5, 3, 1), (0, 0));
-        assert_eq!(rank_interval(5, 5, 10), (0, 0));
-        assert_eq!(rank_interval(5, i64::MIN, i64::MAX), (0, 5));
-        assert_eq!(rank_interval(0, 0, -1), (0, 0));
-    }
 }
