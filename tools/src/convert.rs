@@ -20,7 +20,7 @@ use ferrokv::Source;
 use crate::dump::{self, Expired, Filter, Format};
 use crate::jsonl_read::{self, JsonlRecord};
 use crate::out::{Out, ToolError};
-use crate::pipeline::{Batch, Pipeline};
+use crate::pipeline::{Batch, Pipeline, Stage};
 
 /// Arguments of `rdbtool convert`.
 #[derive(clap::Args, Debug)]
@@ -120,27 +120,45 @@ pub fn rdb_to_rdb_with<W: Write>(
         }
     }
     // Pass 2: workers encode batches of records; they are written here, in order.
-    let w = std::cell::RefCell::new(RdbWriter::new(out, target, ctime)?);
-    let report = std::cell::RefCell::new(ConvertReport::default());
     let enc = Encoder::new(target);
+    let mut stage = ConvertStage {
+        w: RdbWriter::new(out, target, ctime)?,
+        report: ConvertReport::default(),
+        enc: &enc,
+        sizes: &sizes,
+        release,
+    };
     let work = |batch: &Batch<'_>| encode_records(&enc, &sizes, &batch.records, batch.prev_db);
-    let sink = |e: Encoded| -> Result<(), ToolError> {
-        w.borrow_mut().raw(&e.bytes, e.last_db)?;
-        let mut r = report.borrow_mut();
-        r.keys += e.keys;
-        r.losses.extend(e.losses);
+    pipeline.run(RdbReader::new(data)?, work, &mut stage)?;
+    Ok((stage.w.finish()?, stage.report))
+}
+
+/// The conversion's side of the pipeline: encoded batches written in file order, big keys
+/// encoded here.
+struct ConvertStage<'s, W: Write> {
+    w: RdbWriter<W>,
+    report: ConvertReport,
+    enc: &'s Encoder,
+    sizes: &'s Sizes,
+    release: &'s dyn Fn(usize),
+}
+
+impl<'a, W: Write> Stage<'a, Encoded> for ConvertStage<'_, W> {
+    fn batch(&mut self, e: Encoded) -> Result<(), ToolError> {
+        self.w.raw(&e.bytes, e.last_db)?;
+        self.report.keys += e.keys;
+        self.report.losses.extend(e.losses);
         Ok(())
-    };
-    let inline = |rec: &Record<'_>, prev_db: Option<u64>| -> Result<(), ToolError> {
-        let e = encode_records(&enc, &sizes, std::slice::from_ref(rec), prev_db)?;
-        w.borrow_mut().raw(&e.bytes, e.last_db)?;
-        let mut r = report.borrow_mut();
-        r.keys += e.keys;
-        r.losses.extend(e.losses);
-        Ok(())
-    };
-    pipeline.run(RdbReader::new(data)?, work, sink, inline, release, |_| {})?;
-    Ok((w.into_inner().finish()?, report.into_inner()))
+    }
+
+    fn big_key(&mut self, rec: &Record<'a>, prev_db: Option<u64>) -> Result<(), ToolError> {
+        let e = encode_records(self.enc, self.sizes, std::slice::from_ref(rec), prev_db)?;
+        self.batch(e)
+    }
+
+    fn done(&mut self, offset: usize) {
+        (self.release)(offset);
+    }
 }
 
 /// Records encoded by a worker, to be written in order.

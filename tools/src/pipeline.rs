@@ -40,18 +40,31 @@ impl Default for Pipeline {
     }
 }
 
-type Sink<'s, R> = dyn FnMut(R) -> Result<(), ToolError> + 's;
-type Done<'s> = dyn FnMut(usize) + 's;
-/// The big-key handler: a record and the database of the key before it.
-type Inline<'s, 'a> = dyn FnMut(&Record<'a>, Option<u64>) -> Result<(), ToolError> + 's;
+/// What a tool stage (dump, verify, diff's scan, convert) does on the calling thread with
+/// a file read through the pipeline; the workers run its `work` function on batches.
+pub trait Stage<'a, R> {
+    /// Every record as it is read, in file order, before it is batched (structure, counts).
+    fn record(&mut self, _rec: &Record<'a>) {}
+    /// A batch's result, in file order.
+    fn batch(&mut self, out: R) -> Result<(), ToolError>;
+    /// A key too big to batch, handled on this thread; `prev_db`: the database of the key
+    /// before it.
+    fn big_key(&mut self, rec: &Record<'a>, prev_db: Option<u64>) -> Result<(), ToolError>;
+    /// Everything before `offset` is finished (its mapped pages may be released).
+    fn done(&mut self, _offset: usize) {}
+    /// How far reading has got (a progress bar).
+    fn progress(&mut self, _offset: usize) {}
+}
+
+type Sink<'s, 'a, R> = dyn Stage<'a, R> + 's;
 
 /// Where full batches go: to worker threads, or straight through `work` here.
 trait Dispatch<'a, R> {
-    fn submit(&mut self, batch: Batch<'a>, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError>;
-    /// Hand finished results to the sink without waiting.
-    fn drain_ready(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError>;
-    /// Wait for every submitted batch and hand its result to the sink.
-    fn drain_all(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError>;
+    fn submit(&mut self, batch: Batch<'a>, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError>;
+    /// Hand finished results to the stage without waiting.
+    fn drain_ready(&mut self, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError>;
+    /// Wait for every submitted batch and hand its result to the stage.
+    fn drain_all(&mut self, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError>;
 }
 
 /// Everything on the calling thread.
@@ -61,15 +74,15 @@ impl<'a, R, W> Dispatch<'a, R> for Here<'_, W>
 where
     W: Fn(&Batch<'a>) -> Result<R, ToolError>,
 {
-    fn submit(&mut self, batch: Batch<'a>, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
-        sink((self.0)(&batch)?)?;
-        done(batch.end);
+    fn submit(&mut self, batch: Batch<'a>, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
+        stage.batch((self.0)(&batch)?)?;
+        stage.done(batch.end);
         Ok(())
     }
-    fn drain_ready(&mut self, _: &mut Sink<'_, R>, _: &mut Done<'_>) -> Result<(), ToolError> {
+    fn drain_ready(&mut self, _: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
         Ok(())
     }
-    fn drain_all(&mut self, _: &mut Sink<'_, R>, _: &mut Done<'_>) -> Result<(), ToolError> {
+    fn drain_all(&mut self, _: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
         Ok(())
     }
 }
@@ -84,11 +97,11 @@ struct Threads<'a, R> {
 }
 
 impl<'a, R> Threads<'a, R> {
-    fn take_in_order(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
+    fn take_in_order(&mut self, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
         while let Some((end, r)) = self.pending.remove(&self.next) {
             self.next += 1;
-            sink(r?)?;
-            done(end);
+            stage.batch(r?)?;
+            stage.done(end);
         }
         Ok(())
     }
@@ -99,25 +112,25 @@ fn stopped() -> ToolError {
 }
 
 impl<'a, R> Dispatch<'a, R> for Threads<'a, R> {
-    fn submit(&mut self, batch: Batch<'a>, _: &mut Sink<'_, R>, _: &mut Done<'_>) -> Result<(), ToolError> {
+    fn submit(&mut self, batch: Batch<'a>, _: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
         self.tx.as_ref().ok_or_else(stopped)?.send((self.sent, batch)).map_err(|_| stopped())?;
         self.sent += 1;
         Ok(())
     }
 
-    fn drain_ready(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
+    fn drain_ready(&mut self, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
         while let Ok((seq, end, r)) = self.rx.try_recv() {
             self.pending.insert(seq, (end, r));
         }
-        self.take_in_order(sink, done)
+        self.take_in_order(stage)
     }
 
-    fn drain_all(&mut self, sink: &mut Sink<'_, R>, done: &mut Done<'_>) -> Result<(), ToolError> {
-        self.take_in_order(sink, done)?;
+    fn drain_all(&mut self, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
+        self.take_in_order(stage)?;
         while self.next < self.sent {
             let (seq, end, r) = self.rx.recv().map_err(|_| stopped())?;
             self.pending.insert(seq, (end, r));
-            self.take_in_order(sink, done)?;
+            self.take_in_order(stage)?;
         }
         Ok(())
     }
@@ -139,28 +152,16 @@ fn record_end(r: &Record<'_>) -> Option<usize> {
 }
 
 impl Pipeline {
-    /// Run `work` over batches and `sink` over its results in order; `inline` handles big
-    /// keys on this thread; `done(offset)` says everything before `offset` is finished.
-    pub fn run<'a, R, I, W, S, B, D, P>(
-        &self,
-        records: I,
-        work: W,
-        mut sink: S,
-        mut inline: B,
-        mut done: D,
-        mut progress: P,
-    ) -> Result<(), ToolError>
+    /// Run `work` over batches on the workers and hand its results to `stage` in file
+    /// order; big keys go to the stage on this thread.
+    pub fn run<'a, R, I, W>(&self, records: I, work: W, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError>
     where
         R: Send,
         I: Iterator<Item = Result<Record<'a>, RdbError>>,
         W: Fn(&Batch<'a>) -> Result<R, ToolError> + Sync,
-        S: FnMut(R) -> Result<(), ToolError>,
-        B: FnMut(&Record<'a>, Option<u64>) -> Result<(), ToolError>,
-        D: FnMut(usize),
-        P: FnMut(usize),
     {
         if self.workers <= 1 {
-            return self.drive(records, &mut Here(&work), &mut sink, &mut inline, &mut done, &mut progress);
+            return self.drive(records, &mut Here(&work), stage);
         }
         std::thread::scope(|scope| {
             let (job_tx, job_rx) = sync_channel::<(u64, Batch<'a>)>(self.workers * 2);
@@ -184,7 +185,7 @@ impl Pipeline {
             }
             drop(res_tx);
             let mut threads = Threads { tx: Some(job_tx), rx: res_rx, next: 0, sent: 0, pending: BTreeMap::new() };
-            let result = self.drive(records, &mut threads, &mut sink, &mut inline, &mut done, &mut progress);
+            let result = self.drive(records, &mut threads, stage);
             // Closing the job channel ends the workers; the scope joins them.
             threads.tx = None;
             result
@@ -195,45 +196,40 @@ impl Pipeline {
         &self,
         records: impl Iterator<Item = Result<Record<'a>, RdbError>>,
         dispatch: &mut dyn Dispatch<'a, R>,
-        sink: &mut Sink<'_, R>,
-        inline: &mut Inline<'_, 'a>,
-        done: &mut Done<'_>,
-        progress: &mut dyn FnMut(usize),
+        stage: &mut Sink<'_, 'a, R>,
     ) -> Result<(), ToolError> {
         let mut last_db: Option<u64> = None;
         let mut batch = Batch { records: Vec::new(), prev_db: None, end: 0 };
         let mut batch_start = 0usize;
         // Submit the batch being built (if any); the next one follows `last_db`.
-        let flush = |batch: &mut Batch<'a>,
-                     last_db,
-                     dispatch: &mut dyn Dispatch<'a, R>,
-                     sink: &mut Sink<'_, R>,
-                     done: &mut Done<'_>| {
-            let full = std::mem::replace(batch, Batch { records: Vec::new(), prev_db: last_db, end: 0 });
-            if full.records.is_empty() {
-                return Ok(());
-            }
-            dispatch.submit(full, sink, done)
-        };
+        let flush =
+            |batch: &mut Batch<'a>, last_db, dispatch: &mut dyn Dispatch<'a, R>, stage: &mut Sink<'_, 'a, R>| {
+                let full = std::mem::replace(batch, Batch { records: Vec::new(), prev_db: last_db, end: 0 });
+                if full.records.is_empty() {
+                    return Ok(());
+                }
+                dispatch.submit(full, stage)
+            };
         for rec in records {
             let rec = match rec {
                 Ok(r) => r,
                 Err(e) => {
                     // Earlier keys may still be in flight: their errors come first.
-                    flush(&mut batch, last_db, dispatch, sink, done)?;
-                    dispatch.drain_all(sink, done)?;
+                    flush(&mut batch, last_db, dispatch, stage)?;
+                    dispatch.drain_all(stage)?;
                     return Err(ToolError::Data(e));
                 }
             };
+            stage.record(&rec);
             if let Some(end) = record_end(&rec) {
-                progress(end);
+                stage.progress(end);
             }
             if matches!(&rec, Record::Key(k) if k.value.body.len() >= self.big_key_bytes) {
-                flush(&mut batch, last_db, dispatch, sink, done)?;
-                dispatch.drain_all(sink, done)?;
-                inline(&rec, last_db)?;
+                flush(&mut batch, last_db, dispatch, stage)?;
+                dispatch.drain_all(stage)?;
+                stage.big_key(&rec, last_db)?;
                 if let Some(end) = record_end(&rec) {
-                    done(end);
+                    stage.done(end);
                 }
                 last_db = key_db(&rec).or(last_db);
                 batch.prev_db = last_db;
@@ -248,11 +244,11 @@ impl Pipeline {
             last_db = key_db(&rec).or(last_db);
             batch.records.push(rec);
             if batch.end.saturating_sub(batch_start) >= self.batch_bytes || batch.records.len() >= 65536 {
-                flush(&mut batch, last_db, dispatch, sink, done)?;
-                dispatch.drain_ready(sink, done)?;
+                flush(&mut batch, last_db, dispatch, stage)?;
+                dispatch.drain_ready(stage)?;
             }
         }
-        flush(&mut batch, last_db, dispatch, sink, done)?;
-        dispatch.drain_all(sink, done)
+        flush(&mut batch, last_db, dispatch, stage)?;
+        dispatch.drain_all(stage)
     }
 }

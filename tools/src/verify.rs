@@ -5,14 +5,13 @@
 //! PEL consistency) plus the CRC. info only walks the record structure.
 
 use std::collections::BTreeMap;
+use std::collections::HashSet;
 
 use ferrokv::format::rdb::{Checksum, KeyRecord, LogicalType, RdbError, RdbReader, Record, ValueType};
 use ferrokv::format::{Elem, FormatError};
 
-use std::cell::{Cell, RefCell};
-
 use crate::out::ToolError;
-use crate::pipeline::{Batch, Pipeline};
+use crate::pipeline::{Batch, Pipeline, Stage};
 use crate::progress::Progress;
 
 /// What the walk found in one database.
@@ -222,87 +221,35 @@ pub fn walk_with(
     pipeline: &Pipeline,
     release: &dyn Fn(usize),
 ) -> Result<Report, (Box<Report>, RdbError)> {
-    let rep = RefCell::new(Report { size: data.len() as u64, ..Report::default() });
+    let mut rep = Report { size: data.len() as u64, ..Report::default() };
     let reader = match RdbReader::new(data) {
         Ok(r) => r,
-        Err(e) => return Err((Box::new(rep.into_inner()), e)),
+        Err(e) => return Err((Box::new(rep), e)),
     };
     let rdb_version = reader.dialect().version;
-    {
-        let d = reader.dialect();
-        let mut r = rep.borrow_mut();
-        r.magic = d.magic();
-        r.version = d.version;
-    }
-    let mut progress = Progress::new(data.len() as u64);
-    let current_db = Cell::new(0u64);
-    let function_names = RefCell::new(std::collections::HashSet::new());
-    let function_problem = RefCell::new(None::<RdbError>);
-    // Structure and counts on this thread, as records are read.
-    let records = reader.inspect(|rec| {
-        let Ok(rec) = rec else { return };
-        let mut rep = rep.borrow_mut();
-        match rec {
-            Record::Aux { key, value } => rep.aux.push((lossy(key), lossy(value))),
-            Record::SelectDb { db } => current_db.set(*db),
-            Record::ResizeDb { db_size, expires_size } => {
-                rep.dbs.entry(current_db.get()).or_default().resize_hint = Some((*db_size, *expires_size));
-            }
-            Record::Function { offset, code } => {
-                rep.functions += 1;
-                // Libraries load in file order: a name twice, or a function two libraries
-                // register, makes the loader refuse the file.
-                let mut problem = function_problem.borrow_mut();
-                if problem.is_none() {
-                    match check_function(*offset, code) {
-                        Ok((name, fns)) => {
-                            let mut seen = function_names.borrow_mut();
-                            if !seen.insert(format!("lib:{name}")) {
-                                *problem = Some(RdbError::at(
-                                    *offset,
-                                    format!("function library: Library '{name}' already exists (Redis refuses to load it)"),
-                                ));
-                            } else if let Some(f) = fns.iter().find(|f| !seen.insert(format!("fn:{}", f.to_ascii_lowercase()))) {
-                                *problem = Some(RdbError::at(
-                                    *offset,
-                                    format!("function library '{name}': Function {f} already exists (Redis refuses to load it)"),
-                                ));
-                            }
-                        }
-                        Err(e) => *problem = Some(e),
-                    }
-                }
-            }
-            Record::FunctionPreGa { .. } => rep.functions += 1,
-            Record::ModuleAux(m) => rep.module_aux.push(m.name.clone()),
-            Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
-            Record::Key(k) => {
-                let st = rep.dbs.entry(k.db).or_default();
-                st.keys += 1;
-                *st.types.entry(k.value.logical().name()).or_default() += 1;
-                *st.encodings.entry(k.value.vtype.name()).or_default() += 1;
-                if let Some(ms) = k.expire_ms {
-                    st.with_expiry += 1;
-                    if ms <= now_ms {
-                        st.already_expired += 1;
-                    }
-                }
-                rep.with_idle += u64::from(k.idle.is_some());
-                rep.with_freq += u64::from(k.freq.is_some());
-            }
-            Record::Eof { offset, end, checksum } => {
-                rep.checksum = Some(*checksum);
-                rep.eof_offset = Some(*offset);
-                rep.trailing_bytes = (data.len() - end) as u64;
-            }
-        }
-    });
+    rep.magic = reader.dialect().magic();
+    rep.version = reader.dialect().version;
+    let mut stage = VerifyStage {
+        rep,
+        current_db: 0,
+        function_names: HashSet::new(),
+        function_problem: None,
+        now_ms,
+        data_len: data.len(),
+        rdb_version,
+        release,
+        progress: Progress::new(data.len() as u64),
+    };
     let result = if depth == Depth::Records {
         let mut res = Ok(());
-        for r in records {
+        for r in reader {
             match r {
-                Ok(Record::Key(k)) => release(k.end),
-                Ok(_) => {}
+                Ok(rec) => {
+                    stage.record(&rec);
+                    if let Record::Key(k) = &rec {
+                        release(k.end);
+                    }
+                }
                 Err(e) => {
                     res = Err(e);
                     break;
@@ -323,39 +270,129 @@ pub fn walk_with(
             }
             Ok(c)
         };
-        let sink = |c: Checked_| -> Result<(), ToolError> {
-            let mut r = rep.borrow_mut();
-            r.elements += c.elements;
-            for w in c.warnings {
-                r.warn(w);
-            }
-            Ok(())
-        };
-        let inline = |rec: &Record<'_>, _: Option<u64>| -> Result<(), ToolError> {
-            if let (Some(c), Record::Key(k)) = (check_record(rec, rdb_version)?, rec) {
-                let mut r = rep.borrow_mut();
-                r.elements += c.elements;
-                if let Some(w) = c.warning {
-                    r.warn(key_warning(k, &w));
-                }
-            }
-            Ok(())
-        };
-        pipeline.run(records, work, sink, inline, release, |p| progress.set(p as u64)).map_err(|e| match e {
+        pipeline.run(reader, work, &mut stage).map_err(|e| match e {
             ToolError::Data(e) => e,
             other => RdbError::at(0, format!("{other:?}")),
         })
     };
-    progress.finish();
-    let rep = rep.into_inner();
+    stage.progress.finish();
+    let rep = stage.rep;
     // A library the loader would refuse: the file does not load.
-    let result = match (result, function_problem.into_inner()) {
+    let result = match (result, stage.function_problem) {
         (Ok(()), Some(e)) => Err(e),
         (r, _) => r,
     };
     match result {
         Ok(()) => Ok(rep),
         Err(e) => Err((Box::new(rep), e)),
+    }
+}
+
+/// Verify's side of the pipeline: the file's structure and counts from every record as it
+/// is read, the workers' element counts and warnings in file order, big keys checked here.
+struct VerifyStage<'s> {
+    rep: Report,
+    current_db: u64,
+    /// `lib:NAME` and `fn:NAME` of the libraries loaded so far.
+    function_names: HashSet<String>,
+    /// The first library the loader would refuse.
+    function_problem: Option<RdbError>,
+    now_ms: i64,
+    data_len: usize,
+    rdb_version: u32,
+    release: &'s dyn Fn(usize),
+    progress: Progress,
+}
+
+impl VerifyStage<'_> {
+    /// Libraries load in file order: a name twice, or a function two libraries register,
+    /// makes the loader refuse the file.
+    fn check_library(&mut self, offset: usize, code: &Elem<'_>) {
+        if self.function_problem.is_some() {
+            return;
+        }
+        match check_function(offset, code) {
+            Ok((name, fns)) => {
+                let seen = &mut self.function_names;
+                if !seen.insert(format!("lib:{name}")) {
+                    self.function_problem = Some(RdbError::at(
+                        offset,
+                        format!("function library: Library '{name}' already exists (Redis refuses to load it)"),
+                    ));
+                } else if let Some(f) = fns.iter().find(|f| !seen.insert(format!("fn:{}", f.to_ascii_lowercase()))) {
+                    self.function_problem = Some(RdbError::at(
+                        offset,
+                        format!("function library '{name}': Function {f} already exists (Redis refuses to load it)"),
+                    ));
+                }
+            }
+            Err(e) => self.function_problem = Some(e),
+        }
+    }
+}
+
+impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
+    fn record(&mut self, rec: &Record<'a>) {
+        let rep = &mut self.rep;
+        match rec {
+            Record::Aux { key, value } => rep.aux.push((lossy(key), lossy(value))),
+            Record::SelectDb { db } => self.current_db = *db,
+            Record::ResizeDb { db_size, expires_size } => {
+                rep.dbs.entry(self.current_db).or_default().resize_hint = Some((*db_size, *expires_size));
+            }
+            Record::Function { offset, code } => {
+                rep.functions += 1;
+                self.check_library(*offset, code);
+            }
+            Record::FunctionPreGa { .. } => rep.functions += 1,
+            Record::ModuleAux(m) => rep.module_aux.push(m.name.clone()),
+            Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
+            Record::Key(k) => {
+                let st = rep.dbs.entry(k.db).or_default();
+                st.keys += 1;
+                *st.types.entry(k.value.logical().name()).or_default() += 1;
+                *st.encodings.entry(k.value.vtype.name()).or_default() += 1;
+                if let Some(ms) = k.expire_ms {
+                    st.with_expiry += 1;
+                    if ms <= self.now_ms {
+                        st.already_expired += 1;
+                    }
+                }
+                rep.with_idle += u64::from(k.idle.is_some());
+                rep.with_freq += u64::from(k.freq.is_some());
+            }
+            Record::Eof { offset, end, checksum } => {
+                rep.checksum = Some(*checksum);
+                rep.eof_offset = Some(*offset);
+                rep.trailing_bytes = (self.data_len - end) as u64;
+            }
+        }
+    }
+
+    fn batch(&mut self, c: Checked_) -> Result<(), ToolError> {
+        self.rep.elements += c.elements;
+        for w in c.warnings {
+            self.rep.warn(w);
+        }
+        Ok(())
+    }
+
+    fn big_key(&mut self, rec: &Record<'a>, _: Option<u64>) -> Result<(), ToolError> {
+        if let (Some(c), Record::Key(k)) = (check_record(rec, self.rdb_version)?, rec) {
+            self.rep.elements += c.elements;
+            if let Some(w) = c.warning {
+                self.rep.warn(key_warning(k, &w));
+            }
+        }
+        Ok(())
+    }
+
+    fn done(&mut self, offset: usize) {
+        (self.release)(offset);
+    }
+
+    fn progress(&mut self, offset: usize) {
+        self.progress.set(offset as u64);
     }
 }
 

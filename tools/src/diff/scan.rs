@@ -1,6 +1,5 @@
 //! Pass 1: each file streamed once through the decode pipeline into partition files.
 
-use std::cell::RefCell;
 use std::path::Path;
 
 use ferrokv::format::rdb::{RdbError, RdbReader, Record};
@@ -10,7 +9,7 @@ use super::hash::{key_hash, part_of, raw_digest, raw_form, value_digest, H, T_FU
 use super::options::Options;
 use super::partition::{encode, lt_code, vt_code, Meta, PartFile, PartWriters};
 use crate::out::ToolError;
-use crate::pipeline::Batch;
+use crate::pipeline::{Batch, Stage};
 use crate::progress::Progress;
 
 pub(super) struct Scanned {
@@ -92,18 +91,14 @@ pub(super) fn scan(
         other => other,
     };
     let reader = RdbReader::new(data).map_err(|e| ToolError::Usage(format!("{name}: {e}")))?;
-    let writers = RefCell::new(PartWriters::create(dir, "p", side, nparts)?);
-    let keys = RefCell::new(0u64);
-    let functions = RefCell::new(Vec::new());
-    let mut progress = Progress::new(data.len() as u64);
-    let store = |o: BatchOut| -> Result<(), ToolError> {
-        let mut w = writers.borrow_mut();
-        for &(part, s, e) in &o.index {
-            w.write(part, &o.buf[s..e])?;
-        }
-        *keys.borrow_mut() += o.index.len() as u64;
-        functions.borrow_mut().extend(o.functions);
-        Ok(())
+    let mut stage = ScanStage {
+        writers: PartWriters::create(dir, "p", side, nparts)?,
+        keys: 0,
+        functions: Vec::new(),
+        opts,
+        nparts,
+        src,
+        progress: Progress::new(data.len() as u64),
     };
     let work = |batch: &Batch<'_>| -> Result<BatchOut, ToolError> {
         let mut out = BatchOut::default();
@@ -112,18 +107,50 @@ pub(super) fn scan(
         }
         Ok(out)
     };
-    let inline = |rec: &Record<'_>, _: Option<u64>| -> Result<(), ToolError> {
-        let mut out = BatchOut::default();
-        entry_of(rec, opts, nparts, &mut out)?;
-        store(out)
-    };
-    let result = opts.pipeline.run(reader, work, &store, inline, |o| src.release_before(o), |p| progress.set(p as u64));
-    progress.finish();
+    let result = opts.pipeline.run(reader, work, &mut stage);
+    stage.progress.finish();
     result.map_err(with_name)?;
-    let parts = writers.into_inner().finish()?;
-    let mut functions = functions.into_inner();
+    let parts = stage.writers.finish()?;
+    let mut functions = stage.functions;
     functions.sort();
-    Ok(Scanned { keys: keys.into_inner(), parts, functions })
+    Ok(Scanned { keys: stage.keys, parts, functions })
+}
+
+/// Pass 1's side of the pipeline: each batch's entries appended to their partitions in
+/// file order, big keys' entries made here.
+struct ScanStage<'s> {
+    writers: PartWriters,
+    keys: u64,
+    functions: Vec<(u128, String)>,
+    opts: &'s Options,
+    nparts: usize,
+    src: &'s Source,
+    progress: Progress,
+}
+
+impl<'a> Stage<'a, BatchOut> for ScanStage<'_> {
+    fn batch(&mut self, o: BatchOut) -> Result<(), ToolError> {
+        for &(part, s, e) in &o.index {
+            self.writers.write(part, &o.buf[s..e])?;
+        }
+        self.keys += o.index.len() as u64;
+        self.functions.extend(o.functions);
+        Ok(())
+    }
+
+    fn big_key(&mut self, rec: &Record<'a>, _: Option<u64>) -> Result<(), ToolError> {
+        let mut out = BatchOut::default();
+        entry_of(rec, self.opts, self.nparts, &mut out)?;
+        self.batch(out)
+    }
+
+    fn done(&mut self, offset: usize) {
+        self.src.release_before(offset);
+    }
+
+    fn progress(&mut self, offset: usize) {
+        self.progress.set(offset as u64);
+    }
 }
 
 /// Libraries whose code is in one file only, by name.

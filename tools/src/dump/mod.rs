@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use ferrokv::format::Elem;
 
 use crate::out::{Out, ToolError};
-use crate::pipeline::{Batch, Pipeline};
+use crate::pipeline::{Batch, Pipeline, Stage};
 use crate::progress::Progress;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,64 +180,82 @@ pub fn run_with(
     let mut progress = Progress::new(data.len() as u64);
     let mut stats = DumpStats::default();
     let mut expires: BTreeMap<u64, Vec<(Vec<u8>, i64)>> = BTreeMap::new();
-    let any_key;
     if format == Format::Json {
         out.buf.push(b'[');
     }
-    let result = {
-        let stats_cell = std::cell::RefCell::new(&mut stats);
-        let out_cell = std::cell::RefCell::new(&mut *out);
-        let exp_cell = std::cell::RefCell::new(&mut expires);
-        let any_cell = std::cell::Cell::new(false);
-        let work = |batch: &Batch<'_>| -> Result<Formatted, ToolError> {
-            let mut w = writer(format, batch.prev_db);
-            let mut o = Out::memory();
-            let mut st = DumpStats::default();
-            for rec in &batch.records {
-                write_record(w.as_mut(), &mut o, rec, filter, &mut st)?;
-            }
-            Ok(Formatted {
-                bytes: o.buf,
-                expires: w.take_expires(),
-                written: st.keys_written,
-                skipped: st.keys_skipped,
-            })
-        };
-        let sink = |f: Formatted| -> Result<(), ToolError> {
-            out_cell.borrow_mut().write_all(&f.bytes)?;
-            let mut st = stats_cell.borrow_mut();
-            st.keys_written += f.written;
-            st.keys_skipped += f.skipped;
-            any_cell.set(any_cell.get() || f.written > 0);
-            let mut ex = exp_cell.borrow_mut();
-            for (db, k, ms) in f.expires {
-                ex.entry(db).or_default().push((k, ms));
-            }
-            Ok(())
-        };
-        let inline = |rec: &Record<'_>, prev_db: Option<u64>| -> Result<(), ToolError> {
-            let mut w = writer(format, prev_db);
-            let mut o = out_cell.borrow_mut();
-            let mut st = stats_cell.borrow_mut();
-            let before = st.keys_written;
-            write_record(w.as_mut(), &mut o, rec, filter, &mut st)?;
-            any_cell.set(any_cell.get() || st.keys_written > before);
-            let mut ex = exp_cell.borrow_mut();
-            for (db, k, ms) in w.take_expires() {
-                ex.entry(db).or_default().push((k, ms));
-            }
-            Ok(())
-        };
-        let r = pipeline.run(reader, work, sink, inline, release, |p| progress.set(p as u64));
-        any_key = any_cell.get();
-        r
+    let mut stage = DumpStage {
+        format,
+        filter,
+        out: &mut *out,
+        stats: &mut stats,
+        expires: &mut expires,
+        any_key: false,
+        release,
+        progress: &mut progress,
     };
+    let work = |batch: &Batch<'_>| -> Result<Formatted, ToolError> {
+        let mut w = writer(format, batch.prev_db);
+        let mut o = Out::memory();
+        let mut st = DumpStats::default();
+        for rec in &batch.records {
+            write_record(w.as_mut(), &mut o, rec, filter, &mut st)?;
+        }
+        Ok(Formatted { bytes: o.buf, expires: w.take_expires(), written: st.keys_written, skipped: st.keys_skipped })
+    };
+    let result = pipeline.run(reader, work, &mut stage);
+    let any_key = stage.any_key;
     if format == Format::Json && result.is_ok() {
         json::footer(&mut out.buf, any_key, &expires);
     }
     out.finish()?;
     progress.finish();
     result.map(|()| stats)
+}
+
+/// The dump's side of the pipeline: batches' output written in file order, big keys
+/// formatted here, the JSON footer's expiries gathered.
+struct DumpStage<'s, 'o> {
+    format: Format,
+    filter: &'s Filter,
+    out: &'s mut Out<'o>,
+    stats: &'s mut DumpStats,
+    expires: &'s mut BTreeMap<u64, Vec<(Vec<u8>, i64)>>,
+    /// A key was written (JSON needs to know where its footer goes).
+    any_key: bool,
+    release: &'s dyn Fn(usize),
+    progress: &'s mut Progress,
+}
+
+impl<'a> Stage<'a, Formatted> for DumpStage<'_, '_> {
+    fn batch(&mut self, f: Formatted) -> Result<(), ToolError> {
+        self.out.write_all(&f.bytes)?;
+        self.stats.keys_written += f.written;
+        self.stats.keys_skipped += f.skipped;
+        self.any_key |= f.written > 0;
+        for (db, k, ms) in f.expires {
+            self.expires.entry(db).or_default().push((k, ms));
+        }
+        Ok(())
+    }
+
+    fn big_key(&mut self, rec: &Record<'a>, prev_db: Option<u64>) -> Result<(), ToolError> {
+        let mut w = writer(self.format, prev_db);
+        let before = self.stats.keys_written;
+        write_record(w.as_mut(), self.out, rec, self.filter, self.stats)?;
+        self.any_key |= self.stats.keys_written > before;
+        for (db, k, ms) in w.take_expires() {
+            self.expires.entry(db).or_default().push((k, ms));
+        }
+        Ok(())
+    }
+
+    fn done(&mut self, offset: usize) {
+        (self.release)(offset);
+    }
+
+    fn progress(&mut self, offset: usize) {
+        self.progress.set(offset as u64);
+    }
 }
 
 /// Wrap an element-level error with its key's context.
