@@ -99,6 +99,7 @@ pub fn json(r: &Report, file: &str, error: Option<&RdbError>) -> Value {
             "key": e.key.as_ref().map(|k| ferrokv::format::rdb::escape_key(k)),
             "type": e.vtype,
             "message": e.what,
+            "kind": error_kind(e.kind),
             "text": e.to_string(),
         })),
         "magic": r.magic,
@@ -117,4 +118,15 @@ pub fn json(r: &Report, file: &str, error: Option<&RdbError>) -> Value {
         "warnings": r.warnings,
         "warnings_total": r.warnings_total,
     })
+}
+
+/// An error's kind as the JSON report names it.
+fn error_kind(k: ferrokv::format::ErrorKind) -> &'static str {
+    use ferrokv::format::ErrorKind;
+    match k {
+        ErrorKind::Truncated => "truncated",
+        ErrorKind::Checksum => "checksum",
+        ErrorKind::Unsupported => "unsupported",
+        _ => "malformed",
+    }
 }

@@ -33,6 +33,7 @@ fn verify_exit_codes() {
     let v: serde_json::Value = serde_json::from_slice(&js.stdout).expect("json report");
     assert_eq!(v["ok"], false);
     assert!(v["error"]["offset"].as_u64().is_some());
+    assert_eq!(v["error"]["kind"], "truncated");
     let _ = std::fs::remove_file(&tmp);
 
     let missing = rdbtool().args(["verify", "/nonexistent/dump.rdb"]).output().expect("run");

@@ -7,7 +7,7 @@ use std::fmt;
 use std::iter::{Copied, Enumerate};
 use std::slice::Iter;
 
-use nom::error::{ErrorKind, ParseError};
+use nom::error::{ErrorKind as NomErrorKind, ParseError};
 use nom::{IResult, Needed};
 
 /// A borrowed byte slice plus the absolute offset of its first byte.
@@ -102,16 +102,37 @@ impl<'a> nom::Input for Input<'a> {
     }
 }
 
+/// The kind of a decoding error, for callers that act on it without reading its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// The data ends before what it announces (a cut file, a short read).
+    Truncated,
+    /// The bytes are not what the format allows there.
+    Malformed,
+    /// The trailing checksum does not match the data.
+    Checksum,
+    /// A format version or feature this reader does not know.
+    Unsupported,
+}
+
 /// What went wrong while parsing, at which absolute offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormatError {
     pub offset: usize,
     pub what: String,
+    pub kind: ErrorKind,
 }
 
 impl FormatError {
+    /// Malformed bytes at `offset`.
     pub fn new(offset: usize, what: impl Into<String>) -> Self {
-        FormatError { offset, what: what.into() }
+        FormatError { offset, what: what.into(), kind: ErrorKind::Malformed }
+    }
+
+    /// The data ends at `offset`, inside `what`.
+    pub fn truncated(offset: usize, what: impl Into<String>) -> Self {
+        FormatError { offset, what: what.into(), kind: ErrorKind::Truncated }
     }
 }
 
@@ -124,15 +145,16 @@ impl fmt::Display for FormatError {
 impl std::error::Error for FormatError {}
 
 impl<'a> ParseError<Input<'a>> for FormatError {
-    fn from_error_kind(input: Input<'a>, kind: ErrorKind) -> Self {
-        let what = match kind {
-            ErrorKind::Eof | ErrorKind::Complete => "unexpected end of data".to_string(),
-            other => format!("parse error ({})", other.description()),
-        };
-        FormatError { offset: input.offset, what }
+    fn from_error_kind(input: Input<'a>, kind: NomErrorKind) -> Self {
+        match kind {
+            NomErrorKind::Eof | NomErrorKind::Complete => {
+                FormatError::truncated(input.offset, "unexpected end of data")
+            }
+            other => FormatError::new(input.offset, format!("parse error ({})", other.description())),
+        }
     }
 
-    fn append(_: Input<'a>, _: ErrorKind, other: Self) -> Self {
+    fn append(_: Input<'a>, _: NomErrorKind, other: Self) -> Self {
         other
     }
 }
@@ -148,9 +170,9 @@ pub fn fail<T>(input: Input<'_>, what: impl Into<String>) -> PResult<'_, T> {
 /// Turn a nom error into a `FormatError`, naming what was being read when input ran out.
 pub fn finish(err: nom::Err<FormatError>, reading: &str) -> FormatError {
     match err {
-        nom::Err::Incomplete(_) => FormatError::new(0, format!("unexpected end of data reading {reading}")),
+        nom::Err::Incomplete(_) => FormatError::truncated(0, format!("unexpected end of data reading {reading}")),
         nom::Err::Error(mut e) | nom::Err::Failure(mut e) => {
-            if e.what == "unexpected end of data" {
+            if e.kind == ErrorKind::Truncated && e.what == "unexpected end of data" {
                 e.what = format!("unexpected end of data reading {reading}");
             }
             e
@@ -161,10 +183,8 @@ pub fn finish(err: nom::Err<FormatError>, reading: &str) -> FormatError {
 /// Take exactly `n` bytes, failing with a message that says what they were for.
 pub fn take_bytes<'a>(input: Input<'a>, n: usize, reading: &str) -> PResult<'a, Input<'a>> {
     if input.len() < n {
-        return fail(
-            input,
-            format!("unexpected end of data reading {reading} ({n} bytes needed, {} left)", input.len()),
-        );
+        let what = format!("unexpected end of data reading {reading} ({n} bytes needed, {} left)", input.len());
+        return Err(nom::Err::Failure(FormatError::truncated(input.offset(), what)));
     }
     Ok(nom::Input::take_split(&input, n))
 }

@@ -14,4 +14,4 @@ pub mod ziplist;
 pub mod zipmap;
 
 pub use blob::Elem;
-pub use input::{FormatError, Input};
+pub use input::{ErrorKind, FormatError, Input};

@@ -301,7 +301,9 @@ fn read_records<'a>(
             Record::Aux { .. } | Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
         }
     }
-    Err(rdb_err(RdbError::at(src.len(), "the RDB ends without an EOF record")))
+    Err(rdb_err(
+        RdbError::at(src.len(), "the RDB ends without an EOF record").of_kind(crate::format::ErrorKind::Truncated),
+    ))
 }
 
 /// What an AOF's commands are run on: the engine, whose caller sets it loading (keys

@@ -65,6 +65,7 @@ impl Persistence {
 
 /// Why a file could not be written or loaded. Every variant names the file.
 #[derive(Debug)]
+#[non_exhaustive]
 pub enum PersistError {
     /// A system call on `path` failed.
     Io { path: PathBuf, op: &'static str, source: io::Error },

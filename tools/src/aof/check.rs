@@ -241,7 +241,7 @@ pub fn check_file_with(
                         (Kind::Truncated, format!("{}, and it is not the last file", e.what()))
                     }
                     AofError::Truncated { .. } => (Kind::Truncated, e.what().to_string()),
-                    AofError::Malformed { .. } => (Kind::Framing, e.what().to_string()),
+                    _ => (Kind::Framing, e.what().to_string()),
                 };
                 let mut p = problem(kind, e.offset(), Some(k), what);
                 if e.is_truncated() {

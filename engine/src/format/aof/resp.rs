@@ -61,6 +61,7 @@ impl Command<'_> {
 
 /// Why reading stopped.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum AofError {
     /// The data ends inside the command that starts at `start`.
     Truncated { start: usize, what: String },

@@ -11,7 +11,7 @@ use std::fmt;
 
 use crate::format::blob::Elem;
 use crate::format::crc;
-use crate::format::input::{finish, le_i64, le_u32, le_u64, u8_, FormatError, Input};
+use crate::format::input::{finish, le_i64, le_u32, le_u64, u8_, ErrorKind, FormatError, Input};
 
 use super::module::{key_meta, module_aux, KeyMetaClass, ModuleAux};
 use super::prim::{length, rdb_elem, rdb_str};
@@ -26,15 +26,24 @@ pub struct RdbError {
     pub key: Option<Vec<u8>>,
     pub vtype: Option<&'static str>,
     pub what: String,
+    /// Truncated, malformed, a bad checksum, or an unknown version: matchable.
+    pub kind: ErrorKind,
 }
 
 impl RdbError {
+    /// Malformed bytes at `offset`.
     pub fn at(offset: usize, what: impl Into<String>) -> Self {
-        RdbError { offset, db: None, key: None, vtype: None, what: what.into() }
+        RdbError { offset, db: None, key: None, vtype: None, what: what.into(), kind: ErrorKind::Malformed }
+    }
+
+    /// `at` with another kind.
+    pub fn of_kind(mut self, kind: ErrorKind) -> Self {
+        self.kind = kind;
+        self
     }
 
     fn from_format(e: FormatError, db: Option<u64>) -> Self {
-        RdbError { offset: e.offset, db, key: None, vtype: None, what: e.what }
+        RdbError { offset: e.offset, db, key: None, vtype: None, what: e.what, kind: e.kind }
     }
 
     /// Attach a key's context to an error found while reading its value.
@@ -47,6 +56,7 @@ impl RdbError {
             key: Some(key.key.to_bytes().into_owned()),
             vtype: Some(key.value.vtype.name()),
             what: e.what,
+            kind: e.kind,
         }
     }
 }
@@ -199,7 +209,7 @@ impl<'a> RdbReader<'a> {
     }
 
     pub fn with_options(data: &'a [u8], opts: ReadOptions) -> Result<Self, RdbError> {
-        let dialect = Dialect::from_magic(data).map_err(|w| RdbError::at(0, w))?;
+        let dialect = Dialect::from_magic(data).map_err(|e| RdbError::from_format(e, None))?;
         Ok(RdbReader {
             file: data,
             rest: Input::at(&data[9..], 9),
@@ -286,6 +296,7 @@ impl<'a> RdbReader<'a> {
                         db: Some(self.db),
                         key: None,
                         vtype: None,
+                        kind: ErrorKind::Malformed,
                         what: format!(
                             "per-key opcodes at offset {record_start} are followed by opcode 0x{b:02x}, not a key"
                         ),
@@ -342,7 +353,8 @@ impl<'a> RdbReader<'a> {
                             return Err(RdbError::at(
                                 eof_at + 1,
                                 format!("wrong RDB checksum: stored {stored:016x}, computed {computed:016x}"),
-                            ));
+                            )
+                            .of_kind(ErrorKind::Checksum));
                         }
                         Checksum::Valid(stored)
                     } else {

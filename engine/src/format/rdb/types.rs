@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::format::input::{ErrorKind, FormatError};
+
 /// Newest Redis RDB version we read.
 pub const REDIS_MAX_VERSION: u32 = 13;
 /// Valkey versions we read (`VALKEY080`).
@@ -29,7 +31,7 @@ impl Dialect {
     }
 
     /// Read the 9-byte magic. `Err` says why it is not one we read.
-    pub fn from_magic(magic: &[u8]) -> Result<Dialect, String> {
+    pub fn from_magic(magic: &[u8]) -> Result<Dialect, FormatError> {
         let digits = |d: &[u8]| -> Option<u32> {
             if d.iter().all(u8::is_ascii_digit) {
                 std::str::from_utf8(d).ok()?.parse().ok()
@@ -38,27 +40,28 @@ impl Dialect {
             }
         };
         if magic.len() < 9 {
-            return Err(format!("file too short for an RDB header ({} bytes)", magic.len()));
+            return Err(FormatError::truncated(0, format!("file too short for an RDB header ({} bytes)", magic.len())));
         }
         if &magic[..5] == b"REDIS" {
             let v = digits(&magic[5..9])
-                .ok_or_else(|| format!("bad RDB version digits {:?}", String::from_utf8_lossy(&magic[5..9])))?;
+                .ok_or_else(|| bad(format!("bad RDB version digits {:?}", String::from_utf8_lossy(&magic[5..9]))))?;
             if v == 0 || v > REDIS_MAX_VERSION {
-                return Err(format!(
+                return Err(unsupported(format!(
                     "unsupported RDB version {v} (this build reads REDIS0001 to REDIS{REDIS_MAX_VERSION:04})"
-                ));
+                )));
             }
             return Ok(Dialect { family: Family::Redis, version: v });
         }
         if &magic[..6] == b"VALKEY" {
-            let v = digits(&magic[6..9])
-                .ok_or_else(|| format!("bad Valkey RDB version digits {:?}", String::from_utf8_lossy(&magic[6..9])))?;
+            let v = digits(&magic[6..9]).ok_or_else(|| {
+                bad(format!("bad Valkey RDB version digits {:?}", String::from_utf8_lossy(&magic[6..9])))
+            })?;
             if !VALKEY_VERSIONS.contains(&v) {
-                return Err(format!("unsupported Valkey RDB version {v} (this build reads VALKEY080)"));
+                return Err(unsupported(format!("unsupported Valkey RDB version {v} (this build reads VALKEY080)")));
             }
             return Ok(Dialect { family: Family::Valkey, version: v });
         }
-        Err(format!("not an RDB file: wrong signature {:?}", String::from_utf8_lossy(&magic[..9])))
+        Err(bad(format!("not an RDB file: wrong signature {:?}", String::from_utf8_lossy(&magic[..9]))))
     }
 
     /// The magic this dialect writes.
@@ -361,4 +364,14 @@ impl ValueType {
             _ => 0,
         }
     }
+}
+
+/// A header that is not an RDB's.
+fn bad(what: String) -> FormatError {
+    FormatError::new(0, what)
+}
+
+/// A header of a version this reader does not know.
+fn unsupported(what: String) -> FormatError {
+    FormatError { kind: ErrorKind::Unsupported, ..FormatError::new(0, what) }
 }
