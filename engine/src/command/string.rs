@@ -1,5 +1,6 @@
 //! String commands.
 
+use super::catalog::ServerVersion;
 use super::flags::*;
 use super::long_double::LongDouble;
 use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
@@ -30,6 +31,8 @@ pub const SPECS: &[Spec] = &[
     Spec::new("setbit", 4, WRITE | DENYOOM, (1, 1, 1), setbit),
     Spec::new("getbit", 3, READONLY | FAST, (1, 1, 1), getbit),
     Spec::new("bitcount", -2, READONLY, (1, 1, 1), bitcount),
+    Spec::new("bitpos", -3, READONLY, (1, 1, 1), bitpos),
+    Spec::new("bitop", -4, WRITE | DENYOOM, (2, -1, 1), bitop),
     Spec::new("lcs", -3, READONLY, (1, 2, 1), lcs),
 ];
 
@@ -711,6 +714,130 @@ fn getbit(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let byte = (offset >> 3) as usize;
     let bit = 7 - (offset & 7) as u8;
     Reply::Int(i64::from(s.get(byte).is_some_and(|b| b & (1 << bit) != 0)))
+}
+
+/// BITPOS key bit [start [end [BYTE|BIT]]]: the first bit set to `bit` in the range, as
+/// Redis 7.0 (BYTE|BIT from 7.0; 6.2 has byte ranges only). A missing key is all zeros; a
+/// range with no such bit is -1, except that with no `end` given the string counts as
+/// followed by zeros.
+fn bitpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let bit = match parse_i64(&a[2]) {
+        Some(b @ (0 | 1)) => b == 1,
+        Some(_) => return Reply::err("ERR The bit argument must be 1 or 0."),
+        None => return Reply::not_integer(),
+    };
+    let with_unit = ctx.cfg.version >= ServerVersion::Redis70;
+    let s = match read_str(ctx, &a[1]) {
+        Ok(Some(s)) => s.as_bytes().into_owned(),
+        Ok(None) => return Reply::Int(if bit { -1 } else { 0 }),
+        Err(e) => return e,
+    };
+    let len = s.len() as i64;
+    // The range in bits, inclusive, and whether the caller gave its end.
+    let (first, last, end_given) = match a.len() {
+        3 => (0, len * 8 - 1, false),
+        4..=6 if a.len() < 6 || with_unit => {
+            let start = match arg_i64(&a[3]) {
+                Ok(v) => v,
+                Err(e) => return e,
+            };
+            let in_bits = match a.get(5) {
+                None => false,
+                Some(u) if eq_ic(u, "bit") => true,
+                Some(u) if eq_ic(u, "byte") => false,
+                Some(_) => return Reply::syntax(),
+            };
+            let end = match a.get(4).map(|e| arg_i64(e)) {
+                Some(Ok(v)) => Some(v),
+                Some(Err(e)) => return e,
+                None => None,
+            };
+            let total = if in_bits { len * 8 } else { len };
+            let norm = |v: i64| if v < 0 { (v + total).max(0) } else { v };
+            let (start, end) = (norm(start), end.map_or(total - 1, |e| norm(e).min(total - 1)));
+            if start > end {
+                return Reply::Int(-1);
+            }
+            if in_bits {
+                (start, end, a.len() >= 5)
+            } else {
+                (start * 8, end * 8 + 7, a.len() >= 5)
+            }
+        }
+        _ => return Reply::syntax(),
+    };
+    if first > last {
+        return Reply::Int(-1);
+    }
+    let want = u8::from(bit);
+    let at = (first..=last).find(|&i| (s[(i >> 3) as usize] >> (7 - (i & 7))) & 1 == want);
+    Reply::Int(match at {
+        Some(i) => i,
+        None if bit || end_given => -1,
+        // Past the range, the string counts as padded with zeros: its first byte after the
+        // range's last byte.
+        None => ((last >> 3) + 1) * 8,
+    })
+}
+
+/// BITOP AND|OR|XOR|NOT destkey key [key ...]: the bitwise result of the keys (missing ones
+/// empty, shorter ones padded with zeros) stored at destkey; an empty result deletes it.
+fn bitop(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Op {
+        And,
+        Or,
+        Xor,
+        Not,
+    }
+    let op = match &a[1] {
+        o if eq_ic(o, "and") => Op::And,
+        o if eq_ic(o, "or") => Op::Or,
+        o if eq_ic(o, "xor") => Op::Xor,
+        o if eq_ic(o, "not") => Op::Not,
+        _ => return Reply::syntax(),
+    };
+    if op == Op::Not && a.len() != 4 {
+        return Reply::err("ERR BITOP NOT must be called with a single source key.");
+    }
+    let mut sources: Vec<Vec<u8>> = Vec::with_capacity(a.len() - 3);
+    for key in &a[3..] {
+        match read_str(ctx, key) {
+            Ok(Some(s)) => sources.push(s.as_bytes().into_owned()),
+            Ok(None) => sources.push(Vec::new()),
+            Err(e) => return e,
+        }
+    }
+    let max = sources.iter().map(Vec::len).max().unwrap_or(0);
+    let byte = |s: &Vec<u8>, j: usize| s.get(j).copied().unwrap_or(0);
+    let result: Vec<u8> = (0..max)
+        .map(|j| {
+            let mut out = byte(&sources[0], j);
+            for s in &sources[1..] {
+                match op {
+                    Op::And => out &= byte(s, j),
+                    Op::Or => out |= byte(s, j),
+                    Op::Xor => out ^= byte(s, j),
+                    Op::Not => {}
+                }
+            }
+            if op == Op::Not {
+                !out
+            } else {
+                out
+            }
+        })
+        .collect();
+    let dst = &a[2];
+    if max > 0 {
+        ctx.db_set(dst, Value::Str(Str::Raw(result)), false);
+        ctx.notify(notify::STRING, "set", dst);
+        ctx.dirty += 1;
+    } else if ctx.db_delete(dst) {
+        ctx.notify(notify::GENERIC, "del", dst);
+        ctx.dirty += 1;
+    }
+    Reply::Int(max as i64)
 }
 
 fn bitcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
