@@ -727,6 +727,21 @@ fn bitpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         None => return Reply::not_integer(),
     };
     let with_unit = ctx.cfg.version >= ServerVersion::Redis70;
+    // Redis 7.4 checks the range's arguments before it looks the key up.
+    if ctx.cfg.version >= ServerVersion::Redis74 {
+        if a.len() > 6 {
+            return Reply::syntax();
+        }
+        if let Some(e) = a.get(3).and_then(|x| arg_i64(x).err()) {
+            return e;
+        }
+        if a.get(5).is_some_and(|u| !eq_ic(u, "bit") && !eq_ic(u, "byte")) {
+            return Reply::syntax();
+        }
+        if let Some(e) = a.get(4).and_then(|x| arg_i64(x).err()) {
+            return e;
+        }
+    }
     let s = match read_str(ctx, &a[1]) {
         Ok(Some(s)) => s.as_bytes().into_owned(),
         Ok(None) => return Reply::Int(if bit { -1 } else { 0 }),
@@ -841,6 +856,18 @@ fn bitop(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 }
 
 fn bitcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    // Redis 7.4 checks the range's arguments before it looks the key up.
+    if ctx.cfg.version >= ServerVersion::Redis74 {
+        if a.len() == 3 || a.len() > 5 {
+            return Reply::syntax();
+        }
+        if let Some(e) = a[2..a.len().min(4)].iter().find_map(|x| arg_i64(x).err()) {
+            return e;
+        }
+        if a.get(4).is_some_and(|u| !eq_ic(u, "bit") && !eq_ic(u, "byte")) {
+            return Reply::syntax();
+        }
+    }
     let s = match read_str(ctx, &a[1]) {
         Ok(Some(s)) => s.as_bytes().into_owned(),
         Ok(None) => return Reply::Int(0),
