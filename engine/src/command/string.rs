@@ -3,7 +3,7 @@
 use super::catalog::ServerVersion;
 use super::flags::*;
 use super::long_double::LongDouble;
-use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, Reply, Spec};
+use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
 use crate::value::{Str, Value};
 
 pub const SPECS: &[Spec] = &[
@@ -33,6 +33,8 @@ pub const SPECS: &[Spec] = &[
     Spec::new("bitcount", -2, READONLY, (1, 1, 1), bitcount),
     Spec::new("bitpos", -3, READONLY, (1, 1, 1), bitpos),
     Spec::new("bitop", -4, WRITE | DENYOOM, (2, -1, 1), bitop),
+    Spec::new("bitfield", -2, WRITE | DENYOOM, (1, 1, 1), bitfield),
+    Spec::new("bitfield_ro", -2, READONLY | FAST, (1, 1, 1), bitfield_ro),
     Spec::new("lcs", -3, READONLY, (1, 2, 1), lcs),
 ];
 
@@ -853,6 +855,236 @@ fn bitop(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         ctx.dirty += 1;
     }
     Reply::Int(max as i64)
+}
+
+/// What BITFIELD does past a field's range (OVERFLOW WRAP|SAT|FAIL).
+#[derive(Clone, Copy, PartialEq)]
+enum Overflow {
+    Wrap,
+    Sat,
+    Fail,
+}
+
+/// One BITFIELD operation: GET (no value), SET or INCRBY of a field of `bits` bits at bit
+/// `offset`, signed or not.
+struct FieldOp {
+    write: Option<(bool, i64)>,
+    signed: bool,
+    bits: u32,
+    offset: u64,
+    overflow: Overflow,
+}
+
+/// A field's value read MSB first from `s` (zeros past its end), sign-extended when signed.
+fn field_get(s: &[u8], offset: u64, bits: u32, signed: bool) -> i64 {
+    let mut v: u64 = 0;
+    for j in 0..u64::from(bits) {
+        let at = offset + j;
+        let bit = s.get((at >> 3) as usize).map_or(0, |b| (b >> (7 - (at & 7))) & 1);
+        v = (v << 1) | u64::from(bit);
+    }
+    if signed && bits < 64 && v >> (bits - 1) & 1 == 1 {
+        v |= u64::MAX << bits;
+    }
+    v as i64
+}
+
+/// Write the low `bits` bits of `v` at bit `offset` of `s` (long enough), MSB first.
+fn field_set(s: &mut [u8], offset: u64, bits: u32, v: u64) {
+    for j in 0..u64::from(bits) {
+        let at = offset + j;
+        let bit = (v >> (u64::from(bits) - 1 - j)) & 1;
+        let byte = &mut s[(at >> 3) as usize];
+        let mask = 1u8 << (7 - (at & 7));
+        *byte = if bit == 1 { *byte | mask } else { *byte & !mask };
+    }
+}
+
+/// `value + incr` in a field of `bits` bits, as Redis's check*BitfieldOverflow decides: the
+/// result, or None when it overflows under FAIL.
+fn field_add(value: i64, incr: i64, bits: u32, signed: bool, ow: Overflow) -> Option<i64> {
+    let wrap = |sum: u64| -> i64 {
+        if !signed {
+            return (sum & !(u64::MAX.checked_shl(bits).unwrap_or(0))) as i64;
+        }
+        if bits == 64 {
+            return sum as i64;
+        }
+        let mask = u64::MAX << bits;
+        (if sum >> (bits - 1) & 1 == 1 { sum | mask } else { sum & !mask }) as i64
+    };
+    let sum = (value as u64).wrapping_add(incr as u64);
+    let (up, down) = if signed {
+        let max = if bits == 64 { i64::MAX } else { (1i64 << (bits - 1)) - 1 };
+        let min = -max - 1;
+        let maxincr = (max as u64).wrapping_sub(value as u64) as i64;
+        let minincr = min.wrapping_sub(value);
+        let up = value > max || (bits != 64 && incr > maxincr) || (value >= 0 && incr > 0 && incr > maxincr);
+        let down = value < min || (bits != 64 && incr < minincr) || (value < 0 && incr < 0 && incr < minincr);
+        (up.then_some(max), down.then_some(min))
+    } else {
+        let value = value as u64;
+        let max = (1u64 << bits) - 1;
+        let maxincr = max.wrapping_sub(value) as i64;
+        let minincr = value.wrapping_neg() as i64;
+        let up = value > max || (incr > 0 && incr > maxincr);
+        let down = !up && incr < 0 && incr < minincr;
+        (up.then_some(max as i64), down.then_some(0))
+    };
+    match (up.or(down), ow) {
+        (None, _) => Some(sum as i64),
+        (Some(_), Overflow::Wrap) => Some(wrap(sum)),
+        (Some(limit), Overflow::Sat) => Some(limit),
+        (Some(_), Overflow::Fail) => None,
+    }
+}
+
+/// A BITFIELD type (`i1`..`i64`, `u1`..`u63`): (signed, bits).
+fn field_type(t: &[u8]) -> Option<(bool, u32)> {
+    let signed = match t.first() {
+        Some(b'i') => true,
+        Some(b'u') => false,
+        _ => return None,
+    };
+    // The width is read as a C string: up to a NUL.
+    let rest = &t[1..t.iter().position(|&b| b == 0).unwrap_or(t.len())];
+    let bits = parse_i64(rest)?;
+    (1..=if signed { 64 } else { 63 }).contains(&bits).then_some((signed, bits as u32))
+}
+
+/// A BITFIELD offset: bits, or `#N` fields of `bits`; at most 512 MB in (but for the AOF).
+fn field_offset(o: &[u8], bits: u32, loading: bool) -> Option<u64> {
+    let (hash, digits) = match o.first() {
+        Some(b'#') => (true, &o[1..]),
+        _ => (false, o),
+    };
+    let mut v = parse_i64(digits)?;
+    if hash {
+        v = v.wrapping_mul(i64::from(bits));
+    }
+    (v >= 0 && (loading || ((v >> 3) as u64) < MAX_STRING)).then_some(v as u64)
+}
+
+/// BITFIELD key [GET type offset | SET type offset value | INCRBY type offset increment |
+/// OVERFLOW WRAP|SAT|FAIL] ...: the operations in order, one reply each (null for an
+/// overflow under FAIL); the string grows to the farthest field written.
+fn bitfield(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    bitfield_generic(ctx, a, false)
+}
+
+/// BITFIELD_RO key [GET type offset ...].
+fn bitfield_ro(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    bitfield_generic(ctx, a, true)
+}
+
+fn bitfield_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], ro: bool) -> Reply {
+    let loading = ctx.mode == ExpireMode::Loading;
+    let mut ops: Vec<FieldOp> = Vec::new();
+    let mut overflow = Overflow::Wrap;
+    let mut j = 2;
+    while j < a.len() {
+        let rest = a.len() - j - 1;
+        let sub = &a[j];
+        let write = if eq_ic(sub, "get") && rest >= 2 {
+            false
+        } else if (eq_ic(sub, "set") || eq_ic(sub, "incrby")) && rest >= 3 {
+            true
+        } else if eq_ic(sub, "overflow") && rest >= 1 {
+            overflow = match &a[j + 1] {
+                t if eq_ic(t, "wrap") => Overflow::Wrap,
+                t if eq_ic(t, "sat") => Overflow::Sat,
+                t if eq_ic(t, "fail") => Overflow::Fail,
+                _ => return Reply::err("ERR Invalid OVERFLOW type specified"),
+            };
+            j += 2;
+            continue;
+        } else {
+            return Reply::syntax();
+        };
+        let Some((signed, bits)) = field_type(&a[j + 1]) else {
+            return Reply::err(
+                "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.",
+            );
+        };
+        let Some(offset) = field_offset(&a[j + 2], bits, loading) else {
+            return Reply::err("ERR bit offset is not an integer or out of range");
+        };
+        let value = if write {
+            match arg_i64(&a[j + 3]) {
+                Ok(v) => Some((eq_ic(sub, "incrby"), v)),
+                Err(e) => return e,
+            }
+        } else {
+            None
+        };
+        ops.push(FieldOp { write: value, signed, bits, offset, overflow });
+        j += if write { 4 } else { 3 };
+    }
+    let key = &a[1];
+    let highest = ops.iter().filter(|o| o.write.is_some()).map(|o| o.offset + u64::from(o.bits) - 1).max();
+    let Some(highest) = highest else {
+        // Only GETs: a missing key reads as zeros.
+        let s = match read_str(ctx, key) {
+            Ok(s) => s.map(|s| s.as_bytes().into_owned()).unwrap_or_default(),
+            Err(e) => return e,
+        };
+        return Reply::Array(ops.iter().map(|op| Reply::Int(field_get(&s, op.offset, op.bits, op.signed))).collect());
+    };
+    if ro {
+        return Reply::err("ERR BITFIELD_RO only supports the GET subcommand");
+    }
+    let need = (highest >> 3) as usize + 1;
+    let grown = match write_str(ctx, key) {
+        Err(e) => return e,
+        Ok(None) => {
+            ctx.db_add(key, Value::Str(Str::Raw(vec![0u8; need])));
+            true
+        }
+        Ok(Some(s)) => {
+            let raw = s.make_raw();
+            let grown = raw.len() < need;
+            if grown {
+                raw.resize(need, 0);
+            }
+            grown
+        }
+    };
+    // Redis 6.2 counts a change only when a field's value changed; 7.0 also when the
+    // string was created or grown.
+    let dirty = grown && ctx.cfg.version >= ServerVersion::Redis70;
+    let Ok(Some(s)) = write_str(ctx, key) else {
+        return Reply::err("ERR BITFIELD target vanished");
+    };
+    let buf = s.make_raw();
+    let mut changes = 0;
+    let mut replies = Vec::with_capacity(ops.len());
+    for op in &ops {
+        let Some((incr, v)) = op.write else {
+            replies.push(Reply::Int(field_get(buf, op.offset, op.bits, op.signed)));
+            continue;
+        };
+        let old = field_get(buf, op.offset, op.bits, op.signed);
+        let new = if incr {
+            field_add(old, v, op.bits, op.signed, op.overflow)
+        } else {
+            field_add(v, 0, op.bits, op.signed, op.overflow)
+        };
+        let Some(new) = new else {
+            replies.push(Reply::Nil);
+            continue;
+        };
+        replies.push(Reply::Int(if incr { new } else { old }));
+        field_set(buf, op.offset, op.bits, new as u64);
+        if dirty || old != new {
+            changes += 1;
+        }
+    }
+    if changes > 0 {
+        ctx.signal_modified(key);
+        ctx.notify(notify::STRING, "setbit", key);
+        ctx.dirty += changes;
+    }
+    Reply::Array(replies)
 }
 
 fn bitcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
