@@ -4,6 +4,7 @@
 
 use std::time::Instant;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::Argv;
 use ferrokv::Reply;
 
@@ -129,9 +130,26 @@ impl Server {
         if top {
             self.fresh = Some(end);
         }
+        let micros = end.saturating_duration_since(start).as_micros() as u64;
         let st = self.stats.commands.entry(found.name()).or_default();
         st.calls += 1;
-        st.usec += end.saturating_duration_since(start).as_micros() as u64;
+        st.usec += micros;
+        // The slow log, as Redis's call(): not for a client left blocked (nor for EXEC,
+        // whose commands are logged one by one), nor while loading.
+        let threshold = self.cfg.slowlog_log_slower_than;
+        // Redis 7.4 also takes slowlog-max-len 0 as "off" (no entry made, no ID used).
+        let off = self.cfg.slowlog_max_len == 0 && crate::version::version() >= ServerVersion::Redis74;
+        if threshold >= 0
+            && !off
+            && micros >= threshold as u64
+            && c.blocked.is_none()
+            && !crate::cmd::skips_slowlog(found.name())
+        {
+            let peer = c.addr.map(|a| a.to_string()).unwrap_or_default();
+            let name = c.name.clone().unwrap_or_default();
+            let now = self.wall.unix_ms(end) / 1000;
+            self.slowlog.note(threshold, self.cfg.slowlog_max_len as usize, micros, argv, now, peer, &name);
+        }
         if reply.is_error() {
             st.failed += 1;
         }

@@ -71,6 +71,7 @@ impl Server {
             deferred_writes: Vec::new(),
             replicas: Default::default(),
             stats: ServerStats::default(),
+            slowlog: Default::default(),
             watched: HashMap::new(),
             jobs: crate::persistence::SaveJobs::new(now_unix),
             active_expire: true,

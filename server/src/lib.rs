@@ -24,6 +24,7 @@ pub mod replication;
 pub mod resp;
 pub mod script;
 pub mod server;
+pub mod slowlog;
 pub mod stats;
 pub mod stream_wait;
 pub mod version;

@@ -46,6 +46,8 @@ pub struct Server {
     /// Clients attached as replicas.
     pub replicas: crate::replication::Replicas,
     pub stats: ServerStats,
+    /// SLOWLOG's entries.
+    pub slowlog: crate::slowlog::SlowLog,
     /// The reply of the command that just ran is an error INFO errorstats already counted
     /// (a script's error raised by a command it called).
     pub error_counted: bool,

@@ -30,6 +30,24 @@ impl Context {
     }
 }
 
+/// BITFIELD with GET and OVERFLOW only reads its key (Redis's bitfieldGetKeys: anything
+/// else, a syntax error included, counts as a write).
+fn bitfield_reads_only(argv: &[Vec<u8>]) -> bool {
+    let mut i = 2;
+    while i < argv.len() {
+        let more = argv.len() - i - 1;
+        let is = |s: &str| argv[i].eq_ignore_ascii_case(s.as_bytes());
+        if is("get") && more >= 2 {
+            i += 3;
+        } else if is("overflow") && more >= 1 {
+            i += 2;
+        } else {
+            return false;
+        }
+    }
+    true
+}
+
 /// Each key of the command with the access it needs: the key spec's, the last spec
 /// standing for the remaining keys; SET needs read access too when it has GET.
 fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
@@ -47,6 +65,7 @@ fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
     }
     let positions = crate::cmd::movable_keys(name, argv).unwrap_or_else(|| found.key_positions(argv));
     let set_with_get = name == "set" && argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let bitfield_reads_only = name == "bitfield" && bitfield_reads_only(argv);
     positions
         .into_iter()
         .filter(|&p| p < argv.len())
@@ -55,6 +74,9 @@ fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
             let mut need = access[i.min(access.len() - 1)];
             if name == "set" {
                 need = KEY_WRITE | if set_with_get { KEY_READ } else { 0 };
+            }
+            if bitfield_reads_only {
+                need = KEY_READ;
             }
             (pos, need)
         })

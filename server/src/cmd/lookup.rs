@@ -154,6 +154,27 @@ pub fn set_version(v: ServerVersion, table: &'static [Cmd]) {
     );
 }
 
+/// Whether the version's catalog flags the command `skip_slowlog` (EXEC).
+pub fn skips_slowlog(name: &str) -> bool {
+    static SKIP: OnceLock<Vec<String>> = OnceLock::new();
+    SKIP.get_or_init(|| {
+        let catalog = Catalog::get();
+        server_commands()
+            .iter()
+            .map(|c| c.name)
+            .chain(ferrokv::command::specs().map(|s| s.name))
+            .filter(|n| {
+                catalog
+                    .lookup(None, n.as_bytes(), Some(crate::version::version()))
+                    .is_some_and(|d| d.has_flag("SKIP_SLOWLOG"))
+            })
+            .map(str::to_string)
+            .collect()
+    })
+    .iter()
+    .any(|n| n == name)
+}
+
 fn available(name: &str) -> bool {
     UNAVAILABLE.get().is_none_or(|u| !u.contains(&name))
 }

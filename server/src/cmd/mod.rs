@@ -14,8 +14,9 @@ pub mod memory;
 pub mod multi;
 pub mod pubsub;
 mod replies;
+pub mod slowlog;
 pub mod table;
 pub mod xread;
 
-pub use lookup::{all, lookup, movable_keys, set_version, Cmd, Found, Run};
+pub use lookup::{all, lookup, movable_keys, set_version, skips_slowlog, Cmd, Found, Run};
 pub use replies::{sub_arity, text, unknown_subcommand};

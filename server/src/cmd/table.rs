@@ -5,7 +5,7 @@ use ferrokv::command::flags;
 use flags::*;
 
 use super::lookup::{cmd, Cmd};
-use super::{admin, blocking, command, config, connection, info, memory, multi, pubsub};
+use super::{admin, blocking, command, config, connection, info, memory, multi, pubsub, slowlog};
 
 pub const COMMANDS: &[Cmd] = &[
     cmd("ping", -1, FAST, connection::ping),
@@ -31,6 +31,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE, admin::debug),
     cmd("module", -2, ADMIN | NOSCRIPT, admin::module),
     cmd("time", 1, LOADING | STALE | FAST, admin::time),
+    cmd("slowlog", -2, ADMIN | LOADING | STALE, slowlog::slowlog),
     cmd("wait", 3, NOSCRIPT, crate::replication::wait),
     cmd("waitaof", 4, NOSCRIPT, crate::replication::waitaof),
     cmd("replicaof", 3, ADMIN | NOSCRIPT | STALE, crate::replication::replicaof),
