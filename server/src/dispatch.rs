@@ -134,24 +134,16 @@ impl Server {
         let st = self.stats.commands.entry(found.name()).or_default();
         st.calls += 1;
         st.usec += micros;
-        // The slow log, as Redis's call(): not for a client left blocked (nor for EXEC,
-        // whose commands are logged one by one), nor while loading.
-        let threshold = self.cfg.slowlog_log_slower_than;
-        // Redis 7.4 also takes slowlog-max-len 0 as "off" (no entry made, no ID used).
-        let off = self.cfg.slowlog_max_len == 0 && crate::version::version() >= ServerVersion::Redis74;
-        if threshold >= 0
-            && !off
-            && micros >= threshold as u64
-            && c.blocked.is_none()
-            && !crate::cmd::skips_slowlog(found.name())
-        {
-            let peer = c.addr.map(|a| a.to_string()).unwrap_or_default();
-            let name = c.name.clone().unwrap_or_default();
-            let now = self.wall.unix_ms(end) / 1000;
-            self.slowlog.note(threshold, self.cfg.slowlog_max_len as usize, micros, argv, now, peer, &name);
-        }
         if reply.is_error() {
             st.failed += 1;
+        }
+        // The slow log, as Redis's call(): a client left blocked is logged when it is served
+        // (blocking/serve.rs); EXEC is not logged, its commands are, one by one.
+        if let Some(b) = c.blocked.as_mut() {
+            b.argv = argv.to_vec();
+            b.micros = micros;
+        } else if !crate::cmd::skips_slowlog(found.name()) {
+            self.note_slow(c, argv, micros);
         }
         reply
     }
@@ -188,5 +180,19 @@ impl Server {
             self.stats.count_error(text);
         }
         c.reply(&e);
+    }
+
+    /// Log a command of `c` that ran `micros` in the slow log, when the configuration says
+    /// so (`slowlog-log-slower-than`; Redis 7.4 also takes `slowlog-max-len 0` as off).
+    pub(crate) fn note_slow(&mut self, c: &Client, argv: &[Vec<u8>], micros: u64) {
+        let threshold = self.cfg.slowlog_log_slower_than;
+        let off = self.cfg.slowlog_max_len == 0 && crate::version::version() >= ServerVersion::Redis74;
+        if threshold < 0 || off || micros < threshold as u64 {
+            return;
+        }
+        let peer = c.addr.map(|a| a.to_string()).unwrap_or_default();
+        let name = c.name.clone().unwrap_or_default();
+        let now = self.wall.unix_ms(Instant::now()) / 1000;
+        self.slowlog.note(threshold, self.cfg.slowlog_max_len as usize, micros, argv, now, peer, &name);
     }
 }

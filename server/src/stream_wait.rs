@@ -70,7 +70,7 @@ impl Server {
                     self.touch_modified(&mut c);
                     self.deliver_events(Some(&mut c));
                     if !matches!(r, Reply::NilArray) {
-                        self.unblock(&mut c);
+                        self.unblock_served(&mut c);
                         if r.is_error() {
                             self.count_unblock_error(&r);
                             self.count_failed_call(&c.last_cmd);

@@ -10,6 +10,24 @@ use Step::*;
 fn sessions() -> Vec<(&'static str, Vec<Step>)> {
     vec![
         (
+            "the slow log takes a blocked command when it is served",
+            vec![
+                send(1, &[&["CONFIG", "SET", "slowlog-log-slower-than", "0"], &["SLOWLOG", "RESET"]]),
+                Recv(1, 2),
+                send(0, &[&["BLPOP", "sl", "0"]]),
+                Blocked(1),
+                send(1, &[&["SLOWLOG", "LEN"]]),
+                Recv(1, 1),
+                send(1, &[&["RPUSH", "sl", "x"]]),
+                Recv(1, 1),
+                Recv(0, 1),
+                send(1, &[&["SLOWLOG", "LEN"], &["SLOWLOG", "RESET"]]),
+                Recv(1, 2),
+                send(1, &[&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]]),
+                Recv(1, 1),
+            ],
+        ),
+        (
             "blpop served by a push",
             vec![
                 send(0, &[&["BLPOP", "a", "b", "0"]]),

@@ -128,7 +128,7 @@ impl Server {
         let db = c.session.db;
         let keys = self.blocking.add(c.id, db, keys, deadline);
         self.engine.effects_mut().track_modified = true;
-        c.blocked = Some(Blocked { op, db, keys, deadline });
+        c.blocked = Some(Blocked { op, db, keys, deadline, argv: Vec::new(), micros: 0 });
         c.raw_reply = true;
     }
 
@@ -136,6 +136,14 @@ impl Server {
     pub fn unblock(&mut self, c: &mut Client) {
         let Some(b) = c.blocked.take() else { return };
         self.blocking.remove(c.id, &b);
+    }
+
+    /// Unblock `c` because it was served: Redis logs a blocking command in the slow log
+    /// then (with the time its first run took), not when it blocked.
+    pub fn unblock_served(&mut self, c: &mut Client) {
+        let Some(b) = c.blocked.take() else { return };
+        self.blocking.remove(c.id, &b);
+        self.note_slow(c, &b.argv, b.micros);
     }
 
     /// Serve the clients waiting on keys that became ready, first blocked first,
@@ -188,7 +196,7 @@ impl Server {
                     if r.is_error() {
                         self.stats.error_replies += 1;
                     }
-                    self.unblock(&mut c);
+                    self.unblock_served(&mut c);
                     c.reply(&r);
                     self.woken.insert(id);
                 }

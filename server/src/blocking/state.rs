@@ -46,6 +46,10 @@ pub struct Blocked {
     pub db: usize,
     pub keys: Vec<Vec<u8>>,
     pub deadline: Option<Instant>,
+    /// The command as the client sent it, and the microseconds its first run took: the
+    /// slow log's entry when it is served (set by dispatch.rs's call).
+    pub argv: Vec<Vec<u8>>,
+    pub micros: u64,
 }
 
 #[derive(Debug, Default)]
