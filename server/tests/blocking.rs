@@ -10,24 +10,6 @@ use Step::*;
 fn sessions() -> Vec<(&'static str, Vec<Step>)> {
     vec![
         (
-            "the slow log takes a blocked command when it is served",
-            vec![
-                send(1, &[&["CONFIG", "SET", "slowlog-log-slower-than", "0"], &["SLOWLOG", "RESET"]]),
-                Recv(1, 2),
-                send(0, &[&["BLPOP", "sl", "0"]]),
-                Blocked(1),
-                send(1, &[&["SLOWLOG", "LEN"]]),
-                Recv(1, 1),
-                send(1, &[&["RPUSH", "sl", "x"]]),
-                Recv(1, 1),
-                Recv(0, 1),
-                send(1, &[&["SLOWLOG", "LEN"], &["SLOWLOG", "RESET"]]),
-                Recv(1, 2),
-                send(1, &[&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]]),
-                Recv(1, 1),
-            ],
-        ),
-        (
             "blpop served by a push",
             vec![
                 send(0, &[&["BLPOP", "a", "b", "0"]]),
@@ -395,4 +377,29 @@ fn brpoplpush_queue_with_the_redis_crate() {
     assert_eq!(processing, vec!["job-1".to_string()]);
     let none: Option<(String, String)> = redis::cmd("BLPOP").arg("jobs").arg(0.05).query(&mut worker).unwrap();
     assert_eq!(none, None);
+}
+
+/// The slow log takes a command that blocked when it is served, not when it blocks (Redis's
+/// updateStatsOnUnblock), on real Redis 7.0 and here alike.
+#[test]
+fn the_slow_log_takes_a_blocked_command_when_it_is_served() {
+    let redis = ferrokv_testkit::Server::start();
+    let dir = TempDir::new("blocking-slowlog");
+    let ours = Ours::start(dir.path(), &[]);
+    // As the client sent it: upper case.
+    let blpop: &[u8] = b"$5\r\nBLPOP\r\n$2\r\nsl\r\n$1\r\n0\r\n";
+    let has = |reply: &[u8], what: &[u8]| reply.windows(what.len()).any(|w| w == what);
+    for (server, port) in [("redis", redis.port), ("ours", ours.port)] {
+        let mut c = ferrokv_testkit::Client::connect(port);
+        c.call_str(&["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
+        c.call_str(&["SLOWLOG", "RESET"]);
+        let mut blocked = Conn::connect(port);
+        blocked.send(&["BLPOP", "sl", "0"]);
+        wait_until(|| has(&c.call_str(&["CLIENT", "LIST"]), b"cmd=blpop"));
+        assert!(!has(&c.call_str(&["SLOWLOG", "GET", "-1"]), blpop), "{server}: logged while blocked");
+        c.call_str(&["RPUSH", "sl", "x"]);
+        wait_until(|| has(&c.call_str(&["SLOWLOG", "GET", "-1"]), blpop));
+        assert_eq!(blocked.read(), b"*2\r\n$2\r\nsl\r\n$1\r\nx\r\n".to_vec(), "{server}");
+        c.call_str(&["CONFIG", "SET", "slowlog-log-slower-than", "10000"]);
+    }
 }
