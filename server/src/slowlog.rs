@@ -44,12 +44,14 @@ impl SlowLog {
         if threshold < 0 || micros < threshold as u64 {
             return;
         }
-        let argv = redacted(argv);
+        let hidden = redacted(argv);
         let keep = argv.len().min(MAX_ARGC);
         let argv = (0..keep)
             .map(|j| {
                 if keep != argv.len() && j == keep - 1 {
                     format!("... ({} more arguments)", argv.len() - keep + 1).into_bytes()
+                } else if hidden.contains(&j) {
+                    b"(redacted)".to_vec()
                 } else if argv[j].len() > MAX_STRING {
                     let mut s = argv[j][..MAX_STRING].to_vec();
                     s.extend_from_slice(format!("... ({} more bytes)", argv[j].len() - MAX_STRING).as_bytes());
@@ -87,23 +89,22 @@ impl SlowLog {
     }
 }
 
-/// `argv` with the secrets Redis hides from the slow log (and MONITOR) replaced by
-/// `(redacted)`: AUTH's arguments, HELLO's AUTH pair, ACL SETUSER's rules (and from 7.4 the
-/// user names of ACL GETUSER and DELUSER), the values of CONFIG SET's sensitive parameters.
-fn redacted(argv: &[Vec<u8>]) -> Vec<Vec<u8>> {
+/// The positions of `argv` that hold secrets Redis hides from the slow log (and MONITOR)
+/// as `(redacted)`: AUTH's arguments, HELLO's AUTH pair, ACL SETUSER's rules (and from 7.4
+/// the user names of ACL GETUSER and DELUSER), the values of CONFIG SET's sensitive
+/// parameters.
+fn redacted(argv: &[Vec<u8>]) -> Vec<usize> {
     let since_74 = crate::version::version() >= ferrokv::command::catalog::ServerVersion::Redis74;
-    let mut out = argv.to_vec();
-    let hide = |v: &mut Vec<u8>| *v = b"(redacted)".to_vec();
     let is = |i: usize, s: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(s.as_bytes()));
+    let mut hidden = Vec::new();
     if is(0, "auth") && argv.len() <= 3 {
-        out[1..].iter_mut().for_each(hide);
+        hidden.extend(1..argv.len());
     } else if is(0, "hello") {
         let mut j = 2;
         while j < argv.len() {
             let more = argv.len() - 1 - j;
             if is(j, "auth") && more >= 2 {
-                hide(&mut out[j + 1]);
-                hide(&mut out[j + 2]);
+                hidden.extend([j + 1, j + 2]);
                 j += 3;
             } else if is(j, "setname") && more >= 1 {
                 j += 2;
@@ -112,24 +113,20 @@ fn redacted(argv: &[Vec<u8>]) -> Vec<Vec<u8>> {
             }
         }
     } else if is(0, "acl") && argv.len() >= 3 && (is(1, "setuser") || (since_74 && is(1, "deluser"))) {
-        out[2..].iter_mut().for_each(hide);
+        hidden.extend(2..argv.len());
     } else if since_74 && is(0, "acl") && is(1, "getuser") && argv.len() == 3 {
-        hide(&mut out[2]);
+        hidden.push(2);
     } else if is(0, "config") && is(1, "set") {
         let sensitive: &[&str] = if since_74 {
             &["requirepass", "masterauth", "masteruser", "tls-key-file-pass", "tls-client-key-file-pass"]
         } else {
             &["requirepass", "masterauth", "masteruser"]
         };
-        let mut j = 2;
-        while j + 1 < argv.len() {
-            if sensitive.iter().any(|p| is(j, p)) {
-                hide(&mut out[j + 1]);
-            }
-            j += 2;
-        }
+        hidden.extend(
+            (2..argv.len().saturating_sub(1)).step_by(2).filter(|&j| sensitive.iter().any(|p| is(j, p))).map(|j| j + 1),
+        );
     }
-    out
+    hidden
 }
 
 #[cfg(test)]

@@ -77,11 +77,11 @@ pub fn decode(score: f64) -> (f64, f64) {
 /// when `d` is at least that): what Redis reads from a score that is not a geohash.
 fn c_double_to_u64(d: f64) -> u64 {
     const TWO_63: f64 = 9_223_372_036_854_775_808.0;
-    if d < TWO_63 {
-        // Below i64's range (and NaN) cvttsd2si gives i64::MIN, as the cast saturates to.
-        if d.is_nan() {
-            return i64::MIN as u64;
-        }
+    if d.is_nan() {
+        // Unordered: the compare sends it to cvttsd2si, which gives i64::MIN.
+        i64::MIN as u64
+    } else if d < TWO_63 {
+        // Below i64's range cvttsd2si gives i64::MIN, as the cast saturates to.
         (d as i64) as u64
     } else {
         let low = d - TWO_63;

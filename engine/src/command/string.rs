@@ -745,7 +745,7 @@ fn bitpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         }
     }
     let s = match read_str(ctx, &a[1]) {
-        Ok(Some(s)) => s.as_bytes().into_owned(),
+        Ok(Some(s)) => s.as_bytes(),
         Ok(None) => return Reply::Int(if bit { -1 } else { 0 }),
         Err(e) => return e,
     };
@@ -786,8 +786,15 @@ fn bitpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if first > last {
         return Reply::Int(-1);
     }
-    let want = u8::from(bit);
-    let at = (first..=last).find(|&i| (s[(i >> 3) as usize] >> (7 - (i & 7))) & 1 == want);
+    // Byte by byte: bits outside the range count as the other value; a byte holding the
+    // wanted bit gives its first one.
+    let at = ((first >> 3)..=(last >> 3)).find_map(|byte| {
+        let lo = if byte == first >> 3 { first & 7 } else { 0 };
+        let hi = if byte == last >> 3 { last & 7 } else { 7 };
+        let in_range = (0xffu8 >> lo) & (0xffu8 << (7 - hi));
+        let v = if bit { s[byte as usize] } else { !s[byte as usize] } & in_range;
+        (v != 0).then(|| byte * 8 + i64::from(v.leading_zeros()))
+    });
     Reply::Int(match at {
         Some(i) => i,
         None if bit || end_given => -1,
@@ -977,6 +984,36 @@ fn bitfield_ro(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     bitfield_generic(ctx, a, true)
 }
 
+/// Run BITFIELD's operations in order on `buf` (long enough for every write): one reply
+/// each, and how many count as changes (each write when `dirty`, else each that changed
+/// its field).
+fn run_field_ops(ops: &[FieldOp], buf: &mut [u8], dirty: bool) -> (Vec<Reply>, u64) {
+    let mut changes = 0;
+    let mut replies = Vec::with_capacity(ops.len());
+    for op in ops {
+        let old = field_get(buf, op.offset, op.bits, op.signed);
+        let Some((incr, v)) = op.write else {
+            replies.push(Reply::Int(old));
+            continue;
+        };
+        let new = if incr {
+            field_add(old, v, op.bits, op.signed, op.overflow)
+        } else {
+            field_add(v, 0, op.bits, op.signed, op.overflow)
+        };
+        let Some(new) = new else {
+            replies.push(Reply::Nil);
+            continue;
+        };
+        replies.push(Reply::Int(if incr { new } else { old }));
+        field_set(buf, op.offset, op.bits, new as u64);
+        if dirty || old != new {
+            changes += 1;
+        }
+    }
+    (replies, changes)
+}
+
 fn bitfield_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], ro: bool) -> Reply {
     let loading = ctx.mode == ExpireMode::Loading;
     let mut ops: Vec<FieldOp> = Vec::new();
@@ -1025,20 +1062,26 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], ro: bool) -> Reply {
     let Some(highest) = highest else {
         // Only GETs: a missing key reads as zeros.
         let s = match read_str(ctx, key) {
-            Ok(s) => s.map(|s| s.as_bytes().into_owned()).unwrap_or_default(),
+            Ok(s) => s.map(|s| s.as_bytes()),
             Err(e) => return e,
         };
-        return Reply::Array(ops.iter().map(|op| Reply::Int(field_get(&s, op.offset, op.bits, op.signed))).collect());
+        let s = s.as_deref().unwrap_or_default();
+        return Reply::Array(ops.iter().map(|op| Reply::Int(field_get(s, op.offset, op.bits, op.signed))).collect());
     };
     if ro {
         return Reply::err("ERR BITFIELD_RO only supports the GET subcommand");
     }
     let need = (highest >> 3) as usize + 1;
-    let grown = match write_str(ctx, key) {
+    // Redis 6.2 counts a change only when a field's value changed; 7.0 also when the
+    // string was created or grown.
+    let grown_counts = ctx.cfg.version >= ServerVersion::Redis70;
+    let (replies, changes) = match write_str(ctx, key) {
         Err(e) => return e,
         Ok(None) => {
-            ctx.db_add(key, Value::Str(Str::Raw(vec![0u8; need])));
-            true
+            let mut buf = vec![0u8; need];
+            let done = run_field_ops(&ops, &mut buf, grown_counts);
+            ctx.db_add(key, Value::Str(Str::Raw(buf)));
+            done
         }
         Ok(Some(s)) => {
             let raw = s.make_raw();
@@ -1046,39 +1089,9 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], ro: bool) -> Reply {
             if grown {
                 raw.resize(need, 0);
             }
-            grown
+            run_field_ops(&ops, raw, grown && grown_counts)
         }
     };
-    // Redis 6.2 counts a change only when a field's value changed; 7.0 also when the
-    // string was created or grown.
-    let dirty = grown && ctx.cfg.version >= ServerVersion::Redis70;
-    let Ok(Some(s)) = write_str(ctx, key) else {
-        return Reply::err("ERR BITFIELD target vanished");
-    };
-    let buf = s.make_raw();
-    let mut changes = 0;
-    let mut replies = Vec::with_capacity(ops.len());
-    for op in &ops {
-        let Some((incr, v)) = op.write else {
-            replies.push(Reply::Int(field_get(buf, op.offset, op.bits, op.signed)));
-            continue;
-        };
-        let old = field_get(buf, op.offset, op.bits, op.signed);
-        let new = if incr {
-            field_add(old, v, op.bits, op.signed, op.overflow)
-        } else {
-            field_add(v, 0, op.bits, op.signed, op.overflow)
-        };
-        let Some(new) = new else {
-            replies.push(Reply::Nil);
-            continue;
-        };
-        replies.push(Reply::Int(if incr { new } else { old }));
-        field_set(buf, op.offset, op.bits, new as u64);
-        if dirty || old != new {
-            changes += 1;
-        }
-    }
     if changes > 0 {
         ctx.signal_modified(key);
         ctx.notify(notify::STRING, "setbit", key);
