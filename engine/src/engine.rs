@@ -16,7 +16,7 @@
 //! assert_eq!(engine.execute(&mut s, &argv(&["GET", "k"])), Reply::bulk(b"v"));
 //! ```
 
-use crate::command::{self, Argv, Ctx, Effects, ExpireMode, Reply, Spec, Stats};
+use crate::command::{self, Argv, Command, Ctx, Effects, ExpireMode, Reply, Stats};
 use crate::config::Config;
 use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker};
 use crate::persist::load::{self, Replayer};
@@ -360,11 +360,11 @@ impl Engine {
     }
 
     /// [`Engine::execute`] for a command the caller already looked up.
-    pub fn execute_spec(&mut self, sess: &mut Session, spec: &'static Spec, argv: &[Vec<u8>]) -> Reply {
+    pub fn execute_spec(&mut self, sess: &mut Session, spec: &'static Command, argv: &[Vec<u8>]) -> Reply {
         self.execute_with(sess, argv, Some(spec))
     }
 
-    fn execute_with(&mut self, sess: &mut Session, argv: &[Vec<u8>], spec: Option<&'static Spec>) -> Reply {
+    fn execute_with(&mut self, sess: &mut Session, argv: &[Vec<u8>], spec: Option<&'static Command>) -> Reply {
         // With no AOF and no replica nothing reads what this command propagates: skip
         // building it.
         let unlogged = !self.persist.is_read();
@@ -398,11 +398,11 @@ impl Engine {
     }
 
     /// [`Engine::call`] for a command the caller already looked up.
-    pub fn call_spec(&mut self, sess: &mut Session, spec: &'static Spec, argv: &[Vec<u8>]) -> Reply {
+    pub fn call_spec(&mut self, sess: &mut Session, spec: &'static Command, argv: &[Vec<u8>]) -> Reply {
         self.call_with(sess, argv, Some(spec))
     }
 
-    fn call_with(&mut self, sess: &mut Session, argv: &[Vec<u8>], spec: Option<&'static Spec>) -> Reply {
+    fn call_with(&mut self, sess: &mut Session, argv: &[Vec<u8>], spec: Option<&'static Command>) -> Reply {
         let now = self.clock.now_ms();
         let mut ctx =
             Ctx::new(&mut self.ks, &self.cfg, sess.db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);

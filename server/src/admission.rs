@@ -65,7 +65,7 @@ fn readonly_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> O
         return None;
     }
     let own = command_flags(s, found, argv);
-    let all = if found.name() == "exec" { own | queued_flags(s, c) } else { own };
+    let all = if found.name == "exec" { own | queued_flags(s, c) } else { own };
     if all & flags::WRITE == 0 {
         return None;
     }
@@ -73,22 +73,16 @@ fn readonly_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> O
 }
 
 /// A command's flags as Redis's processCommand judges them: the script's declared flags
-/// for EVAL/FCALL and their variants, the subcommand's for FUNCTION and XGROUP.
+/// for EVAL/FCALL and their variants, the subcommand's for a container (FUNCTION LOAD).
 pub fn command_flags(s: &Server, found: Found, argv: &[Vec<u8>]) -> u32 {
-    let base = found.flags();
-    let sub_is =
-        |names: &[&str]| argv.get(1).is_some_and(|a| names.iter().any(|n| a.eq_ignore_ascii_case(n.as_bytes())));
-    match found.name() {
+    let base = found.flags_for(argv);
+    match found.name {
         "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" => {
-            match crate::script::declared_flags(&s.scripts, found.name(), argv) {
+            match crate::script::declared_flags(&s.scripts, found.name, argv) {
                 Some(declared) => script_command_flags(base, declared),
                 None => base,
             }
         }
-        "function" if sub_is(&["load", "restore"]) => base | flags::WRITE | flags::DENYOOM,
-        "function" if sub_is(&["delete", "flush"]) => base | flags::WRITE,
-        "xgroup" if sub_is(&["create", "createconsumer"]) => base | flags::WRITE | flags::DENYOOM,
-        "xgroup" if sub_is(&["destroy", "delconsumer", "setid"]) => base | flags::WRITE,
         _ => base,
     }
 }
@@ -140,9 +134,9 @@ pub fn refusal(s: &mut Server, c: &mut Client, found: Found, argv: &[Vec<u8>]) -
     if !maxmemory && !replicas && disk.is_none() {
         return None;
     }
-    let name = found.name();
+    let name = found.name;
     // Refused inside MULTI by their own check first, as in Redis.
-    if c.multi.is_some() && found.flags() & flags::NO_MULTI != 0 {
+    if c.multi.is_some() && found.flags_for(argv) & flags::NO_MULTI != 0 {
         return None;
     }
     let flags_of = |s: &Server, c: &Client| {
@@ -218,8 +212,7 @@ pub fn script_start_refusal(s: &mut Server, declared: u32) -> Option<Reply> {
 /// scriptVerifyOOM): until the script's first write, a write needs its effects to be
 /// persisted and the replicas, and a denyoom command memory under the limit (as it was
 /// when the script started).
-pub fn script_call_refusal(s: &mut Server, found: Found, wrote: bool) -> Option<String> {
-    let f = found.flags();
+pub fn script_call_refusal(s: &mut Server, f: u32, wrote: bool) -> Option<String> {
     if f & flags::WRITE != 0 && !wrote {
         if let Some(d) = disk_error(s) {
             return Some(d.text());

@@ -9,7 +9,7 @@ use ferrokv::command::Argv;
 use ferrokv::Reply;
 
 use crate::client::Client;
-use crate::cmd::{self, Found};
+use crate::cmd::{self, Found, Run};
 use crate::server::Server;
 
 impl Server {
@@ -24,52 +24,52 @@ impl Server {
         };
         c.last_cmd = match (found, argv.get(1)) {
             // Container commands show their subcommand, as Redis 7.0 (`client|list`).
-            (Found::Server(cmd), Some(sub)) if matches!(cmd.name, "client" | "config" | "command" | "debug") => {
-                format!("{}|{}", cmd.name, String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
+            (found, Some(sub)) if matches!(found.name, "client" | "config" | "command" | "debug") => {
+                format!("{}|{}", found.name, String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
             }
-            _ => found.name().into(),
+            _ => found.name.into(),
         };
         if !found.arity_ok(argv.len()) {
-            let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name()));
-            self.reject(c, e, Some(found.name()));
+            let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name));
+            self.reject(c, e, Some(found.name));
             return;
         }
         if let Some(e) = crate::acl::enforce::subcommand_refusal(found, argv) {
-            self.reject(c, e, Some(found.name()));
+            self.reject(c, e, Some(found.name));
             return;
         }
-        if self.acl_auth_required(c) && found.flags() & ferrokv::command::flags::NO_AUTH == 0 {
-            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name()));
+        if self.acl_auth_required(c) && found.flags_for(argv) & ferrokv::command::flags::NO_AUTH == 0 {
+            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name));
             return;
         }
-        if c.multi.is_some() && found.flags() & ferrokv::command::flags::NO_MULTI != 0 {
-            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name()));
+        if c.multi.is_some() && found.flags_for(argv) & ferrokv::command::flags::NO_MULTI != 0 {
+            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name));
             return;
         }
         if let Some(e) = self.acl_refusal(c, found, argv) {
-            self.reject(c, e, Some(found.name()));
+            self.reject(c, e, Some(found.name));
             return;
         }
         if let Some(e) = crate::admission::refusal(self, c, found, argv) {
-            self.reject(c, e, Some(found.name()));
+            self.reject(c, e, Some(found.name));
             return;
         }
         if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, argv) {
-            self.reject(c, e, Some(found.name()));
+            self.reject(c, e, Some(found.name));
             return;
         }
         if let Some(busy) = crate::script::busy_refusal(self, argv) {
-            let busy = if found.name() == "exec" && c.multi.is_some() {
+            let busy = if found.name == "exec" && c.multi.is_some() {
                 c.reset_multi();
                 self.unwatch_all(c);
                 crate::script::exec_abort(&busy)
             } else {
                 busy
             };
-            self.reject(c, busy, Some(found.name()));
+            self.reject(c, busy, Some(found.name));
             return;
         }
-        if c.multi.is_some() && !matches!(found.name(), "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
+        if c.multi.is_some() && !matches!(found.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             if let Some(q) = c.multi.as_mut() {
                 q.push(std::mem::take(argv));
             }
@@ -104,13 +104,11 @@ impl Server {
             self.time.set_ms(self.wall.unix_ms(start));
         }
         self.call_depth += 1;
-        let reply = match found {
-            Found::Server(cmd) => (cmd.run)(self, c, argv),
+        let reply = match found.run {
+            Run::Server(run) => run(self, c, argv),
             // XREAD / XREADGROUP, which may block.
-            Found::Engine(spec) if spec.flags & ferrokv::command::flags::BLOCKING != 0 => {
-                crate::cmd::xread::xread(self, c, argv)
-            }
-            Found::Engine(spec) => {
+            Run::Engine(spec) if matches!(spec.name, "xread" | "xreadgroup") => crate::cmd::xread::xread(self, c, argv),
+            Run::Engine(spec) => {
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
                     self.engine.call_spec(&mut c.session, spec, argv)
@@ -119,7 +117,7 @@ impl Server {
                 };
                 self.touch_modified(c);
                 self.deliver_events(Some(c));
-                if found.name() == "flushall" && !r.is_error() {
+                if found.name == "flushall" && !r.is_error() {
                     self.after_flushall();
                 }
                 r
@@ -131,7 +129,7 @@ impl Server {
             self.fresh = Some(end);
         }
         let micros = end.saturating_duration_since(start).as_micros() as u64;
-        let st = self.stats.commands.entry(found.name()).or_default();
+        let st = self.stats.commands.entry(found.name).or_default();
         st.calls += 1;
         st.usec += micros;
         if reply.is_error() {
@@ -142,7 +140,7 @@ impl Server {
         if let Some(b) = c.blocked.as_mut() {
             b.argv = argv.to_vec();
             b.micros = micros;
-        } else if !crate::cmd::skips_slowlog(found.name()) {
+        } else if !crate::cmd::skips_slowlog(found) {
             self.note_slow(c, argv, micros);
         }
         reply

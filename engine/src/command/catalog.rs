@@ -139,6 +139,87 @@ impl CommandDef {
         self.flags.iter().any(|f| f == flag)
     }
 
+    /// Whether these facts are a real server's COMMAND reply (Redis 6.2, which has no
+    /// command JSON): flags, categories and key range as that server reported them.
+    pub fn from_reply(&self) -> bool {
+        self.facts.get("legacy_key_range").is_some()
+    }
+
+    /// Redis's command flags as [`flags`](super::flags) bits, with `movablekeys` as the
+    /// server derives it (Redis 7's `populateCommandLegacyRangeSpec`, or 6.2's reply).
+    /// A Redis 6.2 command in the `@blocking` category gets the BLOCKING bit, which 6.2
+    /// does not report but ferrokv's dispatch reads.
+    pub fn flag_bits(&self) -> u32 {
+        let mut bits = self.flags.iter().filter_map(|f| super::flags::by_catalog_name(f)).fold(0, |a, b| a | b);
+        if self.from_reply() {
+            if self.facts.get("movable_keys").is_some() {
+                bits |= super::flags::MOVABLE_KEYS;
+            }
+            if self.has_category("BLOCKING") {
+                bits |= super::flags::BLOCKING;
+            }
+        } else if self.legacy_range().1 {
+            bits |= super::flags::MOVABLE_KEYS;
+        }
+        bits
+    }
+
+    pub fn has_category(&self, category: &str) -> bool {
+        self.facts["acl_categories"].as_array().is_some_and(|a| a.iter().any(|c| c.as_str() == Some(category)))
+    }
+
+    /// The key specs (empty for a command without keys).
+    pub fn key_specs(&self) -> &[Json] {
+        self.facts["key_specs"].as_array().map_or(&[], Vec::as_slice)
+    }
+
+    /// COMMAND INFO's first key, last key and step, and whether the key specs leave keys
+    /// the range does not cover (Redis 7 then flags the command `movablekeys`).
+    pub fn legacy_range(&self) -> ((i32, i32, i32), bool) {
+        if let Some(r) = self.facts["legacy_key_range"].as_array() {
+            let n = |i: usize| r.get(i).and_then(Json::as_i64).unwrap_or(0) as i32;
+            return ((n(0), n(1), n(2)), false);
+        }
+        let specs = self.key_specs();
+        let mut movable = false;
+        // (begin index, lastkey relative to it, step) of a plain index + range spec.
+        let plain = |ks: &Json| -> Option<(i64, i64, i64)> {
+            let pos = ks["begin_search"]["index"]["pos"].as_i64()?;
+            let range = &ks["find_keys"]["range"];
+            Some((pos, range["lastkey"].as_i64()?, range["step"].as_i64()?))
+        };
+        let incomplete = |ks: &Json| ks["flags"].as_array().is_some_and(|f| f.iter().any(|x| x == "INCOMPLETE"));
+        if specs.len() == 1 {
+            if let Some((pos, last, step)) = plain(&specs[0]) {
+                let last = if last >= 0 { pos + last } else { last };
+                return ((pos as i32, last as i32, step as i32), incomplete(&specs[0]));
+            }
+        }
+        let (mut first, mut last, mut prev_last) = (i64::MAX, 0i64, 0i64);
+        for ks in specs {
+            let Some((pos, rel_last, step)) = plain(ks) else {
+                movable = true;
+                continue;
+            };
+            if step != 1 || (prev_last != 0 && prev_last != pos - 1) {
+                movable = true;
+                continue;
+            }
+            movable |= incomplete(ks);
+            first = first.min(pos);
+            let abs = if rel_last >= 0 { rel_last + pos } else { rel_last };
+            // Redis compares these as unsigned: a negative (from the end) wins.
+            if (abs as u32) > (last as u32) {
+                last = abs;
+            }
+            prev_last = last;
+        }
+        if first == i64::MAX {
+            return ((0, 0, 0), movable || !specs.is_empty());
+        }
+        ((first as i32, last as i32, 1), movable)
+    }
+
     /// `client|kill`, or the name.
     pub fn full_name(&self) -> String {
         match &self.container {
@@ -201,6 +282,15 @@ impl Catalog {
             defs.push(CommandDef { name, container, arity, flags, facts: c.clone(), versions });
         }
         Ok(Catalog { defs, index })
+    }
+
+    /// The subcommands `version` has of `container`.
+    pub fn subcommands<'a>(
+        &'a self,
+        container: &'a str,
+        version: ServerVersion,
+    ) -> impl Iterator<Item = &'a CommandDef> {
+        self.defs.iter().filter(move |d| d.container.as_deref() == Some(container) && d.in_version(version))
     }
 
     /// Every definition.

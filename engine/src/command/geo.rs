@@ -4,16 +4,15 @@
 //! GEOSEARCH and their kin are not built yet.
 
 use super::catalog::ServerVersion;
-use super::flags::*;
 use super::long_double::LongDouble;
 use super::{eq_ic, parse_f64, Ctx, Reply, Spec};
 use crate::value::Zset;
 
 pub const SPECS: &[Spec] = &[
-    Spec::new("geoadd", -5, WRITE | DENYOOM, (1, 1, 1), geoadd),
-    Spec::new("geopos", -2, READONLY, (1, 1, 1), geopos),
-    Spec::new("geodist", -4, READONLY, (1, 1, 1), geodist),
-    Spec::new("geohash", -2, READONLY, (1, 1, 1), geohash_cmd),
+    Spec::new("geoadd", geoadd),
+    Spec::new("geopos", geopos),
+    Spec::new("geodist", geodist),
+    Spec::new("geohash", geohash_cmd),
 ];
 
 /// The coordinates a geohash covers (Web Mercator's latitude limits).

@@ -1,6 +1,5 @@
 //! Hash commands.
 
-use super::flags::*;
 use super::long_double::LongDouble;
 use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
 use crate::glob;
@@ -8,22 +7,22 @@ use crate::value::hash::FieldState;
 use crate::value::{Hash, Value};
 
 pub const SPECS: &[Spec] = &[
-    Spec::new("hset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), hset),
-    Spec::new("hmset", -4, WRITE | DENYOOM | FAST, (1, 1, 1), hset),
-    Spec::new("hsetnx", 4, WRITE | DENYOOM | FAST, (1, 1, 1), hsetnx),
-    Spec::new("hget", 3, READONLY | FAST, (1, 1, 1), hget),
-    Spec::new("hmget", -3, READONLY | FAST, (1, 1, 1), hmget),
-    Spec::new("hdel", -3, WRITE | FAST, (1, 1, 1), hdel),
-    Spec::new("hlen", 2, READONLY | FAST, (1, 1, 1), hlen),
-    Spec::new("hstrlen", 3, READONLY | FAST, (1, 1, 1), hstrlen),
-    Spec::new("hexists", 3, READONLY | FAST, (1, 1, 1), hexists),
-    Spec::new("hgetall", 2, READONLY, (1, 1, 1), hgetall),
-    Spec::new("hkeys", 2, READONLY, (1, 1, 1), hkeys),
-    Spec::new("hvals", 2, READONLY, (1, 1, 1), hvals),
-    Spec::new("hincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), hincrby),
-    Spec::new("hincrbyfloat", 4, WRITE | DENYOOM | FAST, (1, 1, 1), hincrbyfloat),
-    Spec::new("hscan", -3, READONLY, (1, 1, 1), hscan),
-    Spec::new("hrandfield", -2, READONLY, (1, 1, 1), hrandfield),
+    Spec::new("hset", hset),
+    Spec::new("hmset", hset),
+    Spec::new("hsetnx", hsetnx),
+    Spec::new("hget", hget),
+    Spec::new("hmget", hmget),
+    Spec::new("hdel", hdel),
+    Spec::new("hlen", hlen),
+    Spec::new("hstrlen", hstrlen),
+    Spec::new("hexists", hexists),
+    Spec::new("hgetall", hgetall),
+    Spec::new("hkeys", hkeys),
+    Spec::new("hvals", hvals),
+    Spec::new("hincrby", hincrby),
+    Spec::new("hincrbyfloat", hincrbyfloat),
+    Spec::new("hscan", hscan),
+    Spec::new("hrandfield", hrandfield),
 ];
 
 /// The hash at `key` for reading: Ok(None) when missing, Err(WRONGTYPE) for another type.

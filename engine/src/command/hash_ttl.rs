@@ -1,21 +1,20 @@
 //! Hash field TTLs (Redis 7.4): HEXPIRE, HPEXPIRE, HEXPIREAT, HPEXPIREAT set them, HTTL,
 //! HPTTL, HEXPIRETIME, HPEXPIRETIME read them, HPERSIST drops them.
 
-use super::flags::*;
 use super::hash::{read_hash, write_hash};
 use super::{eq_ic, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
 use crate::value::{Hash, Value};
 
 pub const SPECS: &[Spec] = &[
-    Spec::new("hexpire", -6, WRITE | DENYOOM | FAST, (1, 1, 1), hexpire),
-    Spec::new("hpexpire", -6, WRITE | DENYOOM | FAST, (1, 1, 1), hpexpire),
-    Spec::new("hexpireat", -6, WRITE | DENYOOM | FAST, (1, 1, 1), hexpireat),
-    Spec::new("hpexpireat", -6, WRITE | DENYOOM | FAST, (1, 1, 1), hpexpireat),
-    Spec::new("httl", -5, READONLY | FAST, (1, 1, 1), httl),
-    Spec::new("hpttl", -5, READONLY | FAST, (1, 1, 1), hpttl),
-    Spec::new("hexpiretime", -5, READONLY | FAST, (1, 1, 1), hexpiretime),
-    Spec::new("hpexpiretime", -5, READONLY | FAST, (1, 1, 1), hpexpiretime),
-    Spec::new("hpersist", -5, WRITE | FAST, (1, 1, 1), hpersist),
+    Spec::new("hexpire", hexpire),
+    Spec::new("hpexpire", hpexpire),
+    Spec::new("hexpireat", hexpireat),
+    Spec::new("hpexpireat", hpexpireat),
+    Spec::new("httl", httl),
+    Spec::new("hpttl", hpttl),
+    Spec::new("hexpiretime", hexpiretime),
+    Spec::new("hpexpiretime", hpexpiretime),
+    Spec::new("hpersist", hpersist),
 ];
 
 /// The latest field TTL the commands accept, unix ms (2^46 - 1: Redis keeps field TTLs in

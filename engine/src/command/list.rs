@@ -1,27 +1,26 @@
 //! List commands.
 
-use super::flags::*;
 use super::{arg_i64, eq_ic, notify, Ctx, Reply, Spec};
 use crate::value::list::{End, List};
 use crate::value::Value;
 
 pub const SPECS: &[Spec] = &[
-    Spec::new("lpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), lpush),
-    Spec::new("rpush", -3, WRITE | DENYOOM | FAST, (1, 1, 1), rpush),
-    Spec::new("lpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), lpushx),
-    Spec::new("rpushx", -3, WRITE | DENYOOM | FAST, (1, 1, 1), rpushx),
-    Spec::new("lpop", -2, WRITE | FAST, (1, 1, 1), lpop),
-    Spec::new("rpop", -2, WRITE | FAST, (1, 1, 1), rpop),
-    Spec::new("llen", 2, READONLY | FAST, (1, 1, 1), llen),
-    Spec::new("lrange", 4, READONLY, (1, 1, 1), lrange),
-    Spec::new("lindex", 3, READONLY, (1, 1, 1), lindex),
-    Spec::new("lset", 4, WRITE | DENYOOM, (1, 1, 1), lset),
-    Spec::new("linsert", 5, WRITE | DENYOOM, (1, 1, 1), linsert),
-    Spec::new("lrem", 4, WRITE, (1, 1, 1), lrem),
-    Spec::new("ltrim", 4, WRITE, (1, 1, 1), ltrim),
-    Spec::new("rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), rpoplpush),
-    Spec::new("lmove", 5, WRITE | DENYOOM, (1, 2, 1), lmove),
-    Spec::new("lpos", -3, READONLY, (1, 1, 1), lpos),
+    Spec::new("lpush", lpush),
+    Spec::new("rpush", rpush),
+    Spec::new("lpushx", lpushx),
+    Spec::new("rpushx", rpushx),
+    Spec::new("lpop", lpop),
+    Spec::new("rpop", rpop),
+    Spec::new("llen", llen),
+    Spec::new("lrange", lrange),
+    Spec::new("lindex", lindex),
+    Spec::new("lset", lset),
+    Spec::new("linsert", linsert),
+    Spec::new("lrem", lrem),
+    Spec::new("ltrim", ltrim),
+    Spec::new("rpoplpush", rpoplpush),
+    Spec::new("lmove", lmove),
+    Spec::new("lpos", lpos),
 ];
 
 /// The list at `key` for reading: Ok(None) when missing, Err(WRONGTYPE) for another type.

@@ -24,15 +24,15 @@ pub mod zset;
 
 pub use ctx::{Ctx, Effects, Event, ExpireMode, Stats};
 pub use reply::{fmt_double, fmt_g, BulkArray, Reply, WRONGTYPE};
-pub use spec::{KeyFinder, Spec};
-pub use table::{lookup, specs};
+pub use spec::{numkeys_at_1, numkeys_at_2, numkeys_keys, Command, KeyFinder, Spec, Sub};
+pub use table::{lookup, specs, table, Table};
 
 /// An argument vector, command name first.
 pub type Argv = Vec<Vec<u8>>;
 
 pub type Handler = fn(&mut Ctx<'_>, &[Vec<u8>]) -> Reply;
 
-/// Command flags, as COMMAND names them.
+/// Redis's command flags, as bits (the catalog's `command_flags` of a version).
 pub mod flags {
     pub const WRITE: u32 = 1 << 0;
     pub const READONLY: u32 = 1 << 1;
@@ -49,8 +49,21 @@ pub mod flags {
     pub const MAY_REPLICATE: u32 = 1 << 12;
     pub const NO_MULTI: u32 = 1 << 13;
     pub const MOVABLE_KEYS: u32 = 1 << 14;
+    pub const SKIP_SLOWLOG: u32 = 1 << 15;
+    pub const ASKING: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 18;
+    pub const ALLOW_BUSY: u32 = 1 << 19;
+    pub const RANDOM: u32 = 1 << 20;
+    pub const SORT_FOR_SCRIPT: u32 = 1 << 21;
+    pub const PROTECTED: u32 = 1 << 22;
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 23;
+    pub const SENTINEL: u32 = 1 << 24;
+    pub const ONLY_SENTINEL: u32 = 1 << 25;
+    pub const MODULE: u32 = 1 << 26;
 
-    pub const NAMES: &[(u32, &str)] = &[
+    /// Every flag by the name COMMAND INFO gives it (the catalog's, in upper case).
+    const NAMES: &[(u32, &str)] = &[
         (WRITE, "write"),
         (READONLY, "readonly"),
         (DENYOOM, "denyoom"),
@@ -66,6 +79,74 @@ pub mod flags {
         (MAY_REPLICATE, "may_replicate"),
         (NO_MULTI, "no_multi"),
         (MOVABLE_KEYS, "movablekeys"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (ALLOW_BUSY, "allow_busy"),
+        (RANDOM, "random"),
+        (SORT_FOR_SCRIPT, "sort_for_script"),
+        (PROTECTED, "protected"),
+        (TOUCHES_ARBITRARY_KEYS, "touches_arbitrary_keys"),
+        (SENTINEL, "sentinel"),
+        (ONLY_SENTINEL, "only_sentinel"),
+        (MODULE, "module"),
+    ];
+
+    /// The flag the catalog names `name` (`NO_AUTH`).
+    pub fn by_catalog_name(name: &str) -> Option<u32> {
+        NAMES.iter().find(|(_, n)| n.eq_ignore_ascii_case(name)).map(|&(b, _)| b)
+    }
+
+    /// The name COMMAND INFO gives `flag` (one bit).
+    pub fn name(flag: u32) -> &'static str {
+        NAMES.iter().find(|(b, _)| *b == flag).map_or("", |(_, n)| n)
+    }
+
+    /// The flags Redis 7 (and Valkey) COMMAND INFO shows, in its order; the others
+    /// (may_replicate, protected, ...) it keeps hidden.
+    pub const SHOWN: &[u32] = &[
+        WRITE,
+        READONLY,
+        DENYOOM,
+        MODULE,
+        ADMIN,
+        PUBSUB,
+        NOSCRIPT,
+        BLOCKING,
+        LOADING,
+        STALE,
+        SKIP_MONITOR,
+        SKIP_SLOWLOG,
+        ASKING,
+        FAST,
+        NO_AUTH,
+        NO_MANDATORY_KEYS,
+        NO_ASYNC_LOADING,
+        NO_MULTI,
+        MOVABLE_KEYS,
+        ALLOW_BUSY,
+    ];
+
+    /// The flags Redis 6.2's COMMAND shows, in its order.
+    pub const SHOWN_62: &[u32] = &[
+        WRITE,
+        READONLY,
+        DENYOOM,
+        ADMIN,
+        PUBSUB,
+        NOSCRIPT,
+        RANDOM,
+        SORT_FOR_SCRIPT,
+        LOADING,
+        STALE,
+        SKIP_MONITOR,
+        SKIP_SLOWLOG,
+        ASKING,
+        FAST,
+        NO_AUTH,
+        MAY_REPLICATE,
+        MOVABLE_KEYS,
     ];
 }
 
@@ -90,19 +171,19 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
     let Some(name) = argv.first() else {
         return Reply::err("ERR empty command");
     };
-    let Some(spec) = lookup(name) else {
+    let Some(cmd) = table(ctx.cfg.version).lookup(name) else {
         return unknown_command(argv);
     };
-    execute_spec(ctx, spec, argv)
+    execute_spec(ctx, cmd, argv)
 }
 
 /// [`execute`] for a command already looked up (the server's dispatch found it).
-pub fn execute_spec(ctx: &mut Ctx<'_>, spec: &'static Spec, argv: &[Vec<u8>]) -> Reply {
-    if !spec.arity_ok(argv.len()) {
-        return Reply::error(format!("ERR wrong number of arguments for '{}' command", spec.name));
+pub fn execute_spec(ctx: &mut Ctx<'_>, cmd: &Command, argv: &[Vec<u8>]) -> Reply {
+    if !cmd.arity_ok(argv.len()) {
+        return Reply::error(format!("ERR wrong number of arguments for '{}' command", cmd.name));
     }
     ctx.begin_command();
-    let reply = (spec.handler)(ctx, argv);
+    let reply = (cmd.run)(ctx, argv);
     ctx.end_command(argv);
     reply
 }

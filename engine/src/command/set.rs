@@ -2,40 +2,28 @@
 
 use std::borrow::Cow;
 
-use super::flags::*;
-use super::{arg_i64, eq_ic, notify, Ctx, Reply, Spec};
+use super::{arg_i64, eq_ic, notify, numkeys_at_1, Ctx, Reply, Spec};
 use crate::value::{Limits, Set, Value};
 
 pub const SPECS: &[Spec] = &[
-    Spec::new("sadd", -3, WRITE | DENYOOM | FAST, (1, 1, 1), sadd),
-    Spec::new("srem", -3, WRITE | FAST, (1, 1, 1), srem),
-    Spec::new("smembers", 2, READONLY, (1, 1, 1), sinter),
-    Spec::new("sismember", 3, READONLY | FAST, (1, 1, 1), sismember),
-    Spec::new("smismember", -3, READONLY | FAST, (1, 1, 1), smismember),
-    Spec::new("scard", 2, READONLY | FAST, (1, 1, 1), scard),
-    Spec::new("spop", -2, WRITE | FAST, (1, 1, 1), spop),
-    Spec::new("srandmember", -2, READONLY, (1, 1, 1), srandmember),
-    Spec::new("smove", 4, WRITE | FAST, (1, 2, 1), smove),
-    Spec::new("sinter", -2, READONLY, (1, -1, 1), sinter),
-    Spec::new("sinterstore", -3, WRITE | DENYOOM, (1, -1, 1), sinterstore),
-    Spec::new("sintercard", -3, READONLY, (0, 0, 0), sintercard).movable(numkeys_at_1),
-    Spec::new("sunion", -2, READONLY, (1, -1, 1), sunion),
-    Spec::new("sunionstore", -3, WRITE | DENYOOM, (1, -1, 1), sunionstore),
-    Spec::new("sdiff", -2, READONLY, (1, -1, 1), sdiff),
-    Spec::new("sdiffstore", -3, WRITE | DENYOOM, (1, -1, 1), sdiffstore),
-    Spec::new("sscan", -3, READONLY, (1, 1, 1), sscan),
+    Spec::new("sadd", sadd),
+    Spec::new("srem", srem),
+    Spec::new("smembers", sinter),
+    Spec::new("sismember", sismember),
+    Spec::new("smismember", smismember),
+    Spec::new("scard", scard),
+    Spec::new("spop", spop),
+    Spec::new("srandmember", srandmember),
+    Spec::new("smove", smove),
+    Spec::new("sinter", sinter),
+    Spec::new("sinterstore", sinterstore),
+    Spec::new("sintercard", sintercard).movable(numkeys_at_1),
+    Spec::new("sunion", sunion),
+    Spec::new("sunionstore", sunionstore),
+    Spec::new("sdiff", sdiff),
+    Spec::new("sdiffstore", sdiffstore),
+    Spec::new("sscan", sscan),
 ];
-
-/// Keys of `CMD numkeys key...` (SINTERCARD, ZUNION, ZINTER, ZDIFF, ZINTERCARD).
-pub fn numkeys_at_1(a: &[Vec<u8>]) -> Vec<usize> {
-    numkeys_keys(a, 1)
-}
-
-/// The keys that follow a numkeys argument at `at`.
-pub fn numkeys_keys(a: &[Vec<u8>], at: usize) -> Vec<usize> {
-    let n = a.get(at).and_then(|n| super::parse_i64(n)).unwrap_or(0).max(0) as usize;
-    (at + 1..a.len().min((at + 1).saturating_add(n))).collect()
-}
 
 // ------------------------------------------------------------------ lookups
 

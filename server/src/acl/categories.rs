@@ -52,15 +52,16 @@ pub fn by_name(name: &[u8]) -> Option<u32> {
     NAMES.iter().find(|(n, _)| n.as_bytes().eq_ignore_ascii_case(name)).map(|(_, f)| *f)
 }
 
-/// Categories implied by a command's flags, as Redis derives them for commands that do
-/// not declare their own (only used for a command missing from the generated table).
-pub fn from_flags(flags: u32) -> u32 {
+/// The categories a Redis 7 command's flags imply, given those it declares (Redis's
+/// setImplicitACLCategories): a read-only scripting command is not `@read`; a command
+/// that is not `@fast` is `@slow`.
+pub fn from_flags(flags: u32, declared: u32) -> u32 {
     use ferrokv::command::flags as f;
     let mut c = 0;
     if flags & f::WRITE != 0 {
         c |= WRITE;
     }
-    if flags & f::READONLY != 0 {
+    if flags & f::READONLY != 0 && declared & SCRIPTING == 0 {
         c |= READ;
     }
     if flags & f::ADMIN != 0 {
@@ -75,7 +76,7 @@ pub fn from_flags(flags: u32) -> u32 {
     if flags & f::BLOCKING != 0 {
         c |= BLOCKING;
     }
-    if c & FAST == 0 {
+    if (c | declared) & FAST == 0 {
         c |= SLOW;
     }
     c

@@ -55,7 +55,7 @@ fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
     if access.is_empty() || access.contains(&NOT_KEY) {
         return Vec::new();
     }
-    let name = found.name();
+    let name = found.name;
     if matches!(name, "zunionstore" | "zinterstore" | "zdiffstore") {
         // A bad numkeys leaves Redis's key finder with no keys at all.
         let n = argv.get(2).and_then(|b| ferrokv::command::parse_i64(b)).unwrap_or(0);
@@ -63,7 +63,7 @@ fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
             return Vec::new();
         }
     }
-    let positions = crate::cmd::movable_keys(name, argv).unwrap_or_else(|| found.key_positions(argv));
+    let positions = found.key_positions(argv);
     let set_with_get = name == "set" && argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
     let bitfield_reads_only = name == "bitfield" && bitfield_reads_only(argv);
     positions
@@ -126,7 +126,7 @@ pub fn check_user(user: &User, found: Found, argv: &[Vec<u8>]) -> Result<(), (us
 /// Check `argv`, resolved to command `id`, against `user` (ACL DRYRUN, acl_check_cmd).
 pub fn check_user_command(user: &User, found: Found, id: usize, argv: &[Vec<u8>]) -> Result<(), Refusal> {
     let mut keys = KeysOnce::new(|| key_refs(found, id, argv));
-    let channels = channel_refs(found.name(), argv);
+    let channels = channel_refs(found.name, argv);
     user.check(id, argv, &mut keys, &channels)
 }
 

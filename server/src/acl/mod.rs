@@ -13,7 +13,6 @@ pub mod command;
 pub mod enforce;
 pub mod registry;
 pub mod sha256;
-mod table;
 
 use std::collections::{BTreeMap, VecDeque};
 

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use ferrokv::command::catalog::{Catalog, CommandDef};
 use ferrokv::command::flags;
 
 use super::categories;
@@ -38,128 +39,85 @@ pub struct Registry {
     containers: Vec<(usize, usize)>,
 }
 
-fn parse_access(spec: &str) -> Vec<u8> {
-    spec.split_whitespace()
-        .map(|w| match w {
-            "N" => NOT_KEY,
-            _ => (if w.contains('R') { KEY_READ } else { 0 }) | (if w.contains('W') { KEY_WRITE } else { 0 }),
-        })
-        .collect()
-}
-
-/// The ACL categories the newest version with `name` declares for it (its command JSON).
-fn declared_categories(name: &str) -> u32 {
-    let Some(def) = ferrokv::command::catalog::Catalog::get().lookup(None, name.as_bytes(), None) else { return 0 };
-    categories_of(def)
-}
-
-fn categories_of(def: &ferrokv::command::catalog::CommandDef) -> u32 {
-    def.facts["acl_categories"]
+/// The ACL categories of a command: those its facts declare, and for a Redis 7 command
+/// those its flags imply (Redis's setImplicitACLCategories; Redis 6.2 reported them all).
+fn categories_of(def: &CommandDef) -> u32 {
+    let declared = def.facts["acl_categories"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|c| c.as_str().and_then(|c| categories::by_name(c.as_bytes())))
-        .fold(0, |acc, c| acc | c)
+        .fold(0, |acc, c| acc | c);
+    if def.from_reply() {
+        return declared;
+    }
+    declared | categories::from_flags(def.flag_bits(), declared)
 }
 
-/// How each key spec the catalog declares for `name` accesses its keys.
-fn declared_access(name: &str) -> Option<Vec<u8>> {
-    let def = ferrokv::command::catalog::Catalog::get().lookup(None, name.as_bytes(), None)?;
-    let specs = def.facts["key_specs"].as_array()?;
-    let words: Vec<&str> = specs
+/// The permission each key spec asks of its keys (Redis's ACLSelectorCheckKey: read for
+/// ACCESS, write for INSERT, DELETE or UPDATE), the last one standing for the keys after.
+/// A spec with no fixed place (SORT's BY/GET patterns) finds no keys and is left out,
+/// unless it is the last (SORT's STORE).
+fn access_of(def: &CommandDef) -> Vec<u8> {
+    let specs = def.key_specs();
+    specs
         .iter()
-        .map(|ks| {
-            let flags: Vec<&str> = ks["flags"].as_array().into_iter().flatten().filter_map(|f| f.as_str()).collect();
-            match () {
-                _ if flags.contains(&"RW") => "RW",
-                _ if flags.contains(&"RO") => "R",
-                _ if flags.contains(&"OW") || flags.contains(&"RM") => "W",
-                _ => "-",
+        .enumerate()
+        .filter(|(i, ks)| ks["begin_search"].get("unknown").is_none() || i + 1 == specs.len())
+        .map(|(_, ks)| {
+            let has = |f: &str| ks["flags"].as_array().is_some_and(|a| a.iter().any(|x| x == f));
+            if has("NOT_KEY") {
+                return NOT_KEY;
             }
+            let read = if has("ACCESS") { KEY_READ } else { 0 };
+            let write = if has("INSERT") || has("DELETE") || has("UPDATE") { KEY_WRITE } else { 0 };
+            read | write
         })
-        .collect();
-    Some(parse_access(&words.join(" ")))
+        .collect()
 }
 
+fn entry(def: &CommandDef, name: String, parent: Option<usize>) -> Entry {
+    Entry {
+        name,
+        arity: def.arity,
+        categories: categories_of(def),
+        key_access: access_of(def),
+        parent,
+        subs: Vec::new(),
+        no_auth: def.flag_bits() & flags::NO_AUTH != 0,
+    }
+}
+
+/// Every command and subcommand of the version stood in for, whether this server has it
+/// or not, so rules written for that Redis (+geoadd, -@hyperloglog) are accepted and
+/// described as it does.
 fn build() -> Registry {
-    let facts: HashMap<&str, (i32, u32, &str)> =
-        super::table::COMMANDS.iter().map(|&(n, a, c, k)| (n, (a, c, k))).collect();
-    // Every Redis 7.0 command, whether this server has it or not, so rules written for
-    // Redis (+geoadd, -@hyperloglog) are accepted and described as Redis does; plus any
-    // command of ours Redis lacks.
-    let ours: HashMap<&str, Found> = cmd::all().map(|f| (f.name(), f)).collect();
-    let mut names: Vec<&str> = super::table::COMMANDS.iter().map(|r| r.0).filter(|n| !n.contains('|')).collect();
-    names.extend(ours.keys().filter(|n| !facts.contains_key(*n)));
-    names.sort_unstable();
-    names.dedup();
+    let version = crate::version::version();
+    let catalog = Catalog::get();
+    let ours: HashMap<&str, Found> = cmd::all().map(|f| (f.name, f)).collect();
+    let mut tops: Vec<&CommandDef> =
+        catalog.all().iter().filter(|d| d.container.is_none() && d.in_version(version)).collect();
+    tops.sort_by(|a, b| a.name.cmp(&b.name));
     let mut reg =
         Registry { entries: Vec::new(), top: Vec::new(), by_name: HashMap::default(), containers: Vec::new() };
-    for name in names {
-        let found = ours.get(name);
-        let (arity, categories, access) = match (facts.get(name), found) {
-            (Some(&(a, c, k)), _) => (a, c, parse_access(k)),
-            // A command Redis 7.0 does not have: its flags say what it is, and the command
-            // catalog the categories it declares.
-            (None, Some(f)) => (
-                f.arity(),
-                categories::from_flags(f.flags()) | declared_categories(name),
-                declared_access(name).unwrap_or_else(|| {
-                    if f.key_range().0 > 0 {
-                        vec![KEY_READ | KEY_WRITE]
-                    } else {
-                        Vec::new()
-                    }
-                }),
-            ),
-            (None, None) => continue,
-        };
+    for def in tops {
         let id = reg.entries.len();
         reg.top.push(id);
-        reg.by_name.insert(name.to_string(), id);
-        reg.entries.push(Entry {
-            name: name.to_string(),
-            arity: found.map_or(arity, |f| f.arity()),
-            categories,
-            key_access: access,
-            parent: None,
-            subs: Vec::new(),
-            no_auth: found.is_some_and(|f| f.flags() & flags::NO_AUTH != 0),
-        });
-        let prefix = format!("{name}|");
-        let mut subs: Vec<(String, i32, u32, Vec<u8>)> = super::table::COMMANDS
-            .iter()
-            .filter(|(n, ..)| n.starts_with(&prefix))
-            .map(|&(n, a, c, k)| (n.to_string(), a, c, parse_access(k)))
-            .collect();
-        // Subcommands of the version stood in for that Redis 7.0 lacks (CLIENT SETINFO).
-        if found.is_some() {
-            for def in ferrokv::command::catalog::Catalog::get().all() {
-                let full = format!("{prefix}{}", def.name);
-                if def.container.as_deref() == Some(name)
-                    && def.in_version(crate::version::version())
-                    && !subs.iter().any(|s| s.0 == full)
-                {
-                    subs.push((full, def.arity, categories_of(def), Vec::new()));
-                }
-            }
+        reg.by_name.insert(def.name.clone(), id);
+        reg.entries.push(entry(def, def.name.clone(), None));
+        let mut subs: Vec<&CommandDef> = catalog.subcommands(&def.name, version).collect();
+        subs.sort_by(|a, b| a.name.cmp(&b.name));
+        if let (Some(f), false) = (ours.get(def.name.as_str()), subs.is_empty()) {
+            reg.containers.push((f.name.as_ptr() as usize, id));
         }
-        subs.sort_by(|a, b| a.0.cmp(&b.0));
-        if let (Some(f), false) = (found, subs.is_empty()) {
-            reg.containers.push((f.name().as_ptr() as usize, id));
-        }
-        for (sub, arity, c, access) in subs {
+        for sub in subs {
+            let full = format!("{}|{}", def.name, sub.name);
             let sid = reg.entries.len();
             reg.entries[id].subs.push(sid);
-            reg.by_name.insert(sub.clone(), sid);
-            reg.entries.push(Entry {
-                name: sub,
-                arity,
-                categories: c,
-                key_access: access,
-                parent: Some(id),
-                subs: Vec::new(),
-                no_auth: false,
-            });
+            reg.by_name.insert(full.clone(), sid);
+            let mut e = entry(sub, full, Some(id));
+            e.no_auth = false;
+            reg.entries.push(e);
         }
     }
     reg.containers.sort_unstable();
@@ -186,7 +144,7 @@ impl Registry {
 
     /// The entry of `found` when it has subcommands.
     pub fn container_of(&self, found: Found) -> Option<usize> {
-        let key = found.name().as_ptr() as usize;
+        let key = found.name.as_ptr() as usize;
         let i = self.containers.binary_search_by_key(&key, |&(k, _)| k).ok()?;
         Some(self.containers[i].1)
     }
@@ -234,9 +192,9 @@ impl Registry {
     }
 }
 
-/// COMMAND INFO's ACL categories of a top-level command (`@read`, ...).
+/// COMMAND INFO's ACL categories of a command or subcommand (`@read`, ...).
 pub fn categories_reply(name: &str) -> ferrokv::Reply {
-    let cats = registry().id_of(name).map_or(0, |id| registry().get(id).categories);
+    let cats = registry().lookup(name.as_bytes()).map_or(0, |id| registry().get(id).categories);
     ferrokv::Reply::Set(
         super::categories::NAMES
             .iter()

@@ -1,7 +1,10 @@
-//! COMMAND: COUNT, INFO, DOCS (minimal), GETKEYS, LIST, from the joined command table.
+//! COMMAND: COUNT, INFO, DOCS, GETKEYS, LIST, from the command table and the catalog's facts
+//! of the version stood in for.
 
+use ferrokv::command::catalog::{CommandDef, ServerVersion};
 use ferrokv::command::flags;
 use ferrokv::Reply;
+use serde_json::Value as Json;
 
 use super::{all, lookup, sub_arity, unknown_subcommand, Found};
 use crate::client::Client;
@@ -14,7 +17,7 @@ pub fn command(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     match sub.as_slice() {
         b"count" if a.len() == 2 => Reply::Int(all().count() as i64),
-        b"list" if a.len() == 2 => Reply::bulks(all().map(|f| f.name())),
+        b"list" if a.len() == 2 => Reply::bulks(all().map(|f| f.name)),
         b"info" => {
             if a.len() == 2 {
                 return Reply::Array(all().map(info_entry).collect());
@@ -24,7 +27,15 @@ pub fn command(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"docs" => {
             let found: Vec<Found> =
                 if a.len() == 2 { all().collect() } else { a[2..].iter().filter_map(|n| lookup(n)).collect() };
-            Reply::Map(found.into_iter().map(|f| (Reply::bulk(f.name().as_bytes()), docs_entry(f))).collect())
+            Reply::Map(
+                found
+                    .into_iter()
+                    .filter_map(|f| {
+                        let subs: Vec<&CommandDef> = f.subs.iter().map(|s| s.def).collect();
+                        Some((Reply::bulk(f.name.as_bytes()), docs_entry(f.def?, &subs)))
+                    })
+                    .collect(),
+            )
         }
         b"getkeys" if a.len() >= 4 => getkeys(&a[2..]),
         b"help" if a.len() == 2 => Reply::bulks(HELP),
@@ -51,36 +62,203 @@ const HELP: &[&str] = &[
     "    Print this help.",
 ];
 
-/// One COMMAND INFO entry: name, arity, flags, first/last/step, ACL categories, tips,
-/// key specs, subcommands.
+/// One COMMAND INFO entry, as the version stood in for writes it: Redis 6.2's seven
+/// fields, or Redis 7's ten (tips, key specs and subcommands added).
 fn info_entry(f: Found) -> Reply {
-    let (first, last, step) = f.key_range();
-    let fl = f.flags();
-    let names = flags::NAMES.iter().filter(|(bit, _)| fl & bit != 0).map(|(_, n)| Reply::simple(n)).collect();
+    let Some(def) = f.def else { return Reply::Nil };
+    let (first, last, step) = (f.first_key, f.last_key, f.step);
+    if def.from_reply() {
+        return Reply::Array(vec![
+            Reply::bulk(f.name.as_bytes()),
+            Reply::Int(i64::from(f.arity)),
+            flag_set(f.flags, flags::SHOWN_62),
+            Reply::Int(i64::from(first)),
+            Reply::Int(i64::from(last)),
+            Reply::Int(i64::from(step)),
+            crate::acl::registry::categories_reply(f.name),
+        ]);
+    }
+    // No subcommands: an empty set; else an array of their entries.
+    let subs = match f.subs.as_slice() {
+        [] => Reply::Set(Vec::new()),
+        subs => Reply::Array(
+            subs.iter().map(|s| info_fields(s.def, s.arity, s.flags, s.keys, Reply::Set(Vec::new()))).collect(),
+        ),
+    };
+    info_fields(def, f.arity, f.flags, (first, last, step), subs)
+}
+
+fn info_fields(def: &CommandDef, arity: i32, bits: u32, keys: (i32, i32, i32), subs: Reply) -> Reply {
+    let name = def.full_name();
+    let tips = def.facts["command_tips"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| t.as_str())
+        .map(|t| Reply::bulk(t.to_ascii_lowercase().as_bytes()))
+        .collect();
     Reply::Array(vec![
-        Reply::bulk(f.name().as_bytes()),
-        Reply::Int(i64::from(f.arity())),
-        Reply::Set(names),
-        Reply::Int(i64::from(first)),
-        Reply::Int(i64::from(last)),
-        Reply::Int(i64::from(step)),
-        crate::acl::registry::categories_reply(f.name()),
-        Reply::Set(Vec::new()),
-        Reply::Array(Vec::new()),
-        Reply::Array(Vec::new()),
+        Reply::bulk(name.as_bytes()),
+        Reply::Int(i64::from(arity)),
+        flag_set(bits, flags::SHOWN),
+        Reply::Int(i64::from(keys.0)),
+        Reply::Int(i64::from(keys.1)),
+        Reply::Int(i64::from(keys.2)),
+        crate::acl::registry::categories_reply(&name),
+        Reply::Set(tips),
+        Reply::Set(def.key_specs().iter().map(key_spec).collect()),
+        subs,
     ])
 }
 
-fn docs_entry(f: Found) -> Reply {
-    let group = match f {
-        Found::Server(_) => "server",
-        Found::Engine(_) => "generic",
+fn flag_set(bits: u32, shown: &[u32]) -> Reply {
+    Reply::Set(shown.iter().filter(|&&bit| bits & bit != 0).map(|&bit| Reply::simple(flags::name(bit))).collect())
+}
+
+/// Redis's key spec flags, in the order it lists them.
+const KEY_SPEC_FLAGS: &[&str] =
+    &["RO", "RW", "OW", "RM", "ACCESS", "UPDATE", "INSERT", "DELETE", "NOT_KEY", "INCOMPLETE", "VARIABLE_FLAGS"];
+
+fn key_spec(ks: &Json) -> Reply {
+    let has = |f: &str| ks["flags"].as_array().is_some_and(|a| a.iter().any(|x| x == f));
+    let names = KEY_SPEC_FLAGS
+        .iter()
+        .filter(|f| has(f))
+        .map(|f| if f.len() == 2 { Reply::simple(f) } else { Reply::Simple(f.to_ascii_lowercase().into()) })
+        .collect();
+    let int = |v: &Json| Reply::Int(v.as_i64().unwrap_or(0));
+    let kind =
+        |t: &str, spec: Vec<(&str, Reply)>| pairs(vec![("type", Reply::bulk(t.as_bytes())), ("spec", pairs(spec))]);
+    let bs = &ks["begin_search"];
+    let begin = if let Some(i) = bs.get("index") {
+        kind("index", vec![("index", int(&i["pos"]))])
+    } else if let Some(k) = bs.get("keyword") {
+        kind(
+            "keyword",
+            vec![
+                ("keyword", Reply::bulk(k["keyword"].as_str().unwrap_or("").as_bytes())),
+                ("startfrom", int(&k["startfrom"])),
+            ],
+        )
+    } else {
+        kind("unknown", Vec::new())
     };
-    Reply::Map(vec![
-        (Reply::bulk(b"summary"), Reply::bulk(format!("The {} command", f.name().to_ascii_uppercase()).as_bytes())),
-        (Reply::bulk(b"since"), Reply::bulk(b"1.0.0")),
-        (Reply::bulk(b"group"), Reply::bulk(group.as_bytes())),
-    ])
+    let fk = &ks["find_keys"];
+    let find = if let Some(r) = fk.get("range") {
+        kind("range", vec![("lastkey", int(&r["lastkey"])), ("keystep", int(&r["step"])), ("limit", int(&r["limit"]))])
+    } else if let Some(k) = fk.get("keynum") {
+        kind(
+            "keynum",
+            vec![("keynumidx", int(&k["keynumidx"])), ("firstkey", int(&k["firstkey"])), ("keystep", int(&k["step"]))],
+        )
+    } else {
+        kind("unknown", Vec::new())
+    };
+    let mut fields = Vec::new();
+    if let Some(n) = ks["notes"].as_str() {
+        fields.push(("notes", Reply::bulk(n.as_bytes())));
+    }
+    fields.push(("flags", Reply::Set(names)));
+    fields.push(("begin_search", begin));
+    fields.push(("find_keys", find));
+    pairs(fields)
+}
+
+fn pairs(fields: Vec<(&str, Reply)>) -> Reply {
+    Reply::Map(fields.into_iter().map(|(k, v)| (Reply::bulk(k.as_bytes()), v)).collect())
+}
+
+fn text<'a>(def: &'a Json, field: &str) -> Option<&'a str> {
+    def[field].as_str()
+}
+
+/// One COMMAND DOCS entry, from the version's command JSON.
+fn docs_entry(def: &CommandDef, subs: &[&CommandDef]) -> Reply {
+    let facts = &def.facts;
+    let newer = crate::version::version() >= ServerVersion::Redis72;
+    let mut fields = Vec::new();
+    for field in ["summary", "since"] {
+        if let Some(t) = text(facts, field) {
+            fields.push((field, Reply::bulk(t.as_bytes())));
+        }
+    }
+    let group = text(facts, "group").unwrap_or("generic").replace('_', "-");
+    fields.push(("group", Reply::bulk(group.as_bytes())));
+    if let Some(t) = text(facts, "complexity") {
+        fields.push(("complexity", Reply::bulk(t.as_bytes())));
+    }
+    if let Some(flags) = facts["doc_flags"].as_array().filter(|a| !a.is_empty()) {
+        let names =
+            flags.iter().filter_map(|f| f.as_str()).map(|f| Reply::Simple(f.to_ascii_lowercase().into())).collect();
+        fields.push(("doc_flags", Reply::Set(names)));
+    }
+    for field in ["deprecated_since", "replaced_by"] {
+        if let Some(t) = text(facts, field) {
+            fields.push((field, Reply::bulk(t.as_bytes())));
+        }
+    }
+    if let Some(history) = facts["history"].as_array().filter(|a| !a.is_empty()) {
+        let entries = history
+            .iter()
+            .filter_map(|h| h.as_array())
+            .map(|h| Reply::bulks(h.iter().filter_map(|x| x.as_str())))
+            .collect();
+        fields.push(("history", Reply::Set(entries)));
+    }
+    if let Some(args) = facts["arguments"].as_array().filter(|a| !a.is_empty()) {
+        fields.push(("arguments", arg_list(args, newer)));
+    }
+    if !subs.is_empty() {
+        let entries = subs.iter().map(|s| (Reply::bulk(s.full_name().as_bytes()), docs_entry(s, &[]))).collect();
+        fields.push(("subcommands", Reply::Map(entries)));
+    }
+    pairs(fields)
+}
+
+/// A command's arguments as COMMAND DOCS lists them (Redis 7.2 added `display_text`).
+fn arg_list(args: &[Json], display_text: bool) -> Reply {
+    Reply::Array(
+        args.iter()
+            .map(|a| {
+                // As Redis's generator writes them: names and display texts lower case,
+                // tokens upper case.
+                let name = a["name"].as_str().unwrap_or("").to_ascii_lowercase();
+                let kind = a["type"].as_str().unwrap_or("string");
+                let nested = matches!(kind, "oneof" | "block");
+                let mut fields = vec![("name", Reply::bulk(name.as_bytes())), ("type", Reply::bulk(kind.as_bytes()))];
+                if display_text && !nested {
+                    let display = a["display"].as_str().map_or_else(|| name.clone(), str::to_ascii_lowercase);
+                    fields.push(("display_text", Reply::bulk(display.as_bytes())));
+                }
+                if let Some(i) = a["key_spec_index"].as_i64() {
+                    fields.push(("key_spec_index", Reply::Int(i)));
+                }
+                if let Some(t) = a["token"].as_str() {
+                    fields.push(("token", Reply::bulk(t.to_ascii_uppercase().as_bytes())));
+                }
+                for field in ["summary", "since", "deprecated_since"] {
+                    if let Some(t) = a[field].as_str() {
+                        fields.push((field, Reply::bulk(t.as_bytes())));
+                    }
+                }
+                let arg_flags: Vec<Reply> = ["optional", "multiple", "multiple_token"]
+                    .iter()
+                    .filter(|f| a[**f].as_bool() == Some(true))
+                    .map(|f| Reply::simple(f))
+                    .collect();
+                if !arg_flags.is_empty() {
+                    fields.push(("flags", Reply::Set(arg_flags)));
+                }
+                if nested {
+                    fields.push((
+                        "arguments",
+                        arg_list(a["arguments"].as_array().map_or(&[], Vec::as_slice), display_text),
+                    ));
+                }
+                pairs(fields)
+            })
+            .collect(),
+    )
 }
 
 fn getkeys(argv: &[Vec<u8>]) -> Reply {

@@ -143,7 +143,7 @@ pub fn refused_in_subscribed_mode(c: &Client, found: super::Found, argv: &[Vec<u
     if c.resp3 || !c.subs.active() {
         return None;
     }
-    let name = found.name();
+    let name = found.name;
     match name {
         "ping" | "subscribe" | "psubscribe" | "unsubscribe" | "punsubscribe" | "ssubscribe" | "sunsubscribe"
         | "quit" | "reset" => None,

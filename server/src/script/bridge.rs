@@ -87,7 +87,7 @@ pub(super) fn script_call(
         s.stats.error_replies += 1;
         s.stats.count_error(text);
         if let Some(found) = found {
-            s.stats.commands.entry(found.name()).or_default().rejected += 1;
+            s.stats.commands.entry(found.name).or_default().rejected += 1;
         }
         let t = convert::error_table(lua, text)?;
         t.raw_set(convert::STATS_COUNTED, true)?;
@@ -103,7 +103,7 @@ pub(super) fn script_call(
     if !found.arity_ok(argv.len()) {
         return refuse(s, Some(found), "ERR Wrong number of args calling Redis command from script");
     }
-    let f = found.flags();
+    let f = found.flags_for(&argv);
     if f & flags::NOSCRIPT != 0 {
         return refuse(s, Some(found), "ERR This Redis command is not allowed from script");
     }
@@ -113,7 +113,7 @@ pub(super) fn script_call(
     if readonly && f & (flags::WRITE | flags::MAY_REPLICATE) != 0 {
         return refuse(s, Some(found), "ERR Write commands are not allowed from read-only scripts.");
     }
-    if let Some(refused) = crate::admission::script_call_refusal(s, found, st.wrote.get()) {
+    if let Some(refused) = crate::admission::script_call_refusal(s, f, st.wrote.get()) {
         return refuse(s, Some(found), &refused);
     }
     if f & flags::WRITE != 0 {

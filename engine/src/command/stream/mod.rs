@@ -16,26 +16,25 @@ use self::group::{xack, xautoclaim, xclaim, xgroup, xpending};
 use self::info::xinfo;
 use self::read::{xlen, xrange, xread, xrevrange};
 use self::write::{xadd, xdel, xsetid, xtrim};
-use super::flags::*;
 use super::{eq_ic, Spec};
 
 pub const SPECS: &[Spec] = &[
-    Spec::new("xadd", -5, WRITE | DENYOOM | FAST, (1, 1, 1), xadd),
-    Spec::new("xlen", 2, READONLY | FAST, (1, 1, 1), xlen),
-    Spec::new("xrange", -4, READONLY, (1, 1, 1), xrange),
-    Spec::new("xrevrange", -4, READONLY, (1, 1, 1), xrevrange),
-    Spec::new("xdel", -3, WRITE | FAST, (1, 1, 1), xdel),
-    Spec::new("xtrim", -4, WRITE, (1, 1, 1), xtrim),
-    Spec::new("xsetid", -3, WRITE | DENYOOM | FAST, (1, 1, 1), xsetid),
-    Spec::new("xread", -4, READONLY | BLOCKING, (0, 0, 0), xread).movable(xread_keys),
-    Spec::new("xreadgroup", -7, WRITE | BLOCKING, (0, 0, 0), xread).movable(xread_keys),
+    Spec::new("xadd", xadd),
+    Spec::new("xlen", xlen),
+    Spec::new("xrange", xrange),
+    Spec::new("xrevrange", xrevrange),
+    Spec::new("xdel", xdel),
+    Spec::new("xtrim", xtrim),
+    Spec::new("xsetid", xsetid),
+    Spec::new("xread", xread).movable(xread_keys),
+    Spec::new("xreadgroup", xread).movable(xread_keys),
     // Containers: Redis declares flags and keys per subcommand and none on the command.
-    Spec { keys: Some(subcommand_key), ..Spec::new("xgroup", -2, 0, (0, 0, 0), xgroup) },
-    Spec::new("xack", -4, WRITE | FAST, (1, 1, 1), xack),
-    Spec::new("xpending", -3, READONLY, (1, 1, 1), xpending),
-    Spec::new("xclaim", -6, WRITE | FAST, (1, 1, 1), xclaim),
-    Spec::new("xautoclaim", -6, WRITE | FAST, (1, 1, 1), xautoclaim),
-    Spec { keys: Some(subcommand_key), ..Spec::new("xinfo", -2, 0, (0, 0, 0), xinfo) },
+    Spec { keys: Some(subcommand_key), ..Spec::new("xgroup", xgroup) },
+    Spec::new("xack", xack),
+    Spec::new("xpending", xpending),
+    Spec::new("xclaim", xclaim),
+    Spec::new("xautoclaim", xautoclaim),
+    Spec { keys: Some(subcommand_key), ..Spec::new("xinfo", xinfo) },
 ];
 
 /// The keys of XREAD / XREADGROUP: the first half of what follows STREAMS.

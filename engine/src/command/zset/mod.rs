@@ -9,49 +9,48 @@ pub use score::{parse_score, strtod};
 
 use self::range::{rank_interval, LexRange, ScoreRange};
 use self::score::arg_score;
-use super::flags::*;
 use super::set::{arg_count_positive, arg_count_signed, distinct_positions, parse_cursor, scan_reply, ScanOpts};
 use super::{arg_i64, eq_ic, fmt_double, notify, Ctx, Reply, Spec};
 use crate::value::{Limits, Sds, Set, Value, Zset};
 
 pub const SPECS: &[Spec] = &[
-    Spec::new("zadd", -4, WRITE | DENYOOM | FAST, (1, 1, 1), zadd),
-    Spec::new("zincrby", 4, WRITE | DENYOOM | FAST, (1, 1, 1), zincrby),
-    Spec::new("zrem", -3, WRITE | FAST, (1, 1, 1), zrem),
-    Spec::new("zscore", 3, READONLY | FAST, (1, 1, 1), zscore),
-    Spec::new("zmscore", -3, READONLY | FAST, (1, 1, 1), zmscore),
-    Spec::new("zcard", 2, READONLY | FAST, (1, 1, 1), zcard),
-    Spec::new("zcount", 4, READONLY | FAST, (1, 1, 1), zcount),
-    Spec::new("zlexcount", 4, READONLY | FAST, (1, 1, 1), zlexcount),
-    Spec::new("zrank", -3, READONLY | FAST, (1, 1, 1), zrank),
-    Spec::new("zrevrank", -3, READONLY | FAST, (1, 1, 1), zrevrank),
-    Spec::new("zrange", -4, READONLY, (1, 1, 1), zrange),
-    Spec::new("zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), zrangestore),
-    Spec::new("zrevrange", -4, READONLY, (1, 1, 1), zrevrange),
-    Spec::new("zrangebyscore", -4, READONLY, (1, 1, 1), zrangebyscore),
-    Spec::new("zrevrangebyscore", -4, READONLY, (1, 1, 1), zrevrangebyscore),
-    Spec::new("zrangebylex", -4, READONLY, (1, 1, 1), zrangebylex),
-    Spec::new("zrevrangebylex", -4, READONLY, (1, 1, 1), zrevrangebylex),
-    Spec::new("zremrangebyrank", 4, WRITE, (1, 1, 1), zremrangebyrank),
-    Spec::new("zremrangebyscore", 4, WRITE, (1, 1, 1), zremrangebyscore),
-    Spec::new("zremrangebylex", 4, WRITE, (1, 1, 1), zremrangebylex),
-    Spec::new("zpopmin", -2, WRITE | FAST, (1, 1, 1), zpopmin),
-    Spec::new("zpopmax", -2, WRITE | FAST, (1, 1, 1), zpopmax),
-    Spec::new("zunionstore", -4, WRITE | DENYOOM, (1, 1, 1), zunionstore).movable(store_keys),
-    Spec::new("zinterstore", -4, WRITE | DENYOOM, (1, 1, 1), zinterstore).movable(store_keys),
-    Spec::new("zdiffstore", -4, WRITE | DENYOOM, (1, 1, 1), zdiffstore).movable(store_keys),
-    Spec::new("zunion", -3, READONLY, (0, 0, 0), zunion).movable(super::set::numkeys_at_1),
-    Spec::new("zinter", -3, READONLY, (0, 0, 0), zinter).movable(super::set::numkeys_at_1),
-    Spec::new("zdiff", -3, READONLY, (0, 0, 0), zdiff).movable(super::set::numkeys_at_1),
-    Spec::new("zintercard", -3, READONLY, (0, 0, 0), zintercard).movable(super::set::numkeys_at_1),
-    Spec::new("zrandmember", -2, READONLY, (1, 1, 1), zrandmember),
-    Spec::new("zscan", -3, READONLY, (1, 1, 1), zscan),
+    Spec::new("zadd", zadd),
+    Spec::new("zincrby", zincrby),
+    Spec::new("zrem", zrem),
+    Spec::new("zscore", zscore),
+    Spec::new("zmscore", zmscore),
+    Spec::new("zcard", zcard),
+    Spec::new("zcount", zcount),
+    Spec::new("zlexcount", zlexcount),
+    Spec::new("zrank", zrank),
+    Spec::new("zrevrank", zrevrank),
+    Spec::new("zrange", zrange),
+    Spec::new("zrangestore", zrangestore),
+    Spec::new("zrevrange", zrevrange),
+    Spec::new("zrangebyscore", zrangebyscore),
+    Spec::new("zrevrangebyscore", zrevrangebyscore),
+    Spec::new("zrangebylex", zrangebylex),
+    Spec::new("zrevrangebylex", zrevrangebylex),
+    Spec::new("zremrangebyrank", zremrangebyrank),
+    Spec::new("zremrangebyscore", zremrangebyscore),
+    Spec::new("zremrangebylex", zremrangebylex),
+    Spec::new("zpopmin", zpopmin),
+    Spec::new("zpopmax", zpopmax),
+    Spec::new("zunionstore", zunionstore).movable(store_keys),
+    Spec::new("zinterstore", zinterstore).movable(store_keys),
+    Spec::new("zdiffstore", zdiffstore).movable(store_keys),
+    Spec::new("zunion", zunion).movable(super::numkeys_at_1),
+    Spec::new("zinter", zinter).movable(super::numkeys_at_1),
+    Spec::new("zdiff", zdiff).movable(super::numkeys_at_1),
+    Spec::new("zintercard", zintercard).movable(super::numkeys_at_1),
+    Spec::new("zrandmember", zrandmember),
+    Spec::new("zscan", zscan),
 ];
 
 /// Keys of ZUNIONSTORE-like commands: the destination, then numkeys sources.
 fn store_keys(a: &[Vec<u8>]) -> Vec<usize> {
     let mut k = vec![1];
-    k.extend(super::set::numkeys_keys(a, 2));
+    k.extend(super::numkeys_keys(a, 2));
     k
 }
 
