@@ -148,3 +148,84 @@ fn command_info_and_docs_are_those_of_6_2_and_7_4() {
         assert!(diffs.is_empty(), "{version}: {} differences:\n{}", diffs.len(), diffs.join("\n"));
     }
 }
+
+/// COMMAND GETKEYS and GETKEYSANDFLAGS (keys with the flags their key spec gives them, or
+/// the command's own finder's), their errors, and COMMAND LIST FILTERBY, as Redis 7.0.
+#[test]
+fn getkeys_and_list_filters_are_redis_7_0_s() {
+    let redis = Redis::start();
+    let dir = TempDir::new("command-getkeys");
+    let ours = Ours::start(dir.path(), &[]);
+    let (mut r, mut o) = (Client::connect(redis.port), Client::connect(ours.port));
+    let calls: &[&[&str]] = &[
+        &["SET", "k1", "v1"],
+        &["SET", "k1", "v1", "GET"],
+        &["MSET", "k1", "v1", "k2", "v2"],
+        &["LMOVE", "k1", "k2", "left", "right"],
+        &["SORT", "k1", "STORE", "k2"],
+        &["SORT", "k1", "BY", "w*", "GET", "o*"],
+        &["ZUNIONSTORE", "d", "2", "a", "b", "WEIGHTS", "1", "2"],
+        &["ZUNIONSTORE", "d", "9", "a", "b"],
+        &["ZUNION", "2", "a", "b"],
+        &["EVAL", "return 1", "0"],
+        &["EVAL", "return 1", "2", "a", "b", "c"],
+        &["FCALL", "f", "1", "a"],
+        &["XREAD", "COUNT", "2", "STREAMS", "s1", "s2", "0", "0"],
+        &["XREADGROUP", "GROUP", "g", "c", "STREAMS", "s1", "0"],
+        &["BITFIELD", "b", "GET", "u8", "0"],
+        &["BITFIELD", "b", "SET", "u8", "0", "1"],
+        &["MEMORY", "USAGE", "k"],
+        &["OBJECT", "ENCODING", "k"],
+        &["XGROUP", "CREATE", "s", "g", "$"],
+        &["BLMPOP", "0", "2", "a", "b", "LEFT"],
+        &["LCS", "a", "b"],
+        &["SINTERCARD", "2", "a", "b", "LIMIT", "1"],
+        &["RENAME", "a", "b"],
+        &["GET"],
+        &["PING"],
+        &["NOSUCH", "a"],
+        &["CLIENT", "NOSUCH"],
+        &["SPUBLISH", "ch", "m"],
+    ];
+    for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
+        for call in calls {
+            let mut args = vec!["COMMAND", sub];
+            args.extend_from_slice(call);
+            assert_eq!(
+                String::from_utf8_lossy(&o.call_str(&args)),
+                String::from_utf8_lossy(&r.call_str(&args)),
+                "{}",
+                args.join(" ")
+            );
+        }
+    }
+    for bad in [&["COMMAND", "LIST", "x"][..], &["COMMAND", "LIST", "FILTERBY", "x", "y"], &["COMMAND", "GETKEYS"]] {
+        assert_eq!(o.call_str(bad), r.call_str(bad), "{}", bad.join(" "));
+    }
+    // Filters, as sets (Redis lists in hash-table order), over the commands we both have.
+    let ours_all = sorted_names(&o.call_str(&["COMMAND", "LIST"]));
+    for filter in
+        [["PATTERN", "config*"], ["PATTERN", "x*"], ["ACLCAT", "scripting"], ["ACLCAT", "nope"], ["MODULE", "m"]]
+    {
+        let args = ["COMMAND", "LIST", "FILTERBY", filter[0], filter[1]];
+        let theirs: Vec<String> =
+            sorted_names(&r.call_str(&args)).into_iter().filter(|n| ours_all.contains(n)).collect();
+        assert_eq!(sorted_names(&o.call_str(&args)), theirs, "{}", args.join(" "));
+    }
+}
+
+fn sorted_names(reply: &[u8]) -> Vec<String> {
+    let Node::Agg(_, items) = parse(reply, 0).0 else { panic!("a list") };
+    let mut names: Vec<String> = items
+        .iter()
+        .map(|n| match n {
+            Node::Leaf(l) => {
+                let at = l.iter().position(|&b| b == b'\n').unwrap_or(0) + 1;
+                String::from_utf8_lossy(&l[at..l.len() - 2]).into_owned()
+            }
+            Node::Agg(..) => panic!("a name"),
+        })
+        .collect();
+    names.sort();
+    names
+}

@@ -24,7 +24,9 @@ pub mod zset;
 
 pub use ctx::{Ctx, Effects, Event, ExpireMode, Stats};
 pub use reply::{fmt_double, fmt_g, BulkArray, Reply, WRONGTYPE};
-pub use spec::{numkeys_at_1, numkeys_at_2, numkeys_keys, Command, KeyFinder, Spec, Sub};
+pub use spec::{
+    bitfield_reads_only, key_flags, numkeys_at_1, numkeys_at_2, numkeys_keys, Command, KeyFinder, Spec, Sub,
+};
 pub use table::{lookup, specs, table, Table};
 
 /// An argument vector, command name first.

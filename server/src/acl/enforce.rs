@@ -6,7 +6,7 @@
 use ferrokv::keyspace::Clock;
 use ferrokv::Reply;
 
-use super::registry::{registry, KEY_READ, KEY_WRITE, NOT_KEY};
+use super::registry::{registry, KEY_READ, KEY_WRITE};
 use super::{channel_allowed, KeysOnce, LogEntry, Reason, Refusal, User};
 use crate::client::Client;
 use crate::cmd::Found;
@@ -30,55 +30,18 @@ impl Context {
     }
 }
 
-/// BITFIELD with GET and OVERFLOW only reads its key (Redis's bitfieldGetKeys: anything
-/// else, a syntax error included, counts as a write).
-fn bitfield_reads_only(argv: &[Vec<u8>]) -> bool {
-    let mut i = 2;
-    while i < argv.len() {
-        let more = argv.len() - i - 1;
-        let is = |s: &str| argv[i].eq_ignore_ascii_case(s.as_bytes());
-        if is("get") && more >= 2 {
-            i += 3;
-        } else if is("overflow") && more >= 1 {
-            i += 2;
-        } else {
-            return false;
-        }
-    }
-    true
-}
-
-/// Each key of the command with the access it needs: the key spec's, the last spec
-/// standing for the remaining keys; SET needs read access too when it has GET.
-fn key_refs(found: Found, id: usize, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
-    let access = &registry().get(id).key_access;
-    if access.is_empty() || access.contains(&NOT_KEY) {
-        return Vec::new();
-    }
-    let name = found.name;
-    if matches!(name, "zunionstore" | "zinterstore" | "zdiffstore") {
-        // A bad numkeys leaves Redis's key finder with no keys at all.
-        let n = argv.get(2).and_then(|b| ferrokv::command::parse_i64(b)).unwrap_or(0);
-        if n < 1 || n > argv.len() as i64 - 3 {
-            return Vec::new();
-        }
-    }
-    let positions = found.key_positions(argv);
-    let set_with_get = name == "set" && argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
-    let bitfield_reads_only = name == "bitfield" && bitfield_reads_only(argv);
-    positions
+/// Each key of the command with the access it needs (Redis's ACLSelectorCheckKey: read
+/// for an ACCESS key, write for INSERT, DELETE or UPDATE), from the flags the command's
+/// key specs give each key.
+fn key_refs(found: Found, argv: &[Vec<u8>]) -> Vec<(usize, u8)> {
+    use ferrokv::command::key_flags as kf;
+    found
+        .key_refs(argv)
         .into_iter()
-        .filter(|&p| p < argv.len())
-        .enumerate()
-        .map(|(i, pos)| {
-            let mut need = access[i.min(access.len() - 1)];
-            if name == "set" {
-                need = KEY_WRITE | if set_with_get { KEY_READ } else { 0 };
-            }
-            if bitfield_reads_only {
-                need = KEY_READ;
-            }
-            (pos, need)
+        .map(|(pos, f)| {
+            let read = if f & kf::ACCESS != 0 { KEY_READ } else { 0 };
+            let write = if f & (kf::INSERT | kf::DELETE | kf::UPDATE) != 0 { KEY_WRITE } else { 0 };
+            (pos, read | write)
         })
         .collect()
 }
@@ -125,7 +88,7 @@ pub fn check_user(user: &User, found: Found, argv: &[Vec<u8>]) -> Result<(), (us
 
 /// Check `argv`, resolved to command `id`, against `user` (ACL DRYRUN, acl_check_cmd).
 pub fn check_user_command(user: &User, found: Found, id: usize, argv: &[Vec<u8>]) -> Result<(), Refusal> {
-    let mut keys = KeysOnce::new(|| key_refs(found, id, argv));
+    let mut keys = KeysOnce::new(|| key_refs(found, argv));
     let channels = channel_refs(found.name, argv);
     user.check(id, argv, &mut keys, &channels)
 }

@@ -11,18 +11,15 @@ use ferrokv::command::flags;
 use super::categories;
 use crate::cmd::{self, Found};
 
-/// How a key is accessed: read, write, or a shard channel that is no key at all.
+/// The access a key needs: read, write.
 pub const KEY_READ: u8 = 1;
 pub const KEY_WRITE: u8 = 2;
-pub const NOT_KEY: u8 = 4;
 
 pub struct Entry {
     /// `name`, or `parent|sub`.
     pub name: String,
     pub arity: i32,
     pub categories: u32,
-    /// Key access per key spec (the last one for the remaining keys); empty: no keys.
-    pub key_access: Vec<u8>,
     pub parent: Option<usize>,
     pub subs: Vec<usize>,
     /// AUTH, HELLO, QUIT, RESET: allowed to everyone, as NO_AUTH commands are.
@@ -54,34 +51,11 @@ fn categories_of(def: &CommandDef) -> u32 {
     declared | categories::from_flags(def.flag_bits(), declared)
 }
 
-/// The permission each key spec asks of its keys (Redis's ACLSelectorCheckKey: read for
-/// ACCESS, write for INSERT, DELETE or UPDATE), the last one standing for the keys after.
-/// A spec with no fixed place (SORT's BY/GET patterns) finds no keys and is left out,
-/// unless it is the last (SORT's STORE).
-fn access_of(def: &CommandDef) -> Vec<u8> {
-    let specs = def.key_specs();
-    specs
-        .iter()
-        .enumerate()
-        .filter(|(i, ks)| ks["begin_search"].get("unknown").is_none() || i + 1 == specs.len())
-        .map(|(_, ks)| {
-            let has = |f: &str| ks["flags"].as_array().is_some_and(|a| a.iter().any(|x| x == f));
-            if has("NOT_KEY") {
-                return NOT_KEY;
-            }
-            let read = if has("ACCESS") { KEY_READ } else { 0 };
-            let write = if has("INSERT") || has("DELETE") || has("UPDATE") { KEY_WRITE } else { 0 };
-            read | write
-        })
-        .collect()
-}
-
 fn entry(def: &CommandDef, name: String, parent: Option<usize>) -> Entry {
     Entry {
         name,
         arity: def.arity,
         categories: categories_of(def),
-        key_access: access_of(def),
         parent,
         subs: Vec::new(),
         no_auth: def.flag_bits() & flags::NO_AUTH != 0,

@@ -2,7 +2,7 @@
 //! of the version stood in for.
 
 use ferrokv::command::catalog::{CommandDef, ServerVersion};
-use ferrokv::command::flags;
+use ferrokv::command::{flags, key_flags, Sub};
 use ferrokv::Reply;
 use serde_json::Value as Json;
 
@@ -17,29 +17,45 @@ pub fn command(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     match sub.as_slice() {
         b"count" if a.len() == 2 => Reply::Int(all().count() as i64),
-        b"list" if a.len() == 2 => Reply::bulks(all().map(|f| f.name)),
+        b"list" => list(&a[2..]),
         b"info" => {
             if a.len() == 2 {
                 return Reply::Array(all().map(info_entry).collect());
             }
-            Reply::Array(a[2..].iter().map(|n| lookup(n).map_or(Reply::Nil, info_entry)).collect())
-        }
-        b"docs" => {
-            let found: Vec<Found> =
-                if a.len() == 2 { all().collect() } else { a[2..].iter().filter_map(|n| lookup(n)).collect() };
-            Reply::Map(
-                found
-                    .into_iter()
-                    .filter_map(|f| {
-                        let subs: Vec<&CommandDef> = f.subs.iter().map(|s| s.def).collect();
-                        Some((Reply::bulk(f.name.as_bytes()), docs_entry(f.def?, &subs)))
+            Reply::Array(
+                a[2..]
+                    .iter()
+                    .map(|n| match named(n) {
+                        Some((f, None)) => info_entry(f),
+                        Some((_, Some(s))) => info_fields(s.def, s.arity, s.flags, s.keys, Reply::Set(Vec::new())),
+                        None => Reply::Nil,
                     })
                     .collect(),
             )
         }
-        b"getkeys" if a.len() >= 4 => getkeys(&a[2..]),
+        b"docs" => {
+            let found: Vec<(Found, Option<&Sub>)> = if a.len() == 2 {
+                all().map(|f| (f, None)).collect()
+            } else {
+                a[2..].iter().filter_map(|n| named(n)).collect()
+            };
+            Reply::Map(
+                found
+                    .into_iter()
+                    .filter_map(|(f, sub)| match sub {
+                        Some(s) => Some((Reply::bulk(s.def.full_name().as_bytes()), docs_entry(s.def, &[]))),
+                        None => {
+                            let subs: Vec<&CommandDef> = f.subs.iter().map(|s| s.def).collect();
+                            Some((Reply::bulk(f.name.as_bytes()), docs_entry(f.def?, &subs)))
+                        }
+                    })
+                    .collect(),
+            )
+        }
+        b"getkeys" if a.len() >= 3 => getkeys(&a[2..], false),
+        b"getkeysandflags" if a.len() >= 3 => getkeys(&a[2..], true),
         b"help" if a.len() == 2 => Reply::bulks(HELP),
-        b"count" | b"list" | b"getkeys" | b"help" => sub_arity("command", &a[1]),
+        b"count" | b"getkeys" | b"getkeysandflags" | b"help" => sub_arity("command", &a[1]),
         _ => unknown_subcommand(&a[1], "command"),
     }
 }
@@ -54,13 +70,32 @@ const HELP: &[&str] = &[
     "    Return a list of all commands in this Redis server.",
     "INFO [<command-name> ...]",
     "    Return details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
     "DOCS [<command-name> ...]",
     "    Return documentation details about multiple Redis commands.",
+    "    If no command names are given, documentation details for all",
+    "    commands are returned.",
     "GETKEYS <full-command>",
     "    Return the keys from a full Redis command.",
+    "GETKEYSANDFLAGS <full-command>",
+    "    Return the keys and the access flags from a full Redis command.",
     "HELP",
     "    Print this help.",
 ];
+
+/// A command by name, or a subcommand by its full name (`config|get`).
+fn named(name: &[u8]) -> Option<(Found, Option<&'static Sub>)> {
+    match name.iter().position(|&b| b == b'|') {
+        None => lookup(name).map(|f| (f, None)),
+        Some(bar) => {
+            let f = lookup(&name[..bar])?;
+            let sub = &name[bar + 1..];
+            let s = f.subs.iter().find(|s| s.def.name.as_bytes().eq_ignore_ascii_case(sub))?;
+            Some((f, Some(s)))
+        }
+    }
+}
 
 /// One COMMAND INFO entry, as the version stood in for writes it: Redis 6.2's seven
 /// fields, or Redis 7's ten (tips, key specs and subcommands added).
@@ -115,17 +150,19 @@ fn flag_set(bits: u32, shown: &[u32]) -> Reply {
     Reply::Set(shown.iter().filter(|&&bit| bits & bit != 0).map(|&bit| Reply::simple(flags::name(bit))).collect())
 }
 
-/// Redis's key spec flags, in the order it lists them.
-const KEY_SPEC_FLAGS: &[&str] =
-    &["RO", "RW", "OW", "RM", "ACCESS", "UPDATE", "INSERT", "DELETE", "NOT_KEY", "INCOMPLETE", "VARIABLE_FLAGS"];
+/// Key spec flags as Redis lists them: the two-letter ones as they are, the others in
+/// lower case.
+fn key_flag_set(bits: u32) -> Reply {
+    Reply::Set(
+        key_flags::NAMES
+            .iter()
+            .filter(|(b, _)| bits & b != 0)
+            .map(|(_, n)| if n.len() == 2 { Reply::simple(n) } else { Reply::Simple(n.to_ascii_lowercase().into()) })
+            .collect(),
+    )
+}
 
 fn key_spec(ks: &Json) -> Reply {
-    let has = |f: &str| ks["flags"].as_array().is_some_and(|a| a.iter().any(|x| x == f));
-    let names = KEY_SPEC_FLAGS
-        .iter()
-        .filter(|f| has(f))
-        .map(|f| if f.len() == 2 { Reply::simple(f) } else { Reply::Simple(f.to_ascii_lowercase().into()) })
-        .collect();
     let int = |v: &Json| Reply::Int(v.as_i64().unwrap_or(0));
     let kind =
         |t: &str, spec: Vec<(&str, Reply)>| pairs(vec![("type", Reply::bulk(t.as_bytes())), ("spec", pairs(spec))]);
@@ -158,7 +195,7 @@ fn key_spec(ks: &Json) -> Reply {
     if let Some(n) = ks["notes"].as_str() {
         fields.push(("notes", Reply::bulk(n.as_bytes())));
     }
-    fields.push(("flags", Reply::Set(names)));
+    fields.push(("flags", key_flag_set(key_flags::of(ks))));
     fields.push(("begin_search", begin));
     fields.push(("find_keys", find));
     pairs(fields)
@@ -261,16 +298,75 @@ fn arg_list(args: &[Json], display_text: bool) -> Reply {
     )
 }
 
-fn getkeys(argv: &[Vec<u8>]) -> Reply {
-    let Some(f) = lookup(&argv[0]) else {
+/// COMMAND GETKEYS / GETKEYSANDFLAGS, as Redis's getKeysSubcommandImpl: the command (or
+/// its subcommand) must exist, have keys and take this many arguments.
+fn getkeys(argv: &[Vec<u8>], with_flags: bool) -> Reply {
+    let found = lookup(&argv[0]);
+    let known = found.filter(|f| f.subs.is_empty() || argv.len() < 2 || f.sub(argv).is_some());
+    let Some(f) = known else {
         return Reply::err("ERR Invalid command specified");
     };
-    if !f.arity_ok(argv.len()) {
-        return Reply::err("ERR Invalid number of arguments specified for command");
-    }
-    let keys = f.key_positions(argv);
-    if keys.is_empty() {
+    if !f.has_keys(argv) {
         return Reply::err("ERR The command has no key arguments");
     }
-    Reply::Array(keys.into_iter().filter_map(|i| argv.get(i)).map(|k| Reply::Bulk(k.clone())).collect())
+    let (arity, bits) = f.sub(argv).map_or((f.arity, f.flags), |s| (s.arity, s.flags));
+    let argc = argv.len() as i64;
+    if (arity > 0 && i64::from(arity) != argc) || argc < -i64::from(arity) {
+        return Reply::err("ERR Invalid number of arguments specified for command");
+    }
+    let keys = f.key_refs(argv);
+    if keys.is_empty() && bits & flags::NO_MANDATORY_KEYS == 0 {
+        return Reply::err("ERR Invalid arguments specified for command");
+    }
+    Reply::Array(
+        keys.into_iter()
+            .map(|(pos, kf)| {
+                let key = Reply::Bulk(argv[pos].clone());
+                if with_flags {
+                    Reply::Array(vec![key, key_flag_set(kf)])
+                } else {
+                    key
+                }
+            })
+            .collect(),
+    )
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN pattern]: every command
+/// and subcommand (`config|get`) that passes the filter.
+fn list(args: &[Vec<u8>]) -> Reply {
+    enum Filter<'a> {
+        None,
+        Module,
+        Category(u32),
+        Pattern(&'a [u8]),
+    }
+    let filter = match args {
+        [] => Filter::None,
+        [by, kind, value] if by.eq_ignore_ascii_case(b"filterby") => {
+            match kind.to_ascii_lowercase().as_slice() {
+                // No modules here: no command is a module's.
+                b"module" => Filter::Module,
+                b"aclcat" => Filter::Category(crate::acl::categories::by_name(value).unwrap_or(0)),
+                b"pattern" => Filter::Pattern(value),
+                _ => return Reply::err("ERR syntax error"),
+            }
+        }
+        _ => return Reply::err("ERR syntax error"),
+    };
+    let registry = crate::acl::registry::registry();
+    let keep = |name: &str| match filter {
+        Filter::None => true,
+        Filter::Module => false,
+        Filter::Category(cat) => {
+            cat != 0 && registry.lookup(name.as_bytes()).is_some_and(|id| registry.get(id).categories & cat != 0)
+        }
+        Filter::Pattern(p) => ferrokv::glob::matches_nocase(p, name.as_bytes()),
+    };
+    let mut names = Vec::new();
+    for f in all() {
+        let subs = f.subs.iter().map(|s| s.def.full_name());
+        names.extend(std::iter::once(f.name.to_string()).chain(subs).filter(|n| keep(n)));
+    }
+    Reply::bulks(names)
 }

@@ -48,10 +48,14 @@ pub const SPECS: &[Spec] = &[
 ];
 
 /// Keys of ZUNIONSTORE-like commands: the destination, then numkeys sources.
+/// The destination, then the sources; no keys at all for a bad numkeys (Redis's
+/// zunionInterDiffStoreGetKeys).
 fn store_keys(a: &[Vec<u8>]) -> Vec<usize> {
-    let mut k = vec![1];
-    k.extend(super::numkeys_keys(a, 2));
-    k
+    let sources = super::numkeys_keys(a, 2);
+    if sources.is_empty() {
+        return sources;
+    }
+    std::iter::once(1).chain(sources).collect()
 }
 
 // ------------------------------------------------------------------ lookups
