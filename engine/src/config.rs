@@ -80,7 +80,7 @@ impl Config {
     pub fn set_version(&mut self, version: ServerVersion) {
         self.version = version;
         self.limits.zset_listpack_keeps_negative_zero = version == ServerVersion::Redis62;
-        self.limits.zset_created_by_size = version >= ServerVersion::Redis72;
+        self.limits.zset_created_by_size = version.behaves_as() >= ServerVersion::Redis72;
     }
 
     /// What this version's SAVE and DUMP write (Valkey 7.2 and 8.0 write RDB 11 as Redis

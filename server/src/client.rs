@@ -276,7 +276,7 @@ impl Client {
         let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         let qbuf = self.query.len() - self.qpos;
         // Redis 7.2 added the watched keys and the library a client names.
-        let since_72 = crate::version::version() >= ServerVersion::Redis72;
+        let since_72 = crate::version::version().behaves_as() >= ServerVersion::Redis72;
         let watch = if since_72 { format!(" watch={}", self.watched.len()) } else { String::new() };
         let lib = if since_72 {
             format!(

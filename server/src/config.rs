@@ -553,10 +553,10 @@ impl ServerConfig {
         match name {
             "redis-version" => {
                 let v = match args {
-                    [v] => ServerVersion::parse(v).filter(|v| !v.tag().starts_with("valkey")),
+                    [v] => ServerVersion::parse(v),
                     _ => None,
                 };
-                self.engine.set_version(v.ok_or("argument must be one of 6.2, 7.0, 7.2, 7.4")?);
+                self.engine.set_version(v.ok_or("argument must be one of 6.2, 7.0, 7.2, 7.4, valkey-7.2, valkey-8.0")?);
             }
             "save" => {
                 // One string of "seconds changes" pairs (CONFIG SET), or the words of a line.

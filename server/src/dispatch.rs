@@ -184,7 +184,7 @@ impl Server {
     /// so (`slowlog-log-slower-than`; Redis 7.4 also takes `slowlog-max-len 0` as off).
     pub(crate) fn note_slow(&mut self, c: &Client, argv: &[Vec<u8>], micros: u64) {
         let threshold = self.cfg.slowlog_log_slower_than;
-        let off = self.cfg.slowlog_max_len == 0 && crate::version::version() >= ServerVersion::Redis74;
+        let off = self.cfg.slowlog_max_len == 0 && crate::version::version().behaves_as() >= ServerVersion::Redis74;
         if threshold < 0 || off || micros < threshold as u64 {
             return;
         }

@@ -27,7 +27,8 @@ impl Server {
     pub fn new(mut cfg: ServerConfig) -> Result<Server, String> {
         cmd::set_version(cfg.engine.version, cmd::table::COMMANDS);
         log_startup(&cfg);
-        if cfg.engine.version >= ServerVersion::Redis72 && cfg.engine.limits.set_max_listpack_entries == 0 {
+        if cfg.engine.version.behaves_as() >= ServerVersion::Redis72 && cfg.engine.limits.set_max_listpack_entries == 0
+        {
             // Redis 7.2 keeps small sets of strings in a listpack (set-max-listpack-entries 128).
             cfg.engine.limits.set_max_listpack_entries = ferrokv::value::Limits::default().set_max_listpack_entries;
         }

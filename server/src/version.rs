@@ -17,7 +17,30 @@ pub fn version() -> ServerVersion {
     ServerVersion::ALL[usize::from(VERSION.load(Ordering::Relaxed)) % ServerVersion::ALL.len()]
 }
 
-/// The release INFO, HELLO and scripts report (`7.0.15`).
+/// The Redis release INFO's `redis_version` and scripts' `redis.REDIS_VERSION` report
+/// (`7.0.15`; Valkey reports the Redis it forked from, 7.2.4).
 pub fn release() -> &'static str {
-    ferrokv::config::rdb_target_of(version()).server_version()
+    match version() {
+        ServerVersion::Valkey72 | ServerVersion::Valkey80 => "7.2.4",
+        v => ferrokv::config::rdb_target_of(v).server_version(),
+    }
+}
+
+/// Valkey's own release (INFO's `valkey_version`), for a Valkey version.
+pub fn valkey_release() -> Option<&'static str> {
+    match version() {
+        ServerVersion::Valkey72 => Some("7.2.7"),
+        ServerVersion::Valkey80 => Some("8.0.1"),
+        _ => None,
+    }
+}
+
+/// HELLO's `server` and `version`: Redis's, Valkey 7.2's (`redis` with its own release),
+/// Valkey 8's (`valkey`).
+pub fn hello_identity() -> (&'static str, &'static str) {
+    match (version(), valkey_release()) {
+        (ServerVersion::Valkey80, Some(v)) => ("valkey", v),
+        (_, Some(v)) => ("redis", v),
+        (_, None) => ("redis", release()),
+    }
 }

@@ -132,8 +132,10 @@ fn zadd_negative_zero_as_redis_7_0() {
 
 #[test]
 #[ignore = "needs ../shared/bin (make compat)"]
-fn zadd_negative_zero_as_redis_6_2_and_7_4() {
-    for (version, bin) in [("6.2", "redis-server-6.2.16"), ("7.4", "redis-server-7.4.1")] {
+fn zadd_negative_zero_as_redis_6_2_7_4_and_valkey_8_0() {
+    for (version, bin) in
+        [("6.2", "redis-server-6.2.16"), ("7.4", "redis-server-7.4.1"), ("valkey-8.0", "valkey-server-8.0.1")]
+    {
         let Some(bin) = support::shared_bin(bin) else {
             eprintln!("skipped: ../shared/bin/{bin} is absent");
             return;
@@ -150,7 +152,7 @@ fn zadd_negative_zero_as_redis_6_2_and_7_4() {
 /// lower case only) and BITPOS (BYTE|BIT from 7.0).
 #[test]
 #[ignore = "needs ../shared/bin (make compat)"]
-fn geo_and_bitmap_replies_as_redis_6_2_and_7_4() {
+fn geo_and_bitmap_replies_as_redis_6_2_7_4_and_valkey_8_0() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/scripts/");
     let script = ["geo.redis", "bitmap.redis"]
         .map(|f| std::fs::read_to_string(format!("{dir}{f}")).expect("a script"))
@@ -160,7 +162,9 @@ fn geo_and_bitmap_replies_as_redis_6_2_and_7_4() {
         .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
         .map(|l| ferrokv_testkit::split_args(l).expect("a command line"))
         .collect();
-    for (version, bin) in [("6.2", "redis-server-6.2.16"), ("7.4", "redis-server-7.4.1")] {
+    for (version, bin) in
+        [("6.2", "redis-server-6.2.16"), ("7.4", "redis-server-7.4.1"), ("valkey-8.0", "valkey-server-8.0.1")]
+    {
         let Some(bin) = support::shared_bin(bin) else {
             eprintln!("skipped: ../shared/bin/{bin} is absent");
             return;

@@ -48,6 +48,9 @@ const SESSION: &[&[&str]] = &[
     &["ZRANK", "zr", "b", "foo"],
     &["ZRANK", "zr", "b", "WITHSCORE", "x"],
     &["ZRANK", "zr", "b"],
+    &["CLIENT", "CAPA", "redirect"],
+    &["CLIENT", "CAPA", "other", "REDIRECT"],
+    &["CLIENT", "CAPA"],
 ];
 
 fn run(port: u16) -> Vec<Vec<u8>> {
@@ -84,6 +87,44 @@ fn as_redis_7_4() {
             assert_eq!(String::from_utf8_lossy(m), String::from_utf8_lossy(t), "appendonly {aof}: {what}");
         }
     }
+}
+
+/// As Valkey 8.0 (`--redis-version valkey-8.0`): the same session equals real Valkey
+/// 8.0.1's, and so do HELLO's identity and INFO's version fields (`redis_version:7.2.4`,
+/// `server_name`, `valkey_version`, `server_mode`).
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn as_valkey_8_0() {
+    let Some(bin) = shared_bin("valkey-server-8.0.1") else {
+        eprintln!("skipped: ../shared/bin/valkey-server-8.0.1 is absent");
+        return;
+    };
+    let (d1, d2) = (TempDir::new("vk8-real"), TempDir::new("vk8-ours"));
+    let real = start_shared(&bin, d1.path(), &[]);
+    let ours = Ours::start(d2.path(), &["--redis-version", "valkey-8.0"]);
+    let (theirs, mine) = (run(real.port), run(ours.port));
+    for (i, (t, m)) in theirs.iter().zip(&mine).enumerate() {
+        let what = SESSION.get(i).map(|c| c.join(" ")).unwrap_or_else(|| "CLIENT INFO".into());
+        assert_eq!(String::from_utf8_lossy(m), String::from_utf8_lossy(t), "{what}");
+    }
+    let identity = |port: u16| {
+        let mut c = Client::connect(port);
+        let hello = c.call(&argv(&["HELLO", "3"]));
+        let hello = String::from_utf8_lossy(&hello);
+        // server and version, the first two pairs of the map.
+        let head: Vec<&str> = hello.split("\r\n").skip(1).take(8).collect();
+        let info = String::from_utf8_lossy(&c.call(&argv(&["INFO", "server"]))).into_owned();
+        let fields = ["redis_version", "server_name", "valkey_version", "server_mode", "redis_mode"];
+        let kept: Vec<String> = info
+            .lines()
+            .filter(|l| l.split(':').next().is_some_and(|k| fields.contains(&k)))
+            .map(str::to_string)
+            .collect();
+        (head.join(" "), kept)
+    };
+    let ours_identity = identity(ours.port);
+    assert!(ours_identity.1.iter().any(|l| l == "valkey_version:8.0.1"), "{ours_identity:?}");
+    assert_eq!(ours_identity, identity(real.port));
 }
 
 /// NO-TOUCH: reads leave OBJECT IDLETIME growing; TOUCH still touches.

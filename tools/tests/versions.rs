@@ -75,7 +75,7 @@ fn versions() -> Vec<Version> {
             name: "valkey-8.0.1",
             server: bin.join("valkey-server-8.0.1"),
             cli: bin.join("valkey-cli-8.0.1"),
-            ours: "7.2",
+            ours: "valkey-8.0",
             multipart: true,
             debug_switch: true,
             functions: true,

@@ -92,6 +92,27 @@ impl ServerVersion {
         }
     }
 
+    /// The Redis release whose behaviour this version follows where the two differ by
+    /// version (Valkey forked from Redis 7.2): compare this, not the version itself, with
+    /// `<` and `>=`.
+    pub fn behaves_as(self) -> ServerVersion {
+        match self {
+            ServerVersion::Valkey72 | ServerVersion::Valkey80 => ServerVersion::Redis72,
+            v => v,
+        }
+    }
+
+    /// Whether BITCOUNT and BITPOS check their range arguments before looking the key up
+    /// (Redis 7.4, and Valkey 8.0, which took the change).
+    pub fn checks_bit_ranges_first(self) -> bool {
+        matches!(self, ServerVersion::Redis74 | ServerVersion::Valkey80)
+    }
+
+    /// Whether this is a Valkey release.
+    pub fn is_valkey(self) -> bool {
+        matches!(self, ServerVersion::Valkey72 | ServerVersion::Valkey80)
+    }
+
     fn bit(self) -> u8 {
         1 << (self as u8)
     }

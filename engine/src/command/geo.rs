@@ -112,7 +112,7 @@ pub fn distance(a: (f64, f64), b: (f64, f64)) -> f64 {
 /// A distance as GEODIST prints it: four decimals, Redis 7's fixed point (the value
 /// times 10^4 rounded half to even) or Redis 6.2's `%.4f`.
 fn fmt_distance(d: f64, version: ServerVersion) -> String {
-    if version < ServerVersion::Redis70 {
+    if version.behaves_as() < ServerVersion::Redis70 {
         return format!("{d:.4}");
     }
     let units = (d * 10_000.0).round_ties_even() as i64;
@@ -160,7 +160,7 @@ fn geodist(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         None => 1.0,
         Some(u) => match unit(u, version) {
             Some(m) => m,
-            None if version < ServerVersion::Redis70 => {
+            None if version.behaves_as() < ServerVersion::Redis70 => {
                 return Reply::err("ERR unsupported unit provided. please use m, km, ft, mi")
             }
             None => return Reply::err("ERR unsupported unit provided. please use M, KM, FT, MI"),
@@ -183,7 +183,7 @@ fn geodist(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 /// any case from Redis 7.0, lower case only before.
 fn unit(u: &[u8], version: ServerVersion) -> Option<f64> {
     let u = &u[..u.iter().position(|&b| b == 0).unwrap_or(u.len())];
-    let same = |n: &str| if version < ServerVersion::Redis70 { u == n.as_bytes() } else { eq_ic(u, n) };
+    let same = |n: &str| if version.behaves_as() < ServerVersion::Redis70 { u == n.as_bytes() } else { eq_ic(u, n) };
     [("m", 1.0), ("km", 1000.0), ("ft", 0.3048), ("mi", 1609.34)].into_iter().find(|(n, _)| same(n)).map(|(_, m)| m)
 }
 

@@ -727,9 +727,9 @@ fn bitpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Some(_) => return Reply::err("ERR The bit argument must be 1 or 0."),
         None => return Reply::not_integer(),
     };
-    let with_unit = ctx.cfg.version >= ServerVersion::Redis70;
-    // Redis 7.4 checks the range's arguments before it looks the key up.
-    if ctx.cfg.version >= ServerVersion::Redis74 {
+    let with_unit = ctx.cfg.version.behaves_as() >= ServerVersion::Redis70;
+    // Redis 7.4 (and Valkey 8.0) check the range's arguments before looking the key up.
+    if ctx.cfg.version.checks_bit_ranges_first() {
         if a.len() > 6 {
             return Reply::syntax();
         }
@@ -1073,7 +1073,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], ro: bool) -> Reply {
     let need = (highest >> 3) as usize + 1;
     // Redis 6.2 counts a change only when a field's value changed; 7.0 also when the
     // string was created or grown.
-    let grown_counts = ctx.cfg.version >= ServerVersion::Redis70;
+    let grown_counts = ctx.cfg.version.behaves_as() >= ServerVersion::Redis70;
     let (replies, changes) = match write_str(ctx, key) {
         Err(e) => return e,
         Ok(None) => {
@@ -1100,9 +1100,11 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], ro: bool) -> Reply {
 }
 
 fn bitcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    // Redis 7.4 checks the range's arguments before it looks the key up.
-    if ctx.cfg.version >= ServerVersion::Redis74 {
-        if a.len() == 3 || a.len() > 5 {
+    // Valkey 8.0 takes a start without an end (to the end of the string).
+    let open_end = ctx.cfg.version == ServerVersion::Valkey80;
+    // Redis 7.4 (and Valkey 8.0) check the range's arguments before looking the key up.
+    if ctx.cfg.version.checks_bit_ranges_first() {
+        if (a.len() == 3 && !open_end) || a.len() > 5 {
             return Reply::syntax();
         }
         if let Some(e) = a[2..a.len().min(4)].iter().find_map(|x| arg_i64(x).err()) {
@@ -1121,8 +1123,8 @@ fn bitcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let (mut start, mut end, mut first_mask, mut last_mask) = (0i64, len - 1, 0u8, 0u8);
     match a.len() {
         2 => {}
-        4 | 5 => {
-            (start, end) = match (arg_i64(&a[2]), arg_i64(&a[3])) {
+        n @ 3..=5 if n > 3 || open_end => {
+            (start, end) = match (arg_i64(&a[2]), a.get(3).map_or(Ok(len - 1), |e| arg_i64(e))) {
                 (Ok(s), Ok(e)) => (s, e),
                 (Err(e), _) | (_, Err(e)) => return e,
             };

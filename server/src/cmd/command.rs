@@ -212,7 +212,7 @@ fn text<'a>(def: &'a Json, field: &str) -> Option<&'a str> {
 /// One COMMAND DOCS entry, from the version's command JSON.
 fn docs_entry(def: &CommandDef, subs: &[&CommandDef]) -> Reply {
     let facts = &def.facts;
-    let newer = crate::version::version() >= ServerVersion::Redis72;
+    let newer = crate::version::version().behaves_as() >= ServerVersion::Redis72;
     let mut fields = Vec::new();
     for field in ["summary", "since"] {
         if let Some(t) = text(facts, field) {
@@ -280,7 +280,8 @@ fn arg_list(args: &[Json], display_text: bool) -> Reply {
                 }
                 let arg_flags: Vec<Reply> = ["optional", "multiple", "multiple_token"]
                     .iter()
-                    .filter(|f| a[**f].as_bool() == Some(true))
+                    // As the generator reads the JSON: any true value (`"multiple": "true"`).
+                    .filter(|f| a[**f].as_bool() == Some(true) || a[**f].as_str().is_some_and(|s| !s.is_empty()))
                     .map(|f| Reply::simple(f))
                     .collect();
                 if !arg_flags.is_empty() {

@@ -111,8 +111,8 @@ pub fn hello(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
     let b = |x: &str| Reply::bulk(x.as_bytes());
     Reply::Map(vec![
-        (b("server"), b("redis")),
-        (b("version"), b(crate::version::release())),
+        (b("server"), b(crate::version::hello_identity().0)),
+        (b("version"), b(crate::version::hello_identity().1)),
         (b("proto"), Reply::Int(if c.resp3 { 3 } else { 2 })),
         (b("id"), Reply::Int(c.id as i64)),
         (b("mode"), b("standalone")),
@@ -144,11 +144,12 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"list" | b"kill" => a.len() >= 2,
         b"unblock" => a.len() == 3 || a.len() == 4,
         b"reply" => a.len() == 3,
-        b"setinfo" | b"no-touch" if crate::version::version() < ServerVersion::Redis72 => {
+        b"setinfo" | b"no-touch" if crate::version::version().behaves_as() < ServerVersion::Redis72 => {
             return unknown_subcommand(&a[1], "client")
         }
         b"setinfo" => a.len() == 4,
         b"no-touch" => a.len() == 3,
+        b"capa" if crate::version::version() == ServerVersion::Valkey80 => a.len() >= 3,
         _ => return unknown_subcommand(&a[1], "client"),
     };
     if !arity_ok {
@@ -156,6 +157,9 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
     match sub.as_slice() {
         b"id" => Reply::Int(c.id as i64),
+        // Valkey 8.0's capabilities (REDIRECT): only a replica's or a cluster's redirections
+        // read them, and this server makes none.
+        b"capa" => Reply::ok(),
         b"getname" => c.name.clone().map_or(Reply::Nil, Reply::Bulk),
         b"setname" => {
             if !valid_name(&a[2]) {

@@ -74,10 +74,15 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
         "server" => {
             let uptime = s.started.elapsed().as_secs();
             kv("redis_version", crate::version::release().into());
+            if let Some(valkey) = crate::version::valkey_release() {
+                kv("server_name", "valkey".into());
+                kv("valkey_version", valkey.into());
+            }
             kv("redis_git_sha1", "00000000".into());
             kv("redis_git_dirty", "0".into());
             kv("redis_build_id", "0".into());
-            kv("redis_mode", "standalone".into());
+            let mode = if s.engine.config().version == ServerVersion::Valkey80 { "server_mode" } else { "redis_mode" };
+            kv(mode, "standalone".into());
             kv("ferrokv_version", env!("CARGO_PKG_VERSION").into());
             kv("os", format!("{} {}", std::env::consts::OS, std::env::consts::ARCH));
             kv("arch_bits", (usize::BITS).to_string());
