@@ -1,5 +1,5 @@
-//! docs/commands.md lists exactly the commands of the table, with their arity in Redis 7.0
-//! (the default version; the catalog's).
+//! docs/commands.md lists exactly the commands of the table, with their arity, flags and
+//! key range in Redis 7.0 (the default version; the catalog's).
 
 #[test]
 fn commands_doc_lists_every_command_of_the_table() {
@@ -10,15 +10,25 @@ fn commands_doc_lists_every_command_of_the_table() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         if cells.len() > 3 {
             if let Some(name) = cells[1].strip_prefix('`').and_then(|c| c.strip_suffix('`')) {
-                listed.insert(name.to_ascii_lowercase(), cells[2].to_string());
+                listed.insert(name.to_ascii_lowercase(), (cells[2].to_string(), cells[3].to_string(), cells[4].to_string()));
             }
         }
     }
     let mut missing = Vec::new();
     for spec in ferrokv::command::table(ferrokv::command::catalog::ServerVersion::Redis70).all() {
+        let flags: Vec<&str> = ferrokv::command::flags::SHOWN
+            .iter()
+            .filter(|&&f| spec.has(f))
+            .map(|&f| ferrokv::command::flags::name(f))
+            .collect();
+        let want = (
+            spec.arity.to_string(),
+            flags.join(" "),
+            format!("{},{},{}", spec.first_key, spec.last_key, spec.step),
+        );
         match listed.remove(spec.name) {
-            Some(arity) if arity == spec.arity.to_string() => {}
-            Some(arity) => missing.push(format!("{} arity {} (doc says {arity})", spec.name, spec.arity)),
+            Some(doc) if doc == want => {}
+            Some(doc) => missing.push(format!("{}: {want:?} (doc says {doc:?})", spec.name)),
             None => missing.push(format!("{} not listed", spec.name)),
         }
     }
