@@ -24,6 +24,7 @@ pub mod format;
 pub mod functions;
 pub mod glob;
 pub mod keyspace;
+pub mod memory;
 pub mod persist;
 pub mod source;
 pub mod value;

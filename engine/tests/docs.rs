@@ -10,7 +10,10 @@ fn commands_doc_lists_every_command_of_the_table() {
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         if cells.len() > 3 {
             if let Some(name) = cells[1].strip_prefix('`').and_then(|c| c.strip_suffix('`')) {
-                listed.insert(name.to_ascii_lowercase(), (cells[2].to_string(), cells[3].to_string(), cells[4].to_string()));
+                listed.insert(
+                    name.to_ascii_lowercase(),
+                    (cells[2].to_string(), cells[3].to_string(), cells[4].to_string()),
+                );
             }
         }
     }
@@ -21,11 +24,8 @@ fn commands_doc_lists_every_command_of_the_table() {
             .filter(|&&f| spec.has(f))
             .map(|&f| ferrokv::command::flags::name(f))
             .collect();
-        let want = (
-            spec.arity.to_string(),
-            flags.join(" "),
-            format!("{},{},{}", spec.first_key, spec.last_key, spec.step),
-        );
+        let want =
+            (spec.arity.to_string(), flags.join(" "), format!("{},{},{}", spec.first_key, spec.last_key, spec.step));
         match listed.remove(spec.name) {
             Some(doc) if doc == want => {}
             Some(doc) => missing.push(format!("{}: {want:?} (doc says {doc:?})", spec.name)),

@@ -10,6 +10,7 @@ pub mod dump;
 pub mod generate;
 pub mod jsonl_read;
 pub mod jsonw;
+pub mod memory;
 pub mod out;
 pub mod pipeline;
 pub mod progress;

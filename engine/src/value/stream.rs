@@ -183,20 +183,12 @@ impl Stream {
 
     /// Radix-tree nodes of a rax holding the node keys (16-byte big-endian IDs).
     pub fn rax_nodes(&self) -> usize {
-        let keys: Vec<[u8; 16]> = self
-            .nodes
-            .keys()
-            .map(|id| {
-                let mut k = [0u8; 16];
-                k[..8].copy_from_slice(&id.ms.to_be_bytes());
-                k[8..].copy_from_slice(&id.seq.to_be_bytes());
-                k
-            })
-            .collect();
-        if keys.is_empty() {
-            return 1;
-        }
-        rax_size(&keys, 0)
+        rax_nodes_of(self.nodes.keys().copied())
+    }
+
+    /// Each listpack node's size in bytes, as Redis encodes it.
+    pub fn node_bytes(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes.values().map(|n| n.bytes)
     }
 
     /// Append an entry with `id` (greater than the last ID: the caller checked).
@@ -476,6 +468,22 @@ impl Stream {
 /// Nodes of a rax holding `keys` (sorted, distinct, equal length) below a node at `depth`
 /// bytes: a compressed node for a shared prefix, a branching node where keys differ, and
 /// an empty leaf node per key.
+/// Nodes of a rax holding `ids` as 16-byte big-endian keys (1 for an empty one).
+pub fn rax_nodes_of(ids: impl Iterator<Item = StreamId>) -> usize {
+    let keys: Vec<[u8; 16]> = ids
+        .map(|id| {
+            let mut k = [0u8; 16];
+            k[..8].copy_from_slice(&id.ms.to_be_bytes());
+            k[8..].copy_from_slice(&id.seq.to_be_bytes());
+            k
+        })
+        .collect();
+    if keys.is_empty() {
+        return 1;
+    }
+    rax_size(&keys, 0)
+}
+
 fn rax_size(keys: &[[u8; 16]], depth: usize) -> usize {
     if depth == 16 {
         return 1;

@@ -1,30 +1,16 @@
 //! MEMORY USAGE / STATS / DOCTOR / MALLOC-STATS / PURGE / HELP.
 //!
-//! USAGE answers what Redis 7.0 would: the size of Redis's structures for the key's
-//! encoding (robj, sds headers, listpacks, quicklist nodes, dict tables and entries),
-//! each allocation rounded up to jemalloc's size classes, nested values sampled as
-//! objectComputeSize samples them. It describes Redis's layout, not ferrokv's own
-//! (docs/server.md says how close it comes).
+//! USAGE answers what Redis would, from the engine's model of Redis's allocations
+//! (`ferrokv::value::memory`).
 
-use ferrokv::command::{eq_ic, fmt_double, parse_i64};
-use ferrokv::value::{Hash, List, Set, Str, Value, Zset};
+use ferrokv::command::{eq_ic, parse_i64};
+use ferrokv::memory::{dict_slots, key_usage, Allocator, Model, DICT_ENTRY};
 use ferrokv::Reply;
 
 use super::{sub_arity, unknown_subcommand};
 use crate::client::Client;
 use crate::server::Server;
 
-const ROBJ: usize = 16;
-const DICT_ENTRY: usize = 24;
-const DICT: usize = 56;
-const QUICKLIST: usize = 40;
-const QUICKLIST_NODE: usize = 40;
-const ZSET: usize = 16;
-const ZSKIPLIST: usize = 32;
-/// zmalloc_size of a skiplist header (32 levels).
-const ZSL_HEADER: usize = 640;
-/// Expected zmalloc_size of a skiplist node: 48 bytes at level 1 (p = 3/4), more above.
-const ZSL_NODE: f64 = 53.3;
 const DEFAULT_SAMPLES: usize = 5;
 
 const HELP: &[&str] = &[
@@ -96,175 +82,14 @@ fn usage(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return Reply::Nil;
     };
     let limit = s.cfg.engine.limits.list_max_listpack_size;
-    let size = value_size(&slot.value, samples, limit) + sds_alloc(slot.key.len()) + DICT_ENTRY;
+    let size = key_usage(
+        &slot.key,
+        &slot.value,
+        samples,
+        limit,
+        &Model::usage(crate::version::version(), Allocator::JemallocQ16),
+    );
     Reply::Int(size as i64)
-}
-
-/// Redis 7.4's `listpackEx` beside its listpack: expiry metadata, key and listpack pointers.
-const LISTPACK_EX_HEADER: usize = 32;
-
-/// What Redis's objectComputeSize answers for `v`.
-pub fn value_size(v: &Value, samples: usize, list_fill: i64) -> usize {
-    let samples = samples.max(1);
-    match v {
-        Value::Str(Str::Int(_)) => ROBJ,
-        Value::Str(Str::Emb(b)) => jemalloc(ROBJ + 3 + b.len() + 1),
-        Value::Str(Str::Raw(b)) => ROBJ + sds_alloc(b.len()),
-        Value::List(l) => list_size(l, samples, list_fill),
-        Value::Hash(h) => match &**h {
-            Hash::Listpack(pairs) => {
-                ROBJ + jemalloc(listpack_bytes(pairs.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])))
-            }
-            Hash::ListpackEx(_) => {
-                // The triplets' listpack (a TTL is a listpack integer) and the listpackEx
-                // header (its expiry metadata and key pointer).
-                let ttls: Vec<String> = h.iter_with_ttl().map(|(_, _, t)| t.unwrap_or(0).to_string()).collect();
-                let items = h.iter_with_ttl().zip(&ttls).flat_map(|((f, v, _), t)| [f, v, t.as_bytes()]);
-                ROBJ + LISTPACK_EX_HEADER + jemalloc(listpack_bytes(items))
-            }
-            Hash::Table(_) => {
-                let per = sampled(h.iter(), samples, |(f, v)| sds_alloc(f.len()) + sds_alloc(v.len()) + DICT_ENTRY);
-                ROBJ + DICT + 8 * dict_slots(h.len()) + (per * h.len() as f64) as usize
-            }
-        },
-        Value::Set(st) => match &**st {
-            Set::Intset(v) => {
-                let width = match v.iter().map(|x| x.unsigned_abs()).max().unwrap_or(0) {
-                    m if m <= i16::MAX as u64 => 2,
-                    m if m <= i32::MAX as u64 => 4,
-                    _ => 8,
-                };
-                ROBJ + jemalloc(8 + v.len() * width)
-            }
-            Set::Listpack(members) => ROBJ + jemalloc(listpack_bytes(members.iter().map(|m| m.as_slice()))),
-            Set::Table(_) => {
-                let per = sampled(st.iter(), samples, |m| sds_alloc(m.len()) + DICT_ENTRY);
-                ROBJ + DICT + 8 * dict_slots(st.len()) + (per * st.len() as f64) as usize
-            }
-        },
-        Value::Zset(z) => match &**z {
-            Zset::Listpack(items) => {
-                let scores: Vec<String> = items.iter().map(|(_, sc)| fmt_double(*sc)).collect();
-                let entries = items.iter().zip(&scores).flat_map(|((m, _), sc)| [m.as_slice(), sc.as_bytes()]);
-                ROBJ + jemalloc(listpack_bytes(entries))
-            }
-            Zset::Skiplist(_) => {
-                let per = sampled(z.iter(), samples, |(m, _)| sds_alloc(m.len()) + DICT_ENTRY) + ZSL_NODE;
-                ROBJ + ZSET + ZSKIPLIST + DICT + 8 * dict_slots(z.len()) + ZSL_HEADER + (per * z.len() as f64) as usize
-            }
-        },
-        Value::Stream(st) => {
-            // A rough figure: the entries' listpacks and a radix tree node per 100 entries.
-            let bytes: usize =
-                st.entries().map(|(_, f)| f.iter().map(|(k, v)| k.len() + v.len() + 4).sum::<usize>() + 16).sum();
-            ROBJ + 64 + jemalloc(bytes) + st.len().div_ceil(100) * 64
-        }
-    }
-}
-
-/// The average of `f` over the first `samples` items (0 for none).
-fn sampled<T>(items: impl Iterator<Item = T>, samples: usize, f: impl Fn(T) -> usize) -> f64 {
-    let (mut sum, mut n) = (0usize, 0usize);
-    for it in items.take(samples) {
-        sum += f(it);
-        n += 1;
-    }
-    if n == 0 {
-        0.0
-    } else {
-        sum as f64 / n as f64
-    }
-}
-
-/// A quicklist as Redis 7.0 builds it by appending: nodes filled up to the
-/// list-max-listpack-size limit, each a 40-byte node and its listpack.
-fn list_size(l: &List, samples: usize, fill: i64) -> usize {
-    let limit_bytes = match fill {
-        -1 => 4096,
-        -3 => 16384,
-        -4 => 32768,
-        f if f <= -5 => 65536,
-        f if f >= 0 => 8192,
-        _ => 8192,
-    };
-    let mut nodes: Vec<usize> = Vec::new();
-    let (mut sz, mut count) = (0usize, 0i64);
-    for item in l.iter() {
-        let fits = count > 0 && sz + item.len() + 8 <= limit_bytes && (fill < 0 || count < fill.max(1));
-        if !fits {
-            if count > 0 {
-                nodes.push(sz);
-            }
-            sz = 7;
-            count = 0;
-        }
-        sz += entry_bytes(item);
-        count += 1;
-    }
-    if count > 0 {
-        nodes.push(sz);
-    }
-    let n = nodes.len();
-    let per = sampled(nodes.into_iter(), samples, |b| QUICKLIST_NODE + jemalloc(b));
-    ROBJ + QUICKLIST + (per * n as f64) as usize
-}
-
-/// Bytes of a listpack holding `items` (header, entries, end byte).
-fn listpack_bytes<'a>(items: impl Iterator<Item = &'a [u8]>) -> usize {
-    7 + items.map(entry_bytes).sum::<usize>()
-}
-
-/// One listpack entry: encoding, data and back length.
-fn entry_bytes(b: &[u8]) -> usize {
-    let size = match std::str::from_utf8(b).ok().and_then(|t| t.parse::<i64>().ok().filter(|v| v.to_string() == t)) {
-        Some(v) if (0..=127).contains(&v) => 1,
-        Some(v) if (-4096..=4095).contains(&v) => 2,
-        Some(v) if i16::try_from(v).is_ok() => 3,
-        Some(v) if (-(1 << 23)..(1 << 23)).contains(&v) => 4,
-        Some(v) if i32::try_from(v).is_ok() => 5,
-        Some(_) => 9,
-        None if b.len() < 64 => 1 + b.len(),
-        None if b.len() < 4096 => 2 + b.len(),
-        None => 5 + b.len(),
-    };
-    let backlen = match size {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    };
-    size + backlen
-}
-
-/// An sds string's allocation: header by length class, bytes, terminator.
-fn sds_alloc(len: usize) -> usize {
-    let header = match len {
-        0..=31 => 1,
-        32..=255 => 3,
-        256..=65535 => 5,
-        _ => 9,
-    };
-    jemalloc(header + len + 1)
-}
-
-/// Slots of a dict holding `n` entries (a power of two, at least 4).
-fn dict_slots(n: usize) -> usize {
-    n.max(4).next_power_of_two()
-}
-
-/// jemalloc's size class for `n` bytes: 8, multiples of 16 up to 128, then four classes
-/// per doubling.
-fn jemalloc(n: usize) -> usize {
-    if n <= 8 {
-        return 8;
-    }
-    if n <= 128 {
-        return n.div_ceil(16) * 16;
-    }
-    let pow = usize::BITS - (n - 1).leading_zeros();
-    let step = 1usize << (pow - 3);
-    n.div_ceil(step) * step
 }
 
 fn rss() -> u64 {
@@ -330,15 +155,4 @@ fn stats(s: &Server) -> Reply {
         (Reply::bulk(b"fragmentation.bytes"), int(0)),
     ]);
     Reply::Map(m)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jemalloc_classes() {
-        let got: Vec<usize> = [1, 8, 9, 17, 100, 128, 129, 160, 161, 257, 544, 1025].map(jemalloc).to_vec();
-        assert_eq!(got, [8, 8, 16, 32, 112, 128, 160, 160, 192, 320, 640, 1280]);
-    }
 }

@@ -20,6 +20,7 @@ const AFTER_HELP: &str = r#"Examples:
   rdbtool diff a.rdb b.rdb                     same data whatever the encodings?
   rdbtool convert dump.rdb old.rdb --to rdb:redis-6.2
   rdbtool info dump.rdb --json
+  rdbtool memory dump.rdb --top 20 --separator : --depth 2
   rdbtool completions bash > /etc/bash_completion.d/rdbtool
 
 Exit codes:
@@ -106,6 +107,8 @@ enum Cmd {
     Convert(ferrokv_tools::convert::ConvertArgs),
     /// Compare two datasets by value, whatever their encodings; exit 0 same, 1 different, 2 error.
     Diff(ferrokv_tools::diff::DiffArgs),
+    /// What each key would cost the server that loads the file, and where it adds up.
+    Memory(ferrokv_tools::memory::MemoryArgs),
     /// Header, aux fields and key counts, without decoding values.
     Info {
         file: PathBuf,
@@ -211,6 +214,12 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
                 ToolError::Data(d) => (name, ToolError::Usage(d.to_string())),
                 other => (name, other),
             })
+        }
+        Cmd::Memory(args) => {
+            let name = args.file.display().to_string();
+            let src = open(&args.file).map_err(|e| (name.clone(), e))?;
+            ferrokv_tools::memory::run_cli(&args, &src, &name, &mut io::stdout().lock()).map_err(|e| (name, e))?;
+            Ok(exit::OK)
         }
         Cmd::Info { file, json } => {
             let name = file.display().to_string();

@@ -1,0 +1,508 @@
+//! `rdbtool memory FILE`: what each key would cost the server that loads the file, from
+//! the engine's model of Redis's allocations (`ferrokv::memory`, the one MEMORY USAGE
+//! answers with), and where it adds up: totals per database, by type and encoding, the
+//! biggest keys, key prefixes, TTLs. One pass through the pipeline; memory is bounded by
+//! `--top` and `--max-prefixes`, never by the file.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+
+use ferrokv::command::catalog::ServerVersion;
+use ferrokv::format::rdb::{escape_key, RdbError, RdbReader, Record};
+use ferrokv::logical::Logical;
+use ferrokv::value::{Limits, Value};
+
+use crate::jsonw;
+use crate::out::{Out, ToolError};
+use crate::pipeline::{Batch, Pipeline, Stage};
+
+/// Arguments of `rdbtool memory`.
+#[derive(clap::Args, Debug)]
+pub struct MemoryArgs {
+    /// RDB file.
+    pub file: PathBuf,
+    /// The server whose allocations are modelled (its encodings and thresholds). Default:
+    /// the file's writer, else 7.0.
+    #[arg(long, value_name = "V", value_parser = crate::parse_server_version)]
+    pub redis_version: Option<ServerVersion>,
+    /// The allocator whose size classes the server's allocations round to: jemalloc (as
+    /// Redis builds it: from source, the official images), jemalloc-q16 (a system
+    /// jemalloc, as Debian's and Ubuntu's packages link), libc.
+    #[arg(long, default_value = "jemalloc", value_parser = ["jemalloc", "jemalloc-q16", "libc"])]
+    pub allocator: String,
+    /// How many of the biggest keys to list.
+    #[arg(long, default_value_t = 10)]
+    pub top: usize,
+    /// What separates the parts of a key name, for the prefix report.
+    #[arg(long, default_value = ":")]
+    pub separator: String,
+    /// How many parts of a key make its prefix.
+    #[arg(long, default_value_t = 1)]
+    pub depth: usize,
+    /// At most this many prefixes are kept; the keys of any further ones count as `(other)`.
+    #[arg(long, default_value_t = 10_000)]
+    pub max_prefixes: usize,
+    /// table (for people), json (the whole report), jsonl or csv (a line per key).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: MemoryFormat,
+    /// The time, in unix ms, TTLs are counted from (default: now).
+    #[arg(long)]
+    pub now: Option<i64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum MemoryFormat {
+    Table,
+    Json,
+    Jsonl,
+    Csv,
+}
+
+/// One key's estimate.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct KeyCost {
+    /// What MEMORY USAGE would answer.
+    pub bytes: usize,
+    /// What the allocator hands out for its value and name (the keyspace's dict entry is
+    /// counted with the database's tables, as INFO counts it).
+    pub allocated: usize,
+    pub db: u64,
+    pub key: Vec<u8>,
+    pub kind: &'static str,
+    pub encoding: &'static str,
+    pub elements: usize,
+    pub expire_ms: Option<i64>,
+}
+
+/// Keys, their MEMORY USAGE and their allocations.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub keys: u64,
+    pub bytes: u64,
+    pub allocated: u64,
+}
+
+impl Tally {
+    /// `"keys":N,"bytes":N,"allocated":N`, for the JSON report.
+    fn json_fields(&self) -> String {
+        format!("\"keys\":{},\"bytes\":{},\"allocated\":{}", self.keys, self.bytes, self.allocated)
+    }
+
+    fn add(&mut self, c: &KeyCost) {
+        self.keys += 1;
+        self.bytes += c.bytes as u64;
+        self.allocated += c.allocated as u64;
+    }
+}
+
+/// TTL classes: none, already passed, then under an hour, a day, a week, a month, more.
+pub const TTL_CLASSES: [&str; 7] = ["none", "expired", "<1h", "<1d", "<7d", "<30d", ">=30d"];
+
+fn ttl_class(expire_ms: Option<i64>, now: i64) -> usize {
+    const HOUR: i64 = 3_600_000;
+    match expire_ms.map(|e| e - now) {
+        None => 0,
+        Some(left) if left <= 0 => 1,
+        Some(left) if left < HOUR => 2,
+        Some(left) if left < 24 * HOUR => 3,
+        Some(left) if left < 7 * 24 * HOUR => 4,
+        Some(left) if left < 30 * 24 * HOUR => 5,
+        Some(_) => 6,
+    }
+}
+
+/// The whole report.
+#[derive(Debug)]
+pub struct MemoryReport {
+    pub version: ServerVersion,
+    pub alloc: ferrokv::memory::Allocator,
+    pub total: Tally,
+    /// Keys, bytes of the keys, and keys with a TTL, per database.
+    pub dbs: BTreeMap<u64, (Tally, u64)>,
+    pub by_encoding: BTreeMap<(&'static str, &'static str), Tally>,
+    pub top: Vec<KeyCost>,
+    pub prefixes: BTreeMap<Vec<u8>, Tally>,
+    /// Keys of prefixes past `--max-prefixes`.
+    pub other_prefixes: Tally,
+    pub ttls: [Tally; TTL_CLASSES.len()],
+}
+
+impl MemoryReport {
+    /// The databases' tables: the keyspace's buckets and entries, the expires dict.
+    pub fn tables_bytes(&self) -> u64 {
+        let m = ferrokv::memory::Model::allocated(self.version, self.alloc);
+        self.dbs
+            .values()
+            .map(|(t, volatile)| {
+                (ferrokv::memory::db_overhead(t.keys as usize, *volatile as usize, &m) + t.keys as usize * m.dict_entry)
+                    as u64
+            })
+            .sum()
+    }
+
+    /// What the data would take in the server: the keys' allocations (INFO's
+    /// `used_memory_dataset`) and the databases' tables.
+    pub fn total_bytes(&self) -> u64 {
+        self.total.allocated + self.tables_bytes()
+    }
+}
+
+/// The thresholds `version` loads a file with (its defaults).
+fn limits_of(version: ServerVersion) -> Limits {
+    let mut cfg = ferrokv::Config::default();
+    cfg.set_version(version);
+    let mut limits = cfg.limits;
+    if version.behaves_as() < ServerVersion::Redis72 {
+        // Before 7.2 a set of strings is a hashtable however small.
+        limits.set_max_listpack_entries = 0;
+    }
+    limits
+}
+
+/// What the two models count for `version`: MEMORY USAGE's, and the allocator's.
+struct Models {
+    usage: ferrokv::memory::Model,
+    allocated: ferrokv::memory::Model,
+}
+
+fn costs(records: &[Record<'_>], limits: &Limits, models: &Models) -> Result<Vec<KeyCost>, ToolError> {
+    let mut out = Vec::new();
+    for rec in records {
+        let Record::Key(k) = rec else { continue };
+        let logical = Logical::from_record(k).map_err(|e| ToolError::Data(RdbError::in_key(e, k)))?;
+        let value = Value::from_logical_owned(logical, limits)
+            .map_err(|e| ToolError::Usage(format!("db {} key '{}': {e}", k.db, escape_key(&k.key.to_bytes()))))?;
+        let key = k.key.to_bytes().into_owned();
+        let fill = limits.list_max_listpack_size;
+        let bytes = ferrokv::memory::key_usage(&key, &value, usize::MAX, fill, &models.usage);
+        let allocated =
+            ferrokv::memory::key_usage(&key, &value, usize::MAX, fill, &models.allocated) - models.allocated.dict_entry;
+        out.push(KeyCost {
+            bytes,
+            allocated,
+            db: k.db,
+            key,
+            kind: value.type_name(),
+            encoding: models.usage.encoding(&value, fill),
+            elements: value.len(),
+            expire_ms: k.expire_ms,
+        });
+    }
+    Ok(out)
+}
+
+struct MemoryStage<'o, 'w> {
+    report: MemoryReport,
+    limits: Limits,
+    models: &'o Models,
+    /// Told what has been read for good (its mapped pages may go).
+    release: &'o dyn Fn(usize),
+    /// Prefixes as they are counted (hashed; sorted into the report at the end).
+    prefixes: HashMap<Vec<u8>, Tally, foldhash::fast::FixedState>,
+    heap: BinaryHeap<Reverse<KeyCost>>,
+    args: &'o MemoryArgs,
+    now: i64,
+    out: &'o mut Out<'w>,
+}
+
+impl MemoryStage<'_, '_> {
+    /// The first `--depth` parts of `key` with their separators (the whole key when it
+    /// has fewer).
+    fn prefix_len(&self, key: &[u8]) -> usize {
+        let sep = self.args.separator.as_bytes();
+        if sep.is_empty() || self.args.depth == 0 {
+            return key.len();
+        }
+        let mut end = 0;
+        for _ in 0..self.args.depth {
+            match key[end..].windows(sep.len()).position(|w| w == sep) {
+                Some(at) => end += at + sep.len(),
+                None => return key.len(),
+            }
+        }
+        end
+    }
+
+    fn take(&mut self, c: KeyCost) -> Result<(), ToolError> {
+        let r = &mut self.report;
+        r.total.add(&c);
+        let db = r.dbs.entry(c.db).or_default();
+        db.0.add(&c);
+        db.1 += u64::from(c.expire_ms.is_some());
+        r.by_encoding.entry((c.kind, c.encoding)).or_default().add(&c);
+        r.ttls[ttl_class(c.expire_ms, self.now)].add(&c);
+        let prefix = &c.key[..self.prefix_len(&c.key)];
+        let room = self.prefixes.len() < self.args.max_prefixes;
+        match self.prefixes.get_mut(prefix) {
+            Some(t) => t.add(&c),
+            None if room => self.prefixes.entry(prefix.to_vec()).or_default().add(&c),
+            None => self.report.other_prefixes.add(&c),
+        }
+        match self.args.format {
+            MemoryFormat::Jsonl => self.out.write_all(key_jsonl(&c).as_bytes())?,
+            MemoryFormat::Csv => self.out.write_all(key_csv(&c).as_bytes())?,
+            _ => {}
+        }
+        if self.args.top > 0 {
+            if self.heap.len() < self.args.top {
+                self.heap.push(Reverse(c));
+            } else if self.heap.peek().is_some_and(|Reverse(min)| c.bytes > min.bytes) {
+                self.heap.pop();
+                self.heap.push(Reverse(c));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a> Stage<'a, Vec<KeyCost>> for MemoryStage<'_, '_> {
+    fn batch(&mut self, costs: Vec<KeyCost>) -> Result<(), ToolError> {
+        costs.into_iter().try_for_each(|c| self.take(c))
+    }
+
+    fn big_key(&mut self, rec: &Record<'a>, _prev_db: Option<u64>) -> Result<(), ToolError> {
+        let c = costs(std::slice::from_ref(rec), &self.limits, self.models)?;
+        self.batch(c)
+    }
+
+    fn done(&mut self, offset: usize) {
+        (self.release)(offset);
+    }
+}
+
+/// Run `rdbtool memory` over `data`, writing per-key lines (jsonl, csv) as it goes; the
+/// report comes back for the caller to print.
+pub fn run(
+    data: &[u8],
+    args: &MemoryArgs,
+    out: &mut Out<'_>,
+    pipeline: &Pipeline,
+    release: &dyn Fn(usize),
+) -> Result<MemoryReport, ToolError> {
+    let version =
+        args.redis_version.or_else(|| crate::aof::check::rdb_server_version(data)).unwrap_or(ServerVersion::Redis70);
+    let limits = limits_of(version);
+    let alloc = ferrokv::memory::Allocator::parse(&args.allocator)
+        .ok_or_else(|| ToolError::Usage(format!("unknown allocator '{}'", args.allocator)))?;
+    let models = Models {
+        usage: ferrokv::memory::Model::usage(version, alloc),
+        allocated: ferrokv::memory::Model::allocated(version, alloc),
+    };
+    if args.format == MemoryFormat::Csv {
+        out.write_all(b"db,key,type,encoding,elements,bytes,allocated,expire_ms\n")?;
+    }
+    let mut stage = MemoryStage {
+        report: MemoryReport {
+            version,
+            alloc,
+            total: Tally::default(),
+            dbs: BTreeMap::new(),
+            by_encoding: BTreeMap::new(),
+            top: Vec::new(),
+            prefixes: BTreeMap::new(),
+            other_prefixes: Tally::default(),
+            ttls: [Tally::default(); TTL_CLASSES.len()],
+        },
+        limits,
+        models: &models,
+        release,
+        prefixes: HashMap::default(),
+        heap: BinaryHeap::new(),
+        args,
+        now: args.now.unwrap_or_else(crate::now_ms),
+        out,
+    };
+    let work = |batch: &Batch<'_>| costs(&batch.records, &limits, &models);
+    pipeline.run(RdbReader::new(data)?, work, &mut stage)?;
+    let mut top: Vec<KeyCost> = stage.heap.into_iter().map(|Reverse(c)| c).collect();
+    top.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| (a.db, &a.key).cmp(&(b.db, &b.key))));
+    stage.report.top = top;
+    stage.report.prefixes = stage.prefixes.into_iter().collect();
+    Ok(stage.report)
+}
+
+/// A JSON string of `b` (its escapes are ASCII).
+fn json_bytes(s: &mut String, b: &[u8]) {
+    let mut v = Vec::new();
+    jsonw::bytes(&mut v, b);
+    s.push_str(&String::from_utf8_lossy(&v));
+}
+
+fn key_jsonl(c: &KeyCost) -> String {
+    let mut line = format!("{{\"db\":{},\"key\":", c.db);
+    json_bytes(&mut line, &c.key);
+    line.push_str(&format!(
+        ",\"type\":\"{}\",\"encoding\":\"{}\",\"elements\":{},\"bytes\":{},\"allocated\":{}",
+        c.kind, c.encoding, c.elements, c.bytes, c.allocated
+    ));
+    if let Some(e) = c.expire_ms {
+        line.push_str(&format!(",\"expire_ms\":{e}"));
+    }
+    line.push_str("}\n");
+    line
+}
+
+fn key_csv(c: &KeyCost) -> String {
+    let key = String::from_utf8_lossy(&c.key).replace('"', "\"\"");
+    let expire = c.expire_ms.map(|e| e.to_string()).unwrap_or_default();
+    format!("{},\"{key}\",{},{},{},{},{},{expire}\n", c.db, c.kind, c.encoding, c.elements, c.bytes, c.allocated)
+}
+
+/// `1.5 MB`-style sizes for people (powers of 1024).
+fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+fn share(part: u64, whole: u64) -> String {
+    if whole == 0 {
+        "0.0%".into()
+    } else {
+        format!("{:.1}%", part as f64 * 100.0 / whole as f64)
+    }
+}
+
+/// The report for people.
+pub fn table(r: &MemoryReport, name: &str, args: &MemoryArgs) -> String {
+    let mut s = String::new();
+    let total = r.total_bytes();
+    s.push_str(&format!(
+        "{name}: {} for {} ({} keys: their data {}, the databases' tables {}; MEMORY USAGE would sum to {})\n",
+        human(total),
+        r.version.display(),
+        r.total.keys,
+        human(r.total.allocated),
+        human(r.tables_bytes()),
+        human(r.total.bytes)
+    ));
+    for (db, (t, volatile)) in &r.dbs {
+        s.push_str(&format!("  db {db}: {} keys ({volatile} with a TTL), {}\n", t.keys, human(t.allocated)));
+    }
+    s.push_str("\nby type and encoding:\n");
+    let mut enc: Vec<_> = r.by_encoding.iter().collect();
+    enc.sort_by_key(|e| Reverse(e.1.allocated));
+    s.push_str(&format!("  {:<8} {:<12} {:>12} {:>12} {:>7}\n", "type", "encoding", "keys", "allocated", "share"));
+    for ((kind, encoding), t) in enc {
+        s.push_str(&format!(
+            "  {kind:<8} {encoding:<12} {:>12} {:>12} {:>7}\n",
+            t.keys,
+            human(t.allocated),
+            share(t.allocated, r.total.allocated)
+        ));
+    }
+    if !r.top.is_empty() {
+        s.push_str(&format!("\nthe {} biggest keys (as MEMORY USAGE answers):\n", r.top.len()));
+        for c in &r.top {
+            s.push_str(&format!(
+                "  {:>12}  db {}  {} {} ({} elements)  {}\n",
+                human(c.bytes as u64),
+                c.db,
+                c.kind,
+                c.encoding,
+                c.elements,
+                escape_key(&c.key)
+            ));
+        }
+    }
+    s.push_str(&format!("\nprefixes (separator '{}', depth {}):\n", args.separator, args.depth));
+    let mut pre: Vec<_> = r.prefixes.iter().collect();
+    pre.sort_by(|a, b| b.1.allocated.cmp(&a.1.allocated).then_with(|| a.0.cmp(b.0)));
+    for (p, t) in pre.iter().take(args.top.max(10)) {
+        s.push_str(&format!(
+            "  {:>12} {:>7} {:>10} keys  {}\n",
+            human(t.allocated),
+            share(t.allocated, r.total.allocated),
+            t.keys,
+            escape_key(p)
+        ));
+    }
+    if pre.len() > args.top.max(10) {
+        s.push_str(&format!("  ... {} prefixes in all\n", pre.len()));
+    }
+    if r.other_prefixes.keys > 0 {
+        s.push_str(&format!(
+            "  {:>12} {:>7} {:>10} keys  (other: past --max-prefixes)\n",
+            human(r.other_prefixes.allocated),
+            share(r.other_prefixes.allocated, r.total.allocated),
+            r.other_prefixes.keys
+        ));
+    }
+    s.push_str("\nTTL left:\n");
+    for (name, t) in TTL_CLASSES.iter().zip(&r.ttls) {
+        if t.keys > 0 {
+            s.push_str(&format!("  {name:<8} {:>10} keys {:>12}\n", t.keys, human(t.allocated)));
+        }
+    }
+    s
+}
+
+/// The report as one JSON document (docs/json-schema.md).
+pub fn json(r: &MemoryReport, name: &str) -> String {
+    let mut s = String::from("{\"file\":");
+    json_bytes(&mut s, name.as_bytes());
+    s.push_str(&format!(
+        ",\"model\":\"{}\",\"keys\":{},\"usage_bytes\":{},\"dataset_bytes\":{},\"tables_bytes\":{},\"total_bytes\":{},\"dbs\":[",
+        r.version.tag(),
+        r.total.keys,
+        r.total.bytes,
+        r.total.allocated,
+        r.tables_bytes(),
+        r.total_bytes()
+    ));
+    let dbs: Vec<String> =
+        r.dbs.iter().map(|(db, (t, v))| format!("{{\"db\":{db},\"expires\":{v},{}}}", t.json_fields())).collect();
+    s.push_str(&dbs.join(","));
+    s.push_str("],\"by_encoding\":[");
+    let enc: Vec<String> = r
+        .by_encoding
+        .iter()
+        .map(|((k, e), t)| format!("{{\"type\":\"{k}\",\"encoding\":\"{e}\",{}}}", t.json_fields()))
+        .collect();
+    s.push_str(&enc.join(","));
+    s.push_str("],\"top\":[");
+    let top: Vec<String> = r.top.iter().map(|c| key_jsonl(c).trim_end().to_string()).collect();
+    s.push_str(&top.join(","));
+    s.push_str("],\"prefixes\":[");
+    let pre: Vec<String> = r
+        .prefixes
+        .iter()
+        .map(|(p, t)| {
+            let mut e = String::from("{\"prefix\":");
+            json_bytes(&mut e, p);
+            e.push_str(&format!(",{}}}", t.json_fields()));
+            e
+        })
+        .collect();
+    s.push_str(&pre.join(","));
+    s.push_str(&format!("],\"other_prefixes\":{{{}}},\"ttl\":[", r.other_prefixes.json_fields()));
+    let ttl: Vec<String> =
+        TTL_CLASSES.iter().zip(&r.ttls).map(|(n, t)| format!("{{\"class\":\"{n}\",{}}}", t.json_fields())).collect();
+    s.push_str(&ttl.join(","));
+    s.push_str("]}\n");
+    s
+}
+
+/// `rdbtool memory` as the binary runs it.
+pub fn run_cli(args: &MemoryArgs, src: &ferrokv::Source, name: &str, w: &mut dyn Write) -> Result<(), ToolError> {
+    let mut out = Out::new(w);
+    let report = run(src, args, &mut out, &Pipeline::default(), &|off| src.release_before(off))?;
+    match args.format {
+        MemoryFormat::Table => out.write_all(table(&report, name, args).as_bytes())?,
+        MemoryFormat::Json => out.write_all(json(&report, name).as_bytes())?,
+        MemoryFormat::Jsonl | MemoryFormat::Csv => {}
+    }
+    out.finish()?;
+    Ok(())
+}

@@ -1,0 +1,179 @@
+//! `rdbtool memory` against the server that loads the file: a corpus of every type and
+//! encoding written by a real server during the test, saved, loaded again by that server
+//! (a restart), then each key's estimate compared with its `MEMORY USAGE key SAMPLES 0`
+//! and the data's total with INFO's `used_memory_dataset`. Debian's Redis 7.0 always;
+//! Redis 7.4.1 (with hash field TTLs) of ../shared/bin in `make compat`. (Redis 6.2's
+//! ziplists and its MEMORY USAGE formulas are not modelled yet: docs/memory.md.)
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ferrokv_testkit::{info_field, pipe_into, Client, Server as Redis, Spawned, TempDir};
+
+/// A deterministic corpus: strings (int, embstr, raw), lists, hashes, sets (intset and
+/// hashtable, of numbers and of strings), zsets (listpack, skiplist), streams with and
+/// without consumer groups, a few keys with a TTL; hash field TTLs for 7.4.
+fn corpus(field_ttls: bool) -> Vec<u8> {
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rnd = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let mut cmds: Vec<Vec<String>> = Vec::new();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<String>>();
+    for i in 0..200 {
+        cmds.push(s(&["SET", &format!("str:int:{i}"), &(i * 100_003).to_string()]));
+        cmds.push(s(&["SET", &format!("str:emb:{i}"), &"e".repeat(1 + rnd(44) as usize)]));
+        cmds.push(s(&["SET", &format!("str:raw:{i}"), &"r".repeat(45 + rnd(5000) as usize)]));
+    }
+    for i in 0..60 {
+        let n = [3, 40, 300, 3000][rnd(4) as usize];
+        let mut c = s(&["RPUSH", &format!("list:{i}")]);
+        c.extend((0..n).map(|j| format!("item-{j}-{}", "z".repeat(rnd(30) as usize))));
+        cmds.push(c);
+        for (kind, n) in [("hash", [3, 60, 700][rnd(3) as usize]), ("hashbig", 5)] {
+            let mut c = s(&["HSET", &format!("{kind}:{i}")]);
+            for j in 0..n {
+                let len = if kind == "hashbig" { 70 } else { rnd(60) as usize };
+                c.extend([format!("f{j}"), format!("v{}", "w".repeat(len))]);
+            }
+            cmds.push(c);
+        }
+        let n = [3, 60, 700][rnd(3) as usize];
+        let mut ints = s(&["SADD", &format!("set:int:{i}")]);
+        ints.extend((0..n).map(|_| rnd(1 << 40).to_string()));
+        cmds.push(ints);
+        let mut strs = s(&["SADD", &format!("set:str:{i}")]);
+        strs.extend((0..n).map(|j| format!("m{j}x{}", rnd(100_000))));
+        cmds.push(strs);
+        let n = [3, 100, 400][rnd(3) as usize];
+        let mut z = s(&["ZADD", &format!("zset:{i}")]);
+        for j in 0..n {
+            z.extend([format!("{}.{}", rnd(1000), rnd(1000)), format!("member{j}")]);
+        }
+        cmds.push(z);
+        let stream = format!("stream:{i}");
+        for j in 0..[1, 10, 250][rnd(3) as usize] {
+            cmds.push(s(&[
+                "XADD",
+                &stream,
+                &format!("{}-{j}", 1_700_000_000_000u64 + i),
+                "a",
+                "1",
+                "b",
+                &j.to_string(),
+            ]));
+        }
+        if i % 3 == 0 {
+            cmds.push(s(&["XGROUP", "CREATE", &stream, "g", "0"]));
+            cmds.push(s(&["XREADGROUP", "GROUP", "g", "alice", "COUNT", "5", "STREAMS", &stream, ">"]));
+        }
+        if field_ttls && i % 4 == 0 {
+            cmds.push(s(&["HPEXPIRE", &format!("hash:{i}"), "86400000", "FIELDS", "2", "f0", "f1"]));
+        }
+    }
+    for i in 0..30 {
+        cmds.push(s(&["PEXPIRE", &format!("str:raw:{i}"), "86400000"]));
+    }
+    let mut out = Vec::new();
+    for c in cmds {
+        let argv: Vec<Vec<u8>> = c.into_iter().map(String::into_bytes).collect();
+        out.extend(ferrokv_testkit::encode_command(&argv));
+    }
+    out
+}
+
+/// How far each key's estimate is from MEMORY USAGE, by type and encoding, and the
+/// data's total against `used_memory_dataset`; panics when under the bars.
+fn check(label: &str, port: u16, rdb: &Path, allocator: &str) {
+    let out = Command::new(env!("CARGO_BIN_EXE_rdbtool"))
+        .args(["memory", &rdb.display().to_string(), "--format", "jsonl", "--allocator", allocator])
+        .output()
+        .expect("rdbtool memory");
+    assert!(out.status.success(), "{label}: {}", String::from_utf8_lossy(&out.stderr));
+    let mut c = Client::connect(port);
+    let (mut within, mut n, mut dataset) = (0usize, 0usize, 0u64);
+    let mut by_encoding: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a jsonl line");
+        let key = v["key"].as_str().expect("a text key");
+        let ours = v["bytes"].as_u64().expect("bytes") as f64;
+        dataset += v["allocated"].as_u64().expect("allocated");
+        let reply = c.call_str(&["MEMORY", "USAGE", key, "SAMPLES", "0"]);
+        let real: f64 = String::from_utf8_lossy(&reply[1..reply.len() - 2]).parse().expect("an integer");
+        let err = (ours - real) / real;
+        n += 1;
+        within += usize::from(err.abs() <= 0.10);
+        if err.abs() > 0.10 && n - within <= 12 {
+            eprintln!(
+                "  off by {:+.1}%: {key} ({} {}): ours {ours}, MEMORY USAGE {real}",
+                err * 100.0,
+                v["type"],
+                v["encoding"]
+            );
+        }
+        by_encoding.entry(format!("{} {}", v["type"], v["encoding"])).or_default().push(err);
+    }
+    let real_dataset: f64 = info_field(port, "memory", "used_memory_dataset").parse().expect("dataset");
+    let total_err = (dataset as f64 - real_dataset) / real_dataset;
+    eprintln!("{label}: {within}/{n} keys within 10% of MEMORY USAGE; data {dataset} vs used_memory_dataset {real_dataset} ({:+.2}%)", total_err * 100.0);
+    for (enc, mut errs) in by_encoding {
+        errs.sort_by(f64::total_cmp);
+        eprintln!(
+            "  {enc:<24} {:>5} keys  error min {:+.1}%  median {:+.1}%  max {:+.1}%",
+            errs.len(),
+            errs[0] * 100.0,
+            errs[errs.len() / 2] * 100.0,
+            errs[errs.len() - 1] * 100.0
+        );
+    }
+    assert!(n > 1000, "{label}: {n} keys");
+    assert!(within * 100 >= n * 95, "{label}: {within}/{n} within 10%");
+    assert!(total_err.abs() <= 0.03, "{label}: total off by {:.2}%", total_err * 100.0);
+}
+
+#[test]
+fn estimates_match_redis_7_0() {
+    let writer = Redis::start();
+    pipe_into(writer.port, &corpus(false));
+    writer.cli(&["SAVE"]);
+    let dir = writer.stop();
+    let rdb = dir.path().join("dump.rdb");
+    let kept = TempDir::new("memory-70");
+    let copy = kept.path().join("dump.rdb");
+    std::fs::copy(&rdb, &copy).expect("copy");
+    let loaded = Redis::start_in(dir, &[]);
+    // Debian's package links the system jemalloc.
+    check("Redis 7.0", loaded.port, &copy, "jemalloc-q16");
+}
+
+fn shared(name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os("FERROKV_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let p = dir.join("bin").join(name);
+    p.exists().then_some(p)
+}
+
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn estimates_match_redis_7_4() {
+    for (bin, field_ttls) in [("redis-server-7.4.1", true)] {
+        let Some(bin) = shared(bin) else {
+            eprintln!("skipped: ../shared/bin/{bin} is absent");
+            continue;
+        };
+        let dir = TempDir::new("memory-real");
+        let args = ["--bind", "127.0.0.1", "--save", ""];
+        let writer = Spawned::start("redis-server", &bin, dir.path(), &args, None);
+        pipe_into(writer.port, &corpus(field_ttls));
+        ferrokv_testkit::cli(writer.port, &["SAVE"]);
+        drop(writer);
+        let loaded = Spawned::start("redis-server", &bin, dir.path(), &args, None);
+        // Built from source: Redis's bundled jemalloc.
+        check(&bin.display().to_string(), loaded.port, &dir.path().join("dump.rdb"), "jemalloc");
+    }
+}
