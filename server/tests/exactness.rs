@@ -147,14 +147,14 @@ fn zadd_negative_zero_as_redis_6_2_7_4_and_valkey_8_0() {
 }
 
 /// The scripts of the commands whose replies differ by version (engine/tests/scripts/, which
-/// vs_redis runs against Redis 7.0) as Redis 6.2 and 7.4 answer them, RESP2 and RESP3:
-/// GEO (6.2 prints distances with `%.4f`, 7.0 and later in fixed point; 6.2's units are
-/// lower case only) and BITPOS (BYTE|BIT from 7.0).
+/// vs_redis runs against Redis 7.0) as Redis 6.2, 7.4 and Valkey 8.0 answer them, RESP2 and
+/// RESP3: GEO (6.2 prints distances with `%.4f`, 7.0 and later in fixed point; 6.2's units
+/// are lower case only), BITPOS (BYTE|BIT from 7.0), and HyperLogLog strings byte for byte.
 #[test]
 #[ignore = "needs ../shared/bin (make compat)"]
 fn geo_and_bitmap_replies_as_redis_6_2_7_4_and_valkey_8_0() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../engine/tests/scripts/");
-    let script = ["geo.redis", "bitmap.redis"]
+    let script = ["geo.redis", "bitmap.redis", "hll.redis"]
         .map(|f| std::fs::read_to_string(format!("{dir}{f}")).expect("a script"))
         .join("\n");
     let lines: Vec<Vec<Vec<u8>>> = script

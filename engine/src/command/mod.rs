@@ -14,6 +14,7 @@ pub mod table;
 pub mod geo;
 pub mod hash;
 pub mod hash_ttl;
+pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod long_double;

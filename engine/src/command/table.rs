@@ -18,6 +18,7 @@ pub fn specs() -> impl Iterator<Item = &'static Spec> {
         super::set::SPECS,
         super::zset::SPECS,
         super::geo::SPECS,
+        super::hll::SPECS,
         super::stream::SPECS,
     ]
     .into_iter()
