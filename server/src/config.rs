@@ -211,6 +211,7 @@ const PARAMS: &[Param] = &[
     alias("hash-max-listpack-entries", "hash-max-ziplist-entries", Kind::Int { min: 0, max: SIZE_MAX }),
     alias("hash-max-listpack-value", "hash-max-ziplist-value", Kind::Memory { min: 0, max: SIZE_MAX }),
     p("set-max-intset-entries", Kind::Int { min: 0, max: SIZE_MAX }),
+    p("hll-sparse-max-bytes", Kind::Memory { min: 0, max: i64::MAX }),
     // Redis 7.2's listpack sets (taken by every version here; 7.0 starts with none).
     p("set-max-listpack-entries", Kind::Int { min: 0, max: SIZE_MAX }),
     p("set-max-listpack-value", Kind::Memory { min: 0, max: SIZE_MAX }),
@@ -360,6 +361,7 @@ impl ServerConfig {
             "hash-max-listpack-entries" => l.hash_max_listpack_entries.to_string(),
             "hash-max-listpack-value" => l.hash_max_listpack_value.to_string(),
             "set-max-intset-entries" => l.set_max_intset_entries.to_string(),
+            "hll-sparse-max-bytes" => l.hll_sparse_max_bytes.to_string(),
             "set-max-listpack-entries" => l.set_max_listpack_entries.to_string(),
             "set-max-listpack-value" => l.set_max_listpack_value.to_string(),
             "zset-max-listpack-entries" => l.zset_max_listpack_entries.to_string(),
@@ -492,6 +494,7 @@ impl ServerConfig {
             "hash-max-listpack-entries" => e.limits.hash_max_listpack_entries = u,
             "hash-max-listpack-value" => e.limits.hash_max_listpack_value = u,
             "set-max-intset-entries" => e.limits.set_max_intset_entries = u,
+            "hll-sparse-max-bytes" => e.limits.hll_sparse_max_bytes = u,
             "set-max-listpack-entries" => e.limits.set_max_listpack_entries = u,
             "set-max-listpack-value" => e.limits.set_max_listpack_value = u,
             "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,

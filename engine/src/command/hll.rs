@@ -1,8 +1,9 @@
 //! HyperLogLog (hyperloglog.c): PFADD, PFCOUNT, PFMERGE, PFDEBUG, PFSELFTEST over the
 //! string Redis writes, byte for byte — a 16-byte header (`HYLL`, the encoding, the
 //! cached cardinality) and 16,384 six-bit registers, either dense (packed, 12,304 bytes)
-//! or sparse (runs of ZERO, XZERO and VAL opcodes, promoted to dense past 3,000 bytes or
-//! a register above 32) — so a value made here reads the same in Redis and back.
+//! or sparse (runs of ZERO, XZERO and VAL opcodes, promoted to dense past
+//! `hll-sparse-max-bytes` or a register above 32) — so a value made here reads the same in
+//! Redis and back.
 
 use super::{notify, Ctx, Reply, Spec};
 use crate::value::{Str, Value};
@@ -28,8 +29,6 @@ const SPARSE_VAL_MAX_VALUE: u8 = 32;
 const SPARSE_VAL_MAX_LEN: usize = 4;
 const SPARSE_ZERO_MAX_LEN: usize = 64;
 const SPARSE_XZERO_MAX_LEN: usize = 16384;
-/// hll-sparse-max-bytes (Redis's default; not configurable here).
-const SPARSE_MAX_BYTES: usize = 3000;
 
 const INVALID_HLL: &str = "INVALIDOBJ Corrupted HLL object detected";
 const NOT_HLL: &str = "WRONGTYPE Key is not a valid HyperLogLog string value.";
@@ -221,7 +220,7 @@ fn sparse_to_dense(b: &mut Vec<u8>) -> Result<(), Corrupt> {
 /// Raise register `index` of a sparse HLL to `count`, as Redis's hllSparseSet rewrites the
 /// opcodes (so the bytes are the same), promoting to dense when the value needs more than
 /// the sparse form holds or the string would pass the sparse limit.
-fn sparse_raise(b: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> {
+fn sparse_raise(b: &mut Vec<u8>, index: usize, count: u8, max_bytes: usize) -> Result<bool, Corrupt> {
     if count > SPARSE_VAL_MAX_VALUE {
         return promote(b, index, count);
     }
@@ -272,7 +271,7 @@ fn sparse_raise(b: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrup
                 push_zeros(&mut seq, last - index);
             }
         }
-        if seq.len() > oplen && b.len() + seq.len() - oplen > SPARSE_MAX_BYTES {
+        if seq.len() > oplen && b.len() + seq.len() - oplen > max_bytes {
             return promote(b, index, count);
         }
         b.splice(p..p + oplen, seq);
@@ -310,12 +309,12 @@ fn promote(b: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrupt> {
 }
 
 /// Add an element: whether a register changed.
-fn add(b: &mut Vec<u8>, ele: &[u8]) -> Result<bool, Corrupt> {
+fn add(b: &mut Vec<u8>, ele: &[u8], max_bytes: usize) -> Result<bool, Corrupt> {
     let (index, count) = pattern(ele);
     if b[4] == DENSE {
         Ok(dense_raise(&mut b[HEADER..], index, count))
     } else {
-        sparse_raise(b, index, count)
+        sparse_raise(b, index, count, max_bytes)
     }
 }
 
@@ -417,6 +416,7 @@ fn hll_mut<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Vec<u8
 
 fn pfadd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
+    let max_bytes = ctx.cfg.limits.hll_sparse_max_bytes;
     let mut updated = 0u64;
     let b = match hll_mut(ctx, key) {
         Err(e) => return e,
@@ -431,7 +431,7 @@ fn pfadd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         }
     };
     for ele in &a[2..] {
-        match add(b, ele) {
+        match add(b, ele, max_bytes) {
             Ok(true) => updated += 1,
             Ok(false) => {}
             Err(Corrupt) => return Reply::err(INVALID_HLL),
@@ -498,6 +498,7 @@ fn pfmerge(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     let dest = &a[1];
+    let max_bytes = ctx.cfg.limits.hll_sparse_max_bytes;
     if ctx.lookup_write(dest).is_none() {
         ctx.db_add(dest, Value::Str(Str::Raw(new_sparse())));
     }
@@ -513,7 +514,8 @@ fn pfmerge(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         if m == 0 {
             continue;
         }
-        let raised = if b[4] == DENSE { Ok(dense_raise(&mut b[HEADER..], i, m)) } else { sparse_raise(b, i, m) };
+        let raised =
+            if b[4] == DENSE { Ok(dense_raise(&mut b[HEADER..], i, m)) } else { sparse_raise(b, i, m, max_bytes) };
         if raised.is_err() {
             return Reply::err(INVALID_HLL);
         }
@@ -593,7 +595,7 @@ fn pfselftest(_: &mut Ctx<'_>, _: &[Vec<u8>]) -> Reply {
     }
     for i in 0..5000u32 {
         let ele = i.to_le_bytes();
-        if add(&mut sparse, &ele).is_err() || add(&mut dense, &ele).is_err() {
+        if add(&mut sparse, &ele, 3000).is_err() || add(&mut dense, &ele, 3000).is_err() {
             return Reply::err(INVALID_HLL);
         }
     }
@@ -620,8 +622,8 @@ mod tests {
         let (mut s, mut d) = (new_sparse(), new_sparse());
         assert!(sparse_to_dense(&mut d).is_ok());
         for i in 0..20_000u32 {
-            assert!(add(&mut s, format!("e{i}").as_bytes()).is_ok());
-            assert!(add(&mut d, format!("e{i}").as_bytes()).is_ok());
+            assert!(add(&mut s, format!("e{i}").as_bytes(), 3000).is_ok());
+            assert!(add(&mut d, format!("e{i}").as_bytes(), 3000).is_ok());
         }
         assert_eq!(s[4], DENSE, "promoted past 3000 bytes");
         // The registers; the headers differ only in the cache flag (PFADD sets it).
@@ -645,8 +647,8 @@ mod tests {
             }
             let _ = count(&b);
             let _ = merge_into(&mut vec![0u8; REGISTERS], &b);
-            let _ = add(&mut b.clone(), &round.to_le_bytes());
-            let _ = sparse_raise(&mut b.clone(), (seed % REGISTERS as u64) as usize, (seed % 40) as u8 + 1);
+            let _ = add(&mut b.clone(), &round.to_le_bytes(), 3000);
+            let _ = sparse_raise(&mut b.clone(), (seed % REGISTERS as u64) as usize, (seed % 40) as u8 + 1, 3000);
             let _ = sparse_to_dense(&mut b);
         }
     }

@@ -57,6 +57,8 @@ pub struct Limits {
     /// Redis 7.2+ makes a zset that ZADD creates with more members than the listpack limit
     /// a skiplist at once (scores as given); 7.0 fills a listpack first and converts it.
     pub zset_created_by_size: bool,
+    /// hll-sparse-max-bytes: a sparse HyperLogLog past this size becomes dense.
+    pub hll_sparse_max_bytes: usize,
 }
 
 impl Default for Limits {
@@ -67,6 +69,7 @@ impl Default for Limits {
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,
             set_max_listpack_entries: 128,
+            hll_sparse_max_bytes: 3000,
             set_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
