@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::PathBuf;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::parse_i64;
 use ferrokv::keyspace::Clock;
 use ferrokv::Reply;
@@ -222,6 +223,7 @@ fn log(s: &mut Server, arg: Option<&Vec<u8>>) -> Reply {
         }
     }
     let now = Clock::System.now_ms();
+    let since_72 = crate::version::version().behaves_as() >= ServerVersion::Redis72;
     let b = |x: &[u8]| Reply::bulk(x);
     let entries = s
         .acl
@@ -229,7 +231,7 @@ fn log(s: &mut Server, arg: Option<&Vec<u8>>) -> Reply {
         .iter()
         .take(count)
         .map(|e| {
-            Reply::Map(vec![
+            let mut fields = vec![
                 (b(b"count"), Reply::Int(e.count as i64)),
                 (b(b"reason"), b(e.reason.name().as_bytes())),
                 (b(b"context"), b(e.context.as_bytes())),
@@ -237,7 +239,16 @@ fn log(s: &mut Server, arg: Option<&Vec<u8>>) -> Reply {
                 (b(b"username"), Reply::Bulk(e.username.clone())),
                 (b(b"age-seconds"), Reply::Double((now - e.ctime) as f64 / 1000.0)),
                 (b(b"client-info"), b(e.client_info.as_bytes())),
-            ])
+            ];
+            // Redis 7.2 names each entry and tells when it was created and last updated.
+            if since_72 {
+                fields.extend([
+                    (b(b"entry-id"), Reply::Int(e.entry_id as i64)),
+                    (b(b"timestamp-created"), Reply::Int(e.created)),
+                    (b(b"timestamp-last-updated"), Reply::Int(e.ctime)),
+                ]);
+            }
+            Reply::Map(fields)
         })
         .collect();
     Reply::Array(entries)
@@ -284,7 +295,7 @@ pub fn read_acl_file(s: &Server) -> Result<Option<Acl>, String> {
     let text =
         std::fs::read(&path).map_err(|e| format!("Error loading ACLs, opening file '{}': {}", name, io_reason(&e)))?;
     let users = Acl::parse_file(&text, &name, all_channels_default(s))?;
-    Ok(Some(Acl { users, log: Default::default() }))
+    Ok(Some(Acl { users, ..Acl::default() }))
 }
 
 fn load(s: &mut Server, c: &mut Client) -> Reply {

@@ -129,6 +129,8 @@ impl Server {
             username,
             ctime: Clock::System.now_ms(),
             client_info: c.info_line(std::time::Instant::now()),
+            entry_id: 0,
+            created: 0,
         };
         let max = self.cfg.get("acllog-max-len").and_then(|v| v.parse().ok()).unwrap_or(128);
         self.acl.add_log(entry, max);

@@ -724,6 +724,10 @@ pub struct LogEntry {
     /// Unix milliseconds of the last occurrence.
     pub ctime: i64,
     pub client_info: String,
+    /// Redis 7.2's `entry-id` (entries created before it, counted from 0) and
+    /// `timestamp-created`; set when the entry joins the log.
+    pub entry_id: u64,
+    pub created: i64,
 }
 
 /// Entries this close in time, alike otherwise, are counted as one.
@@ -734,13 +738,15 @@ pub struct Acl {
     pub users: BTreeMap<Vec<u8>, User>,
     /// Newest first.
     pub log: VecDeque<LogEntry>,
+    /// Entries ever created (ACL LOG RESET keeps counting, as Redis's ACLLogEntryCount).
+    pub log_entries_created: u64,
 }
 
 impl Default for Acl {
     fn default() -> Self {
         let mut users = BTreeMap::new();
         users.insert(b"default".to_vec(), User::default_user());
-        Acl { users, log: VecDeque::new() }
+        Acl { users, log: VecDeque::new(), log_entries_created: 0 }
     }
 }
 
@@ -795,6 +801,10 @@ impl Acl {
                 }
             }
             None => {
+                let mut entry = entry;
+                entry.entry_id = self.log_entries_created;
+                entry.created = entry.ctime;
+                self.log_entries_created += 1;
                 self.log.push_front(entry);
                 self.log.truncate(max_len);
             }
