@@ -108,6 +108,13 @@ impl ServerVersion {
         matches!(self, ServerVersion::Redis74 | ServerVersion::Valkey80)
     }
 
+    /// Whether ACL LOAD disconnects only the clients it affects (a user gone, or channels
+    /// a subscriber may no longer use): Redis 7.4 and Valkey 8.0. Before, every connection
+    /// of a user other than `default` is closed.
+    pub fn acl_load_keeps_unaffected_clients(self) -> bool {
+        matches!(self, ServerVersion::Redis74 | ServerVersion::Valkey80)
+    }
+
     /// Whether this is a Valkey release.
     pub fn is_valkey(self) -> bool {
         matches!(self, ServerVersion::Valkey72 | ServerVersion::Valkey80)

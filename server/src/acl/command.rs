@@ -301,10 +301,21 @@ pub fn read_acl_file(s: &Server) -> Result<Option<Acl>, String> {
 fn load(s: &mut Server, c: &mut Client) -> Reply {
     match read_acl_file(s) {
         Ok(Some(new)) => {
-            // Every connection of a user of the old set is closed; the default user's stay.
-            let old: Vec<Vec<u8>> = s.acl.users.keys().filter(|n| n.as_slice() != b"default").cloned().collect();
-            s.acl.users = new.users;
-            s.acl_kill_users(c, &old);
+            let old = std::mem::replace(&mut s.acl.users, new.users);
+            if crate::version::version().acl_load_keeps_unaffected_clients() {
+                // Only the clients of users gone, and subscribers to channels their user
+                // may no longer use, are closed.
+                for (name, old_user) in old {
+                    match s.acl.users.get(&name).cloned() {
+                        Some(new_user) => s.acl_kill_pubsub_clients(c, &old_user, &new_user),
+                        None => s.acl_kill_users(c, &[name]),
+                    }
+                }
+            } else {
+                // Every connection of a user of the old set is closed; the default user's stay.
+                let gone: Vec<Vec<u8>> = old.into_keys().filter(|n| n.as_slice() != b"default").collect();
+                s.acl_kill_users(c, &gone);
+            }
             Reply::ok()
         }
         Ok(None) => Reply::err(NO_ACL_FILE),
