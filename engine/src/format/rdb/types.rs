@@ -25,6 +25,29 @@ pub struct Dialect {
     pub version: u32,
 }
 
+/// C's atoi over `b`: leading white space, a sign, then the digits up to the first other
+/// byte (0 when there are none).
+fn atoi(b: &[u8]) -> i64 {
+    let mut i = 0;
+    while i < b.len() && matches!(b[i], b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r') {
+        i += 1;
+    }
+    let negative = b.get(i) == Some(&b'-');
+    if matches!(b.get(i), Some(b'-' | b'+')) {
+        i += 1;
+    }
+    let mut v: i64 = 0;
+    while let Some(d) = b.get(i).filter(|d| d.is_ascii_digit()) {
+        v = v * 10 + i64::from(d - b'0');
+        i += 1;
+    }
+    if negative {
+        -v
+    } else {
+        v
+    }
+}
+
 impl Dialect {
     pub const fn redis(version: u32) -> Self {
         Dialect { family: Family::Redis, version }
@@ -43,14 +66,16 @@ impl Dialect {
             return Err(FormatError::truncated(0, format!("file too short for an RDB header ({} bytes)", magic.len())));
         }
         if &magic[..5] == b"REDIS" {
-            let v = digits(&magic[5..9])
-                .ok_or_else(|| bad(format!("bad RDB version digits {:?}", String::from_utf8_lossy(&magic[5..9]))))?;
-            if v == 0 || v > REDIS_MAX_VERSION {
+            // Redis reads the four characters with atoi: leading digits count, the rest is
+            // ignored ("001q" is version 1, which it loads).
+            let v = atoi(&magic[5..9]);
+            if v < 1 || v > i64::from(REDIS_MAX_VERSION) {
                 return Err(unsupported(format!(
-                    "unsupported RDB version {v} (this build reads REDIS0001 to REDIS{REDIS_MAX_VERSION:04})"
+                    "unsupported RDB version {v} ({:?}; this build reads REDIS0001 to REDIS{REDIS_MAX_VERSION:04})",
+                    String::from_utf8_lossy(&magic[5..9])
                 )));
             }
-            return Ok(Dialect { family: Family::Redis, version: v });
+            return Ok(Dialect { family: Family::Redis, version: v as u32 });
         }
         if &magic[..6] == b"VALKEY" {
             let v = digits(&magic[6..9]).ok_or_else(|| {
@@ -374,4 +399,23 @@ fn bad(what: String) -> FormatError {
 /// A header of a version this reader does not know.
 fn unsupported(what: String) -> FormatError {
     FormatError { kind: ErrorKind::Unsupported, ..FormatError::new(0, what) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The version digits as Redis reads them (atoi): a stray byte after the digits is
+    /// ignored, none at all is version 0 (refused).
+    #[test]
+    fn version_digits_read_as_atoi() {
+        let version = |m: &[u8]| Dialect::from_magic(m).map(|d| d.version).ok();
+        assert_eq!(version(b"REDIS0011"), Some(11));
+        assert_eq!(version(b"REDIS001q"), Some(1));
+        assert_eq!(version(b"REDIS 012"), Some(12));
+        assert_eq!(version(b"REDIS+010"), Some(10));
+        assert_eq!(version(b"REDISq011"), None);
+        assert_eq!(version(b"REDIS-001"), None);
+        assert_eq!(version(b"REDIS0099"), None);
+    }
 }
