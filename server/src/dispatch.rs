@@ -106,8 +106,8 @@ impl Server {
         self.call_depth += 1;
         let reply = match found.run {
             Run::Server(run) => run(self, c, argv),
-            // XREAD / XREADGROUP, which may block.
-            Run::Engine(spec) if matches!(spec.name, "xread" | "xreadgroup") => crate::cmd::xread::xread(self, c, argv),
+            // XREAD / XREADGROUP, which may block (Redis 6.2's, by their @blocking category).
+            Run::Engine(spec) if spec.has(ferrokv::command::flags::BLOCKING) => crate::cmd::xread::xread(self, c, argv),
             Run::Engine(spec) => {
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.

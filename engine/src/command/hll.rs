@@ -379,21 +379,14 @@ fn tau(mut x: f64) -> f64 {
     }
 }
 
-/// The cardinality of an HLL string.
+/// The cardinality of an HLL string: its registers, counted as a merge of one.
 fn count(b: &[u8]) -> Result<u64, Corrupt> {
-    let mut histogram = [0u32; 64];
-    if b[4] == DENSE {
-        for i in 0..REGISTERS {
-            histogram[usize::from(dense_get(&b[HEADER..], i))] += 1;
-        }
-    } else {
-        for (_, len, value) in sparse_runs(b)? {
-            histogram[usize::from(value)] += len as u32;
-        }
-    }
-    Ok(estimate(&histogram))
+    let mut registers = vec![0u8; REGISTERS];
+    merge_into(&mut registers, b)?;
+    Ok(count_registers(&registers))
 }
 
+/// The cardinality of plain registers.
 fn count_registers(max: &[u8]) -> u64 {
     let mut histogram = [0u32; 64];
     for &r in max {
@@ -404,32 +397,38 @@ fn count_registers(max: &[u8]) -> u64 {
 
 // ------------------------------------------------------------------ commands
 
-/// The HLL at `key` for writing, unshared (made raw): Ok(None) when missing.
-fn hll_mut<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Vec<u8>>, Reply> {
-    match ctx.lookup_write(key) {
-        None => Ok(None),
-        Some(Value::Str(s)) if is_hll(s) => Ok(Some(s.make_raw())),
-        Some(Value::Str(_)) => Err(Reply::err(NOT_HLL)),
-        Some(_) => Err(Reply::wrongtype()),
+/// `v` as an HLL for writing, unshared (made raw), or the error Redis gives for it.
+fn as_hll(v: &mut Value) -> Result<&mut Vec<u8>, Reply> {
+    match v {
+        Value::Str(s) if is_hll(s) => Ok(s.make_raw()),
+        Value::Str(_) => Err(Reply::err(NOT_HLL)),
+        _ => Err(Reply::wrongtype()),
     }
+}
+
+/// The HLL at `key` for writing: Ok(None) when missing.
+fn hll_mut<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Vec<u8>>, Reply> {
+    ctx.lookup_write(key).map(as_hll).transpose()
+}
+
+/// The HLL at `key` for writing, an empty one created when missing; whether it was.
+fn hll_or_new<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<(&'c mut Vec<u8>, bool), Reply> {
+    let mut created = false;
+    let v = ctx.lookup_write_or_insert(key, || {
+        created = true;
+        Value::Str(Str::Raw(new_sparse()))
+    });
+    as_hll(v).map(|b| (b, created))
 }
 
 fn pfadd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
     let max_bytes = ctx.cfg.limits.hll_sparse_max_bytes;
-    let mut updated = 0u64;
-    let b = match hll_mut(ctx, key) {
+    let (b, created) = match hll_or_new(ctx, key) {
+        Ok(found) => found,
         Err(e) => return e,
-        Ok(Some(b)) => b,
-        Ok(None) => {
-            ctx.db_add(key, Value::Str(Str::Raw(new_sparse())));
-            updated += 1;
-            match hll_mut(ctx, key) {
-                Ok(Some(b)) => b,
-                _ => return Reply::err(INVALID_HLL),
-            }
-        }
     };
+    let mut updated = u64::from(created);
     for ele in &a[2..] {
         match add(b, ele, max_bytes) {
             Ok(true) => updated += 1,
@@ -499,12 +498,8 @@ fn pfmerge(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     };
     let dest = &a[1];
     let max_bytes = ctx.cfg.limits.hll_sparse_max_bytes;
-    if ctx.lookup_write(dest).is_none() {
-        ctx.db_add(dest, Value::Str(Str::Raw(new_sparse())));
-    }
-    let b = match hll_mut(ctx, dest) {
-        Ok(Some(b)) => b,
-        Ok(None) => return Reply::err(INVALID_HLL),
+    let b = match hll_or_new(ctx, dest) {
+        Ok((b, _)) => b,
         Err(e) => return e,
     };
     if dense && sparse_to_dense(b).is_err() {
