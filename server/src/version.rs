@@ -17,22 +17,14 @@ pub fn version() -> ServerVersion {
     ServerVersion::ALL[usize::from(VERSION.load(Ordering::Relaxed)) % ServerVersion::ALL.len()]
 }
 
-/// The Redis release INFO's `redis_version` and scripts' `redis.REDIS_VERSION` report
-/// (`7.0.15`; Valkey reports the Redis it forked from, 7.2.4).
+/// The Redis release INFO's `redis_version` and scripts' `redis.REDIS_VERSION` report.
 pub fn release() -> &'static str {
-    match version() {
-        ServerVersion::Valkey72 | ServerVersion::Valkey80 => "7.2.4",
-        v => ferrokv::config::rdb_target_of(v).server_version(),
-    }
+    version().release()
 }
 
 /// Valkey's own release (INFO's `valkey_version`), for a Valkey version.
 pub fn valkey_release() -> Option<&'static str> {
-    match version() {
-        ServerVersion::Valkey72 => Some("7.2.7"),
-        ServerVersion::Valkey80 => Some("8.0.1"),
-        _ => None,
-    }
+    version().valkey_release()
 }
 
 /// HELLO's `server` and `version`: Redis's, Valkey 7.2's (`redis` with its own release),

@@ -554,9 +554,7 @@ fn busy_scripts_answer_busy_and_die_by_script_kill_as_in_redis() {
     for port in [redis.port, ours.port] {
         cli(port, &["SHUTDOWN", "NOSAVE"]);
     }
-    let start = Instant::now();
-    while !cli(ours.port, &["PING"]).is_empty() {
-        assert!(start.elapsed() < Duration::from_secs(20), "ferrokv-server still answers after SHUTDOWN NOSAVE");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    // The process itself must end (a PING could be answered by another test's server
+    // that took the port).
+    ours.wait_exit();
 }

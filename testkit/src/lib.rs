@@ -156,12 +156,32 @@ pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
 }
 
 /// Run redis-cli against `port`; its trimmed stdout.
+/// redis-cli has no read timeout: a server that never answers would hang the test run
+/// (it did once in CI, a busy-script test taking 993 s), so a call is killed after this.
+const CLI_TIMEOUT: Duration = Duration::from_secs(120);
+
 pub fn cli(port: u16, args: &[&str]) -> String {
-    let out = Command::new("redis-cli")
+    let child = Command::new("redis-cli")
         .args(["-p", &port.to_string()])
         .args(args)
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()
         .expect("redis-cli is installed (make deps)");
+    let pid = child.id().to_string();
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let timed_out = finished.recv_timeout(CLI_TIMEOUT) == Err(std::sync::mpsc::RecvTimeoutError::Timeout);
+        if timed_out {
+            let _ = Command::new("kill").args(["-9", &pid]).status();
+        }
+        timed_out
+    });
+    let out = child.wait_with_output().expect("wait for redis-cli");
+    let _ = done.send(());
+    if watchdog.join().unwrap_or(false) {
+        panic!("redis-cli -p {port} {args:?} got no answer in {CLI_TIMEOUT:?}");
+    }
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 

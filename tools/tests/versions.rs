@@ -381,6 +381,8 @@ fn one_version(v: &Version, preamble: &str) {
     assert_eq!(state(ours.port, v), truth, "{tag}: ferrokv-server loading the RDB");
     call(ours.port, &["SAVE"]);
     drop(ours);
+    let ours_rdb = std::fs::read(from_rdb.path().join("dump.rdb")).unwrap();
+    assert_eq!(writer_of(&ours_rdb), writer_of(&std::fs::read(&rdb).unwrap()), "{tag}: the RDB version and writer");
     let back = state_in_fresh(v, &[], |d| {
         std::fs::copy(from_rdb.path().join("dump.rdb"), d.join("dump.rdb")).unwrap();
     });
@@ -390,6 +392,16 @@ fn one_version(v: &Version, preamble: &str) {
     let ours = start_ours(from_aof.path(), &["--redis-version", v.ours, "--appendonly", "yes"]);
     assert_eq!(state(ours.port, v), truth, "{tag}: ferrokv-server loading the AOF");
     eprintln!("{tag}: every check passed");
+}
+
+/// An RDB file's magic and its first aux field (`redis-ver 7.0.15`, `valkey-ver 8.0.1`).
+fn writer_of(rdb: &[u8]) -> (String, String, String) {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    assert_eq!(rdb[9], 0xFA, "an aux field first");
+    let klen = usize::from(rdb[10]);
+    let (key, rest) = rdb[11..].split_at(klen);
+    let vlen = usize::from(rest[0]);
+    (text(&rdb[..9]), text(key), text(&rest[1..1 + vlen]))
 }
 
 /// A copy of the AOF (file or directory) at `to` whose RESP parts have the records

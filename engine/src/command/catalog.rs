@@ -115,6 +115,36 @@ impl ServerVersion {
         matches!(self, ServerVersion::Redis74 | ServerVersion::Valkey80)
     }
 
+    /// The Redis release INFO's `redis_version` reports (`7.0.15`; Valkey reports the
+    /// Redis it forked from, 7.2.4).
+    pub fn release(self) -> &'static str {
+        match self {
+            ServerVersion::Redis62 => "6.2.16",
+            ServerVersion::Redis70 => "7.0.15",
+            ServerVersion::Redis72 => "7.2.7",
+            ServerVersion::Redis74 => "7.4.1",
+            ServerVersion::Valkey72 | ServerVersion::Valkey80 => "7.2.4",
+        }
+    }
+
+    /// Valkey's own release (INFO's `valkey_version`), for a Valkey version.
+    pub fn valkey_release(self) -> Option<&'static str> {
+        match self {
+            ServerVersion::Valkey72 => Some("7.2.7"),
+            ServerVersion::Valkey80 => Some("8.0.1"),
+            _ => None,
+        }
+    }
+
+    /// The aux field naming the writer that this version's SAVE puts first in an RDB:
+    /// `redis-ver 7.0.15`, or Valkey's `valkey-ver 8.0.1`.
+    pub fn rdb_writer_aux(self) -> (&'static str, &'static str) {
+        match self.valkey_release() {
+            Some(v) => ("valkey-ver", v),
+            None => ("redis-ver", self.release()),
+        }
+    }
+
     /// Whether this is a Valkey release.
     pub fn is_valkey(self) -> bool {
         matches!(self, ServerVersion::Valkey72 | ServerVersion::Valkey80)

@@ -253,7 +253,7 @@ pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, ao
         Source::Stream { .. } => cfg,
     };
     let target = cfg.rdb_target();
-    let mut rdb = RdbWriter::with_aof_base(w, target, now_ms.div_euclid(1000), aof_base)?;
+    let mut rdb = RdbWriter::with_writer(w, target, cfg.version.rdb_writer_aux(), now_ms.div_euclid(1000), aof_base)?;
     rdb.enc = encoder_for(cfg, target);
     let mut sink = RdbSink { rdb, losses: Vec::new() };
     src.feed(&mut sink)?;

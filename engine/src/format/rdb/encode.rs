@@ -80,6 +80,13 @@ impl Target {
         }
     }
 
+    /// The aux field naming the writer: `redis-ver` or `valkey-ver`, with
+    /// [`Target::server_version`].
+    pub fn writer_aux(self) -> (&'static str, &'static str) {
+        let key = if self == Target::Valkey9 { "valkey-ver" } else { "redis-ver" };
+        (key, self.server_version())
+    }
+
     /// The target in the stream layout generation it writes (1 = type 15, 2 = 19, 3 = 21).
     fn stream_version(self) -> u8 {
         match self {
@@ -749,10 +756,15 @@ impl<W: Write> RdbWriter<W> {
     /// As [`RdbWriter::new`]; `aof_base` marks an AOF base file (`aof-base` 1), as Redis
     /// writes the RDB it rewrites its AOF into.
     pub fn with_aof_base(w: W, target: Target, ctime: i64, aof_base: bool) -> io::Result<Self> {
+        Self::with_writer(w, target, target.writer_aux(), ctime, aof_base)
+    }
+
+    /// As [`RdbWriter::with_aof_base`], naming the writer with `writer` (`redis-ver 7.2.7`,
+    /// `valkey-ver 8.0.1`: servers that share a format differ there).
+    pub fn with_writer(w: W, target: Target, writer: (&str, &str), ctime: i64, aof_base: bool) -> io::Result<Self> {
         let mut me = RdbWriter { w, crc: Crc64::new(), enc: Encoder::new(target), scratch: Vec::new(), db: None };
         me.put(target.dialect().magic().as_bytes())?;
-        let ver_key: &[u8] = if target == Target::Valkey9 { b"valkey-ver" } else { b"redis-ver" };
-        me.aux(ver_key, target.server_version().as_bytes())?;
+        me.aux(writer.0.as_bytes(), writer.1.as_bytes())?;
         me.aux(b"redis-bits", b"64")?;
         me.aux(b"ctime", ctime.to_string().as_bytes())?;
         me.aux(b"used-mem", b"0")?;
