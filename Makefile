@@ -5,7 +5,7 @@ DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
 SERVER_DATA := target/ferrokv-data
 
-.PHONY: run server dump-demo build test lint unit compat conformance conformance-spawned bench fixtures catalog fuzz faults deps clean
+.PHONY: run server dump-demo build test lint unit compat conformance conformance-spawned bench fixtures catalog fuzz faults fuzz-diff deps clean
 
 # The binaries, and their man pages and shell completions (generated from the same clap
 # definitions) in target/doc-gen/man1 and target/doc-gen/completions.
@@ -81,6 +81,12 @@ fuzz:
 # every directory, 100 kill -9 trials (make test runs a reduced set). See docs/reliability.md.
 faults: deps
 	FERROKV_FAULTS=full $(CARGO) test --profile ci -p ferrokv -p ferrokv-server --test faults -- --nocapture
+
+# Differential fuzzing against a real Redis 7.0 (make test runs a short fixed-seed run).
+# FUZZ_DIFF_SECS (default 600), FUZZ_DIFF_COMMANDS, FUZZ_DIFF_SEED. See docs/reliability.md.
+FUZZ_DIFF_SECS ?= 600
+fuzz-diff: deps
+	FUZZ_DIFF_SECS=$(FUZZ_DIFF_SECS) $(CARGO) test --profile ci -p ferrokv-server --test differential -- --ignored --nocapture
 
 clean:
 	$(CARGO) clean

@@ -81,6 +81,8 @@ impl Config {
         self.version = version;
         self.limits.zset_listpack_keeps_negative_zero = version == ServerVersion::Redis62;
         self.limits.zset_created_by_size = version.behaves_as() >= ServerVersion::Redis72;
+        self.limits.list_packed = version.behaves_as() >= ServerVersion::Redis72;
+        self.limits.zset_sized_by_longest = version == ServerVersion::Valkey80;
     }
 
     /// What this version's SAVE and DUMP write (Valkey 7.2 and 8.0 write RDB 11 as Redis

@@ -9,6 +9,7 @@
 //! the SHA-1 of each key digest is xored in. "mix" is `d = sha1(d xor sha1(data))`, "xor" is
 //! `d ^= sha1(data)`.
 
+use crate::command::catalog::ServerVersion;
 use crate::command::fmt_double;
 use crate::format::logical::Logical;
 use crate::keyspace::Keyspace;
@@ -43,23 +44,49 @@ fn type_code(v: &Logical) -> u32 {
     }
 }
 
+/// How a version's DEBUG DIGEST writes a zset score before mixing it in: Redis 6.2 and
+/// 7.0 `printf("%.17g")`, Redis 7.2+ and Valkey fpconv_dtoa.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Scores {
+    #[default]
+    Printf17,
+    Fpconv,
+}
+
+impl Scores {
+    pub fn of(version: ServerVersion) -> Scores {
+        if version.behaves_as() >= ServerVersion::Redis72 {
+            Scores::Fpconv
+        } else {
+            Scores::Printf17
+        }
+    }
+
+    fn text(self, d: f64) -> String {
+        match self {
+            Scores::Printf17 => fmt_double(d),
+            Scores::Fpconv => crate::format::double::fpconv_dtoa(d),
+        }
+    }
+}
+
 /// The digest of one key with its value.
-pub fn key_digest(key: &[u8], v: &Logical, has_expire: bool) -> Digest {
+pub fn key_digest(key: &[u8], v: &Logical, has_expire: bool, scores: Scores) -> Digest {
     let mut d = [0u8; 20];
     mix_in(&mut d, key);
-    object_digest(&mut d, v, has_expire);
+    object_digest(&mut d, v, has_expire, scores);
     d
 }
 
 /// DEBUG DIGEST-VALUE: the value's digest alone.
-pub fn value_digest(v: &Logical, has_expire: bool) -> Digest {
+pub fn value_digest(v: &Logical, has_expire: bool, scores: Scores) -> Digest {
     let mut d = [0u8; 20];
-    object_digest(&mut d, v, has_expire);
+    object_digest(&mut d, v, has_expire, scores);
     d
 }
 
 /// Mix a value (and its TTL flag) into `d`.
-fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool) {
+fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool, scores: Scores) {
     let d = &mut *d;
     mix_in(d, &type_code(v).to_be_bytes());
     match v {
@@ -70,7 +97,7 @@ fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool) {
             for (m, score) in items {
                 let mut e = [0u8; 20];
                 mix_in(&mut e, m);
-                mix_in(&mut e, fmt_double(*score).as_bytes());
+                mix_in(&mut e, scores.text(*score).as_bytes());
                 xor_in(d, &e);
             }
         }
@@ -109,15 +136,21 @@ fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool) {
 pub struct DatasetDigest {
     acc: Digest,
     db: Option<u64>,
+    scores: Scores,
 }
 
 impl DatasetDigest {
+    /// A digest as `version`'s DEBUG DIGEST computes it (the default is Redis 7.0's).
+    pub fn of(version: ServerVersion) -> DatasetDigest {
+        DatasetDigest { scores: Scores::of(version), ..DatasetDigest::default() }
+    }
+
     pub fn add(&mut self, db: u64, key: &[u8], v: &Logical, has_expire: bool) {
         if self.db != Some(db) {
             mix_in(&mut self.acc, &(db as u32).to_be_bytes());
             self.db = Some(db);
         }
-        xor_in(&mut self.acc, &key_digest(key, v, has_expire));
+        xor_in(&mut self.acc, &key_digest(key, v, has_expire, self.scores));
     }
 
     pub fn finish(&self) -> Digest {
@@ -134,9 +167,9 @@ pub fn hex(d: &Digest) -> String {
     d.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// DEBUG DIGEST of a whole keyspace.
-pub fn dataset_digest(ks: &Keyspace) -> Digest {
-    let mut dd = DatasetDigest::default();
+/// DEBUG DIGEST of a whole keyspace, as `version` computes it.
+pub fn dataset_digest(ks: &Keyspace, version: ServerVersion) -> Digest {
+    let mut dd = DatasetDigest::of(version);
     for (i, db) in ks.dbs.iter().enumerate() {
         for s in db.slots() {
             dd.add(i as u64, &s.key, &s.value.to_logical(), s.expire_ms().is_some());
@@ -151,6 +184,6 @@ mod tests {
 
     #[test]
     fn empty_dataset_is_all_zeros() {
-        assert_eq!(hex(&dataset_digest(&Keyspace::new(16))), "0".repeat(40));
+        assert_eq!(hex(&dataset_digest(&Keyspace::new(16), ServerVersion::Redis70)), "0".repeat(40));
     }
 }

@@ -298,7 +298,7 @@ impl Engine {
 
     /// DEBUG DIGEST: Redis's SHA1 digest of the dataset, as 40 hex digits.
     pub fn digest(&self) -> String {
-        crate::digest::hex(&crate::digest::dataset_digest(&self.ks))
+        crate::digest::hex(&crate::digest::dataset_digest(&self.ks, self.cfg.version))
     }
 
     /// Timer work: the everysec fsync of the AOF when it is due, and the retry of a

@@ -6,7 +6,8 @@
 //! ferrokv's own; docs/memory.md gives the formulas and how close each comes.
 
 use crate::command::catalog::ServerVersion;
-use crate::command::fmt_double;
+use crate::format::double::D2String;
+use crate::format::listpack;
 use crate::value::stream::rax_nodes_of;
 use crate::value::{Hash, List, Set, Str, Value, Zset};
 
@@ -28,8 +29,8 @@ pub struct Model {
     pub alloc: Allocator,
     pub dict_entry: usize,
     pub dict: usize,
-    /// Redis 7.2+ writes a score into a listpack in its shortest form; 7.0 with `%.17g`.
-    shortest_scores: bool,
+    /// How the version writes a score into a listpack (7.0 `%.17g`, 7.2+ shortest).
+    d2string: D2String,
     /// Redis 7.2+ keeps a list of one small node as a bare listpack.
     list_listpack: bool,
     stream: usize,
@@ -48,7 +49,7 @@ impl Model {
         let v = version.behaves_as();
         Model {
             alloc,
-            shortest_scores: v >= ServerVersion::Redis72,
+            d2string: crate::config::rdb_target_of(version).d2string(),
             list_listpack: v >= ServerVersion::Redis72,
             dict_entry: DICT_ENTRY,
             dict: 56,
@@ -222,10 +223,7 @@ pub fn value_size(v: &Value, samples: usize, list_fill: i64, m: &Model) -> usize
         },
         Value::Zset(z) => match &**z {
             Zset::Listpack(items) => {
-                let scores: Vec<String> = items
-                    .iter()
-                    .map(|(_, sc)| if m.shortest_scores { shortest(*sc) } else { fmt_double(*sc) })
-                    .collect();
+                let scores: Vec<String> = items.iter().map(|(_, sc)| m.d2string.write(*sc)).collect();
                 let entries = items.iter().zip(&scores).flat_map(|((m, _), sc)| [m.as_slice(), sc.as_bytes()]);
                 ROBJ + m.round(listpack_bytes(entries))
             }
@@ -297,7 +295,7 @@ fn quicklist_nodes(l: &List, fill: i64) -> Vec<usize> {
             sz = 7;
             count = 0;
         }
-        sz += entry_bytes(item);
+        sz += listpack::entry_bytes(item);
         count += 1;
     }
     if count > 0 {
@@ -324,40 +322,9 @@ fn zsl_node(m: &Model) -> f64 {
     (1..=32).map(|k| 0.75 * 0.25f64.powi(k - 1) * m.round(24 + 16 * k as usize) as f64).sum()
 }
 
-/// A score as Redis 7.2+ writes it (the shortest text that reads back the same).
-fn shortest(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    format!("{d}")
-}
-
 /// Bytes of a listpack holding `items` (header, entries, end byte).
 fn listpack_bytes<'a>(items: impl Iterator<Item = &'a [u8]>) -> usize {
-    7 + items.map(entry_bytes).sum::<usize>()
-}
-
-/// One listpack entry: encoding, data and back length.
-fn entry_bytes(b: &[u8]) -> usize {
-    let size = match std::str::from_utf8(b).ok().and_then(|t| t.parse::<i64>().ok().filter(|v| v.to_string() == t)) {
-        Some(v) if (0..=127).contains(&v) => 1,
-        Some(v) if (-4096..=4095).contains(&v) => 2,
-        Some(v) if i16::try_from(v).is_ok() => 3,
-        Some(v) if (-(1 << 23)..(1 << 23)).contains(&v) => 4,
-        Some(v) if i32::try_from(v).is_ok() => 5,
-        Some(_) => 9,
-        None if b.len() < 64 => 1 + b.len(),
-        None if b.len() < 4096 => 2 + b.len(),
-        None => 5 + b.len(),
-    };
-    let backlen = match size {
-        0..=127 => 1,
-        128..=16382 => 2,
-        16383..=2097150 => 3,
-        2097151..=268435454 => 4,
-        _ => 5,
-    };
-    size + backlen
+    listpack::OVERHEAD + items.map(listpack::entry_bytes).sum::<usize>()
 }
 
 /// Slots of a dict holding `n` entries (a power of two, at least 4).

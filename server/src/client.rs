@@ -147,7 +147,7 @@ impl Client {
         if self.reply_off || self.reply_skip {
             return;
         }
-        r.write_resp(&mut self.out, self.resp3);
+        r.write_resp_in(&mut self.out, self.resp3, crate::version::doubles());
     }
 
     /// Bytes waiting to be written.
@@ -252,6 +252,9 @@ impl Client {
         }
         if self.blocked.is_some() {
             f.push('b');
+        }
+        if self.watch_dirty {
+            f.push('d');
         }
         if self.close_after_reply {
             f.push('c');

@@ -22,6 +22,11 @@ pub fn release() -> &'static str {
     version().release()
 }
 
+/// How replies write doubles under this version.
+pub fn doubles() -> ferrokv::command::Doubles {
+    ferrokv::command::Doubles::of(version())
+}
+
 /// Valkey's own release (INFO's `valkey_version`), for a Valkey version.
 pub fn valkey_release() -> Option<&'static str> {
     version().valkey_release()

@@ -155,11 +155,11 @@ pub fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// Run redis-cli against `port`; its trimmed stdout.
 /// redis-cli has no read timeout: a server that never answers would hang the test run
 /// (it did once in CI, a busy-script test taking 993 s), so a call is killed after this.
 const CLI_TIMEOUT: Duration = Duration::from_secs(120);
 
+/// Run redis-cli against `port`; its trimmed stdout.
 pub fn cli(port: u16, args: &[&str]) -> String {
     let child = Command::new("redis-cli")
         .args(["-p", &port.to_string()])

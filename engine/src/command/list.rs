@@ -41,10 +41,17 @@ fn write_list<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Lis
     }
 }
 
-/// The list at `key` for writing, created empty when missing (type already checked).
-fn list_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<&'c mut List, Reply> {
-    match ctx.lookup_write_or_insert(key, || Value::List(Box::default())) {
-        Value::List(l) => Ok(l),
+/// The list at `key` for writing, created empty when missing (type already checked), and
+/// ready to take `count` elements of `bytes` bytes (a listpack past its limit becomes a
+/// quicklist first).
+fn list_or_create<'c>(ctx: &'c mut Ctx<'_>, key: &[u8], bytes: usize, count: usize) -> Result<&'c mut List, Reply> {
+    let limits = ctx.cfg.limits;
+    let new = || Value::List(Box::new(if limits.list_packed { List::new_packed() } else { List::default() }));
+    match ctx.lookup_write_or_insert(key, new) {
+        Value::List(l) => {
+            l.before_growing(limits.list_max_listpack_size, bytes, count);
+            Ok(l)
+        }
         _ => Err(Reply::wrongtype()),
     }
 }
@@ -89,7 +96,8 @@ fn push(ctx: &mut Ctx<'_>, a: &[Vec<u8>], end: End, only_existing: bool) -> Repl
         Ok(None) if only_existing => return Reply::Int(0),
         Ok(_) => {}
     }
-    let list = match list_or_create(ctx, key) {
+    let bytes = a[2..].iter().map(Vec::len).sum();
+    let list = match list_or_create(ctx, key, bytes, a.len() - 2) {
         Ok(l) => l,
         Err(e) => return e,
     };
@@ -158,12 +166,26 @@ fn pop(ctx: &mut Ctx<'_>, a: &[Vec<u8>], end: End) -> Reply {
     reply
 }
 
-/// After a pop: the event, the key's deletion when emptied, dirty.
+/// After a pop: the event, the key's deletion when emptied (else the shrink check),
+/// dirty.
 fn elements_removed(ctx: &mut Ctx<'_>, key: &[u8], end: End, count: u64) {
     ctx.notify(notify::LIST, pop_event(end), key);
+    shrunk(ctx, key);
     ctx.delete_if_empty(key);
     ctx.signal_modified(key);
     ctx.dirty += count;
+}
+
+/// Elements of the list at `key` went: a quicklist that became small enough is a
+/// listpack again (Redis 7.2+).
+fn shrunk(ctx: &mut Ctx<'_>, key: &[u8]) {
+    let limits = ctx.cfg.limits;
+    if !limits.list_packed {
+        return;
+    }
+    if let Ok(Some(l)) = write_list(ctx, key) {
+        l.after_shrinking(limits.list_max_listpack_size);
+    }
 }
 
 // ------------------------------------------------------------------ reads
@@ -280,6 +302,7 @@ fn lpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 fn lset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
+    let fill = ctx.cfg.limits.list_max_listpack_size;
     let list = match write_list(ctx, key) {
         Ok(Some(l)) => l,
         Ok(None) => return Reply::err("ERR no such key"),
@@ -289,9 +312,12 @@ fn lset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Ok(i) => i,
         Err(e) => return e,
     };
+    // Redis checks for growth before it knows the index is in range.
+    list.before_growing(fill, a[3].len(), 1);
     if !list.set(index, &a[3]) {
         return Reply::err("ERR index out of range");
     }
+    shrunk(ctx, key);
     ctx.signal_modified(key);
     ctx.notify(notify::LIST, "lset", key);
     ctx.dirty += 1;
@@ -308,11 +334,14 @@ fn linsert(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     } else {
         return Reply::syntax();
     };
+    let fill = ctx.cfg.limits.list_max_listpack_size;
     let list = match write_list(ctx, key) {
         Ok(Some(l)) => l,
         Ok(None) => return Reply::Int(0),
         Err(e) => return e,
     };
+    // Grown before the pivot is looked for, as Redis does.
+    list.before_growing(fill, a[4].len(), 1);
     if !list.insert_by_pivot(&a[3], &a[4], after) {
         return Reply::Int(-1);
     }
@@ -338,6 +367,7 @@ fn lrem(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     let removed = list.remove_matching(&a[3], limit, count < 0);
     if removed > 0 {
+        shrunk(ctx, key);
         ctx.signal_modified(key);
         ctx.notify(notify::LIST, "lrem", key);
         ctx.dirty += removed as u64;
@@ -360,6 +390,7 @@ fn ltrim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     };
     let keep = list.clamp_range(start, stop);
     let removed = list.trim(keep);
+    shrunk(ctx, key);
     ctx.notify(notify::LIST, "ltrim", key);
     ctx.delete_if_empty(key);
     ctx.signal_modified(key);
@@ -409,14 +440,17 @@ fn move_element(ctx: &mut Ctx<'_>, src: &[u8], dst: &[u8], from: End, to: End) -
     let Some(item) = item else {
         return Reply::Nil;
     };
-    // The source is deleted only after the push, so a rotation keeps its key.
-    match list_or_create(ctx, dst) {
+    // The source is deleted only after the push, so a rotation keeps its key. The popped
+    // element's bytes count for growth unless Redis holds it as an integer object.
+    let bytes = if crate::format::blob::parse_canonical_i64(&item).is_some() { 0 } else { item.len() };
+    match list_or_create(ctx, dst, bytes, 1) {
         Ok(l) => l.push(to, &item),
         Err(e) => return e,
     }
     ctx.signal_modified(dst);
     ctx.notify(notify::LIST, push_event(to), dst);
     ctx.notify(notify::LIST, pop_event(from), src);
+    shrunk(ctx, src);
     ctx.delete_if_empty(src);
     ctx.signal_modified(src);
     ctx.dirty += 1;

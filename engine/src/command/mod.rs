@@ -24,7 +24,7 @@ pub mod string;
 pub mod zset;
 
 pub use ctx::{Ctx, Effects, Event, ExpireMode, Stats};
-pub use reply::{fmt_double, fmt_g, BulkArray, Reply, WRONGTYPE};
+pub use reply::{fmt_double, fmt_g, BulkArray, Doubles, Reply, WRONGTYPE};
 pub use spec::{
     bitfield_reads_only, key_flags, numkeys_at_1, numkeys_at_2, numkeys_keys, Command, KeyFinder, Spec, Sub,
 };

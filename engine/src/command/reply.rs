@@ -156,8 +156,14 @@ impl Reply {
         Reply::BulkArray(a)
     }
 
-    /// Append the RESP bytes of this reply (`resp3` selects the protocol).
+    /// Append the RESP bytes of this reply (`resp3` selects the protocol), doubles as
+    /// Redis 7.0 writes them.
     pub fn write_resp(&self, out: &mut Vec<u8>, resp3: bool) {
+        self.write_resp_in(out, resp3, Doubles::Printf17);
+    }
+
+    /// [`Reply::write_resp`] with doubles written in `doubles`' style.
+    pub fn write_resp_in(&self, out: &mut Vec<u8>, resp3: bool, doubles: Doubles) {
         match self {
             Reply::Simple(s) => status_line(out, b'+', s),
             Reply::Error(s) => status_line(out, b'-', s),
@@ -168,7 +174,7 @@ impl Reply {
             Reply::Array(v) => {
                 int_line(out, b'*', v.len() as i64);
                 for r in v {
-                    r.write_resp(out, resp3);
+                    r.write_resp_in(out, resp3, doubles);
                 }
             }
             Reply::BulkArray(a) => {
@@ -178,7 +184,7 @@ impl Reply {
             Reply::Set(v) => {
                 int_line(out, if resp3 { b'~' } else { b'*' }, v.len() as i64);
                 for r in v {
-                    r.write_resp(out, resp3);
+                    r.write_resp_in(out, resp3, doubles);
                 }
             }
             Reply::Map(v) => {
@@ -188,8 +194,8 @@ impl Reply {
                     int_line(out, b'*', (v.len() * 2) as i64);
                 }
                 for (k, x) in v {
-                    k.write_resp(out, resp3);
-                    x.write_resp(out, resp3);
+                    k.write_resp_in(out, resp3, doubles);
+                    x.write_resp_in(out, resp3, doubles);
                 }
             }
             Reply::KeyedArrays(v) => {
@@ -198,8 +204,8 @@ impl Reply {
                     if !resp3 {
                         out.extend_from_slice(b"*2\r\n");
                     }
-                    k.write_resp(out, resp3);
-                    x.write_resp(out, resp3);
+                    k.write_resp_in(out, resp3, doubles);
+                    x.write_resp_in(out, resp3, doubles);
                 }
             }
             Reply::Pairs(v) => {
@@ -209,12 +215,12 @@ impl Reply {
                     if resp3 {
                         out.extend_from_slice(b"*2\r\n");
                     }
-                    k.write_resp(out, resp3);
-                    x.write_resp(out, resp3);
+                    k.write_resp_in(out, resp3, doubles);
+                    x.write_resp_in(out, resp3, doubles);
                 }
             }
             Reply::Double(d) => {
-                let t = fmt_double(*d);
+                let t = doubles.text(*d);
                 if resp3 {
                     line(out, b',', t.as_bytes());
                 } else {
@@ -288,6 +294,32 @@ fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
+/// How replies write a double: Redis 6.2 and 7.0's `printf("%.17g")`, or from Redis 7.2
+/// (and Valkey) d2string's: integers as integers, else the shortest digits.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Doubles {
+    #[default]
+    Printf17,
+    D2String,
+}
+
+impl Doubles {
+    pub fn of(version: crate::command::catalog::ServerVersion) -> Doubles {
+        if version.behaves_as() >= crate::command::catalog::ServerVersion::Redis72 {
+            Doubles::D2String
+        } else {
+            Doubles::Printf17
+        }
+    }
+
+    pub fn text(self, d: f64) -> String {
+        match self {
+            Doubles::Printf17 => fmt_double(d),
+            Doubles::D2String => crate::format::double::D2String::Fpconv.write(d),
+        }
+    }
+}
+
 /// A double as Redis 7.0 replies with it: `printf("%.17g")`, and `inf` / `-inf`.
 pub fn fmt_double(d: f64) -> String {
     if d.is_infinite() {
@@ -299,30 +331,7 @@ pub fn fmt_double(d: f64) -> String {
     fmt_g(d, 17)
 }
 
-/// C's `%.{prec}g`.
-pub fn fmt_g(d: f64, prec: usize) -> String {
-    if d == 0.0 {
-        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    let sci = format!("{:.*e}", prec - 1, d);
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if exp < -4 || exp >= prec as i32 {
-        let mant = strip_zeros(mant);
-        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
-    } else {
-        let decimals = (prec as i32 - 1 - exp).max(0) as usize;
-        strip_zeros(&format!("{:.*}", decimals, d)).to_string()
-    }
-}
-
-fn strip_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
-}
+pub use crate::format::double::fmt_g;
 
 #[cfg(test)]
 mod tests {

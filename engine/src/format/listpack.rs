@@ -246,11 +246,7 @@ impl ListpackWriter {
 
     /// The encoded size an element would add (entry plus backlen).
     fn entry_bytes(b: &[u8]) -> usize {
-        let size = match super::blob::parse_canonical_i64(b) {
-            Some(v) => int_size(v),
-            None => str_header(b.len()) + b.len(),
-        };
-        size + backlen_size(size)
+        entry_bytes(b)
     }
 
     fn push_elem(&mut self, b: &[u8]) {
@@ -337,6 +333,19 @@ impl FlatWriter for ListpackWriter {
         self.finish_bytes()
     }
 }
+
+/// The bytes an element takes in a listpack: its entry (an integer when the text is a
+/// canonical one) plus the backlen.
+pub fn entry_bytes(b: &[u8]) -> usize {
+    let size = match super::blob::parse_canonical_i64(b) {
+        Some(v) => int_size(v),
+        None => str_header(b.len()) + b.len(),
+    };
+    size + backlen_size(size)
+}
+
+/// A listpack's header (total bytes, count) and end byte.
+pub const OVERHEAD: usize = 7;
 
 fn int_size(v: i64) -> usize {
     if (0..=127).contains(&v) {

@@ -247,7 +247,7 @@ impl Compressor {
             slots[s] = base + i as u32;
             // Position 0 is never referenced (liblzf tests `ref > in_data`).
             let r = stored.wrapping_sub(base) as usize;
-            let found = stored > base && i - r - 1 < MAX_OFF && i + 4 < n && input[r..r + 3] == input[i..i + 3];
+            let found = stored > base && i - r - 1 < MAX_OFF && input[r..r + 3] == input[i..i + 3];
             if !found {
                 if op >= max_out {
                     return None;
@@ -261,7 +261,9 @@ impl Compressor {
             // liblzf compares 16 bytes unchecked when more than 16 may match, so a match
             // can end up to two bytes past `maxlen` there; lengths follow it exactly.
             let limit = if maxlen > 16 { maxlen.max(19) } else { maxlen };
-            let m = 3 + common_prefix(&input[r + 3..r + limit], &input[i + 3..i + limit]);
+            // Three bytes match; liblzf counts them even when fewer than three remain
+            // after the first two (a match can reach the input's last byte).
+            let m = if limit > 3 { 3 + common_prefix(&input[r + 3..r + limit], &input[i + 3..i + limit]) } else { 3 };
             let len = if maxlen <= 16 || m <= 18 { m } else { m.min(maxlen).max(19) };
             if lit > 0 {
                 out[op - lit - 1] = (lit - 1) as u8;

@@ -4,6 +4,7 @@ pub mod aof;
 pub mod args;
 pub mod blob;
 pub mod crc;
+pub mod double;
 pub mod input;
 pub mod intset;
 pub mod listpack;

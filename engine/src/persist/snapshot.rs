@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::{disk, PersistError};
 use crate::config::Config;
-use crate::format::rdb::{put_key_with, Encoder, KeyParts, Loss, RdbWriter, Target};
+use crate::format::rdb::{put_key_with, Encoder, Form, KeyParts, Loss, RdbWriter, Target};
 use crate::keyspace::{Keyspace, Slot, SnapChunk};
 use crate::value::Value;
 use std::sync::mpsc::Receiver;
@@ -28,6 +28,10 @@ pub fn encoder_for(cfg: &Config, target: Target) -> Encoder {
     enc.limits.zset_value = l.zset_max_listpack_value;
     enc.limits.intset_entries = l.set_max_intset_entries;
     enc.limits.compression = cfg.rdbcompression;
+    match l.list_max_listpack_size {
+        fill if fill >= 0 => enc.limits.list_node_entries = fill.max(1) as usize,
+        fill => enc.limits.list_node_bytes = 4096 << (-fill - 1).clamp(0, 4),
+    }
     enc
 }
 
@@ -221,7 +225,7 @@ pub fn encode_value(enc: &Encoder, value: &Value, out: &mut Vec<u8>, losses: &mu
         {
             enc.hash_listpack_ex(fields, h.registered().unwrap_or(0), out)
         }
-        _ => enc.value(&logical, out, losses),
+        _ => enc.value_in(&logical, Form::of_encoding(value.encoding()), out, losses),
     }
 }
 

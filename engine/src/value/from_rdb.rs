@@ -70,6 +70,10 @@ pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError
                 l.push_back(ElemBytes::new(e?).as_ref());
             }
             l.seal_ends();
+            // Redis 7.2 makes a loaded quicklist a listpack only when it has one node.
+            if limits.list_packed && v.list_nodes()?.is_none_or(|n| n <= 1) {
+                l.settle(limits.list_max_listpack_size);
+            }
             Value::List(Box::new(l))
         }
         LogicalType::Set => {
@@ -80,10 +84,12 @@ pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError
                 None => v.set()?.count(),
             };
             let mut set = Set::default();
+            // A listpack stays one, integers and all (Redis 7.2+ loads it as it is).
+            let listpack = v.vtype == ValueType::SetListpack && n <= limits.set_max_listpack_entries;
             for (i, m) in members.enumerate() {
                 let m = ElemBytes::new(m?);
                 if i == 0 {
-                    set = Set::create(m.as_ref(), n, limits);
+                    set = if listpack { Set::Listpack(Vec::new()) } else { Set::create(m.as_ref(), n, limits) };
                 }
                 set.insert(m.as_ref(), limits);
             }

@@ -1,6 +1,7 @@
-//! Lists. Redis 7.0 keeps every list in a quicklist (a linked list of listpacks), so
-//! OBJECT ENCODING always answers "quicklist"; the node layout matters only to the RDB
-//! encoder, which rebuilds nodes at the target's `list-max-listpack-size`.
+//! Lists. Redis 7.0 keeps every list in a quicklist (a linked list of listpacks); Redis
+//! 7.2+ keeps a small one as a single listpack, which a list here records (`packed`) for
+//! OBJECT ENCODING. The node layout matters only to the RDB encoder, which rebuilds nodes
+//! at the target's `list-max-listpack-size`.
 //!
 //! Ours is a quicklist too: a deque of nodes, each one buffer of packed entries
 //! (`length, bytes, length reversed`, lengths as 7-bit varints), so an element costs its
@@ -11,6 +12,7 @@ use std::collections::VecDeque;
 use std::ops::Range;
 
 use super::varint;
+use crate::format::listpack;
 
 /// Which end of a list an operation works on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -180,6 +182,32 @@ impl Node {
 pub struct List {
     nodes: VecDeque<Node>,
     len: usize,
+    /// Redis 7.2+ holds a small list as one listpack (OBJECT ENCODING `listpack`) rather
+    /// than a quicklist; `packed` says which this list would be there.
+    packed: bool,
+    /// While packed, the bytes of that listpack (Redis's lpBytes), kept up by push and pop.
+    lp_bytes: usize,
+}
+
+/// Whether a quicklist node (or a listpack list) of `bytes` and `count` entries is past
+/// `list-max-listpack-size` (`fill`): a byte class when negative, an entry count (with
+/// 8 KB as a safety limit) when positive. Redis's quicklistNodeExceedsLimit.
+fn past_limit(fill: i64, bytes: usize, count: usize) -> bool {
+    let (max_bytes, max_count) = node_limit(fill);
+    match max_bytes {
+        Some(b) => bytes > b,
+        None => bytes > 8192 || count > max_count,
+    }
+}
+
+/// The node limit of `fill`: a byte size, or (positive fill) an entry count.
+fn node_limit(fill: i64) -> (Option<usize>, usize) {
+    if fill >= 0 {
+        (None, fill.max(1) as usize)
+    } else {
+        let class = (-fill - 1).min(4) as u32;
+        (Some(4096 << class), usize::MAX)
+    }
 }
 
 impl PartialEq for List {
@@ -198,8 +226,75 @@ impl List {
         l
     }
 
+    /// A list built whole (loaded, restored, stored), settled as `limits`' version does.
+    pub fn loaded<B: AsRef<[u8]>>(items: impl IntoIterator<Item = B>, limits: &super::Limits) -> List {
+        let mut l = List::from_items(items);
+        if limits.list_packed {
+            l.settle(limits.list_max_listpack_size);
+        }
+        l
+    }
+
     pub fn encoding(&self) -> &'static str {
-        "quicklist"
+        if self.packed {
+            "listpack"
+        } else {
+            "quicklist"
+        }
+    }
+
+    /// An empty list as Redis 7.2+ creates one for a push: a listpack.
+    pub fn new_packed() -> List {
+        List { packed: true, lp_bytes: listpack::OVERHEAD, ..List::default() }
+    }
+
+    /// The bytes the elements take as one listpack.
+    fn listpack_bytes(&self) -> usize {
+        listpack::OVERHEAD + self.iter().map(listpack::entry_bytes).sum::<usize>()
+    }
+
+    /// Before adding `count` elements of `bytes` bytes (counted as Redis counts a
+    /// command's arguments: their lengths): a listpack past the limit becomes a quicklist.
+    /// Redis's LIST_CONV_GROWING.
+    pub fn before_growing(&mut self, fill: i64, bytes: usize, count: usize) {
+        if self.packed && past_limit(fill, self.lp_bytes + bytes, self.len + count) {
+            self.packed = false;
+        }
+    }
+
+    /// After elements went (pops, LREM, LTRIM, LSET): a quicklist that fits in half the
+    /// node limit becomes a listpack again (half, so a list at the edge does not flip
+    /// back and forth). Redis's LIST_CONV_SHRINKING. Redis asks that the quicklist have
+    /// one node; ferrokv does not keep Redis's node boundaries and takes the size rule
+    /// alone (docs/server.md).
+    pub fn after_shrinking(&mut self, fill: i64) {
+        if !self.packed {
+            self.pack_if_within(fill, 2);
+        }
+    }
+
+    /// A list just built (loaded, restored, stored by SORT) as Redis 7.2+ settles it: a
+    /// listpack when it fits in one node. Redis's LIST_CONV_AUTO.
+    pub fn settle(&mut self, fill: i64) {
+        if !self.packed {
+            self.pack_if_within(fill, 1);
+        }
+    }
+
+    /// Become a listpack if the elements fit within the node limit divided by `divisor`.
+    fn pack_if_within(&mut self, fill: i64, divisor: usize) {
+        let (max_bytes, max_count) = node_limit(fill);
+        let max_bytes = max_bytes.unwrap_or(usize::MAX) / divisor;
+        let max_count = max_count / divisor;
+        // Every entry takes two bytes at least: a longer list cannot fit.
+        if self.len > max_count || self.len > max_bytes / 2 || self.len == 0 {
+            return;
+        }
+        let bytes = self.listpack_bytes();
+        if bytes <= max_bytes && (max_count != usize::MAX || bytes <= 8192) {
+            self.packed = true;
+            self.lp_bytes = bytes;
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -245,6 +340,40 @@ impl List {
             }
         }
         self.len += 1;
+        if self.packed {
+            self.lp_bytes += listpack::entry_bytes(item);
+        }
+    }
+
+    /// After an edit in place (LSET, LINSERT, LREM, LTRIM): a packed list's size again.
+    fn resync_packed(&mut self) {
+        if self.packed {
+            self.lp_bytes = self.listpack_bytes();
+        }
+    }
+
+    pub fn set(&mut self, index: i64, item: &[u8]) -> bool {
+        let r = self.set_entries(index, item);
+        self.resync_packed();
+        r
+    }
+
+    pub fn trim(&mut self, keep: Option<(usize, usize)>) -> usize {
+        let r = self.trim_entries(keep);
+        self.resync_packed();
+        r
+    }
+
+    pub fn insert_by_pivot(&mut self, pivot: &[u8], item: &[u8], after: bool) -> bool {
+        let r = self.insert_by_pivot_entries(pivot, item, after);
+        self.resync_packed();
+        r
+    }
+
+    pub fn remove_matching(&mut self, item: &[u8], limit: usize, from_tail: bool) -> usize {
+        let r = self.remove_matching_entries(item, limit, from_tail);
+        self.resync_packed();
+        r
     }
 
     /// Start an empty node at `at` (0 or the end). The node it moves away from is full
@@ -298,6 +427,9 @@ impl List {
             node.settle();
         }
         self.len -= 1;
+        if self.packed {
+            self.lp_bytes = self.lp_bytes.saturating_sub(listpack::entry_bytes(&item));
+        }
         Some(item)
     }
 
@@ -339,7 +471,7 @@ impl List {
     }
 
     /// Replace the element at a Redis index; false when out of range.
-    pub fn set(&mut self, index: i64, item: &[u8]) -> bool {
+    fn set_entries(&mut self, index: i64, item: &[u8]) -> bool {
         let Some(pos) = self.position(index) else {
             return false;
         };
@@ -389,7 +521,7 @@ impl List {
     }
 
     /// Keep only positions `from..=to` (None: keep nothing); the number of elements removed.
-    pub fn trim(&mut self, keep: Option<(usize, usize)>) -> usize {
+    fn trim_entries(&mut self, keep: Option<(usize, usize)>) -> usize {
         let before = self.len;
         match keep {
             Some((from, to)) if to < self.len && from <= to => {
@@ -440,7 +572,7 @@ impl List {
     }
 
     /// Insert `item` next to the first element equal to `pivot`; false when there is none.
-    pub fn insert_by_pivot(&mut self, pivot: &[u8], item: &[u8], after: bool) -> bool {
+    fn insert_by_pivot_entries(&mut self, pivot: &[u8], item: &[u8], after: bool) -> bool {
         let found = self.nodes.iter().enumerate().find_map(|(ni, n)| {
             n.entries()
                 .find(|(data, _)| &n.buf[data.clone()] == pivot)
@@ -459,7 +591,7 @@ impl List {
 
     /// Remove up to `limit` (0: all) elements equal to `item`, scanning from the tail when
     /// `from_tail`; the number removed.
-    pub fn remove_matching(&mut self, item: &[u8], limit: usize, from_tail: bool) -> usize {
+    fn remove_matching_entries(&mut self, item: &[u8], limit: usize, from_tail: bool) -> usize {
         let mut left = if limit == 0 { usize::MAX } else { limit };
         let order: Box<dyn Iterator<Item = usize>> =
             if from_tail { Box::new((0..self.nodes.len()).rev()) } else { Box::new(0..self.nodes.len()) };

@@ -59,6 +59,11 @@ pub struct Limits {
     pub zset_created_by_size: bool,
     /// hll-sparse-max-bytes: a sparse HyperLogLog past this size becomes dense.
     pub hll_sparse_max_bytes: usize,
+    /// Redis 7.2+ keeps a small list as one listpack ([`List::new_packed`]).
+    pub list_packed: bool,
+    /// Valkey 8.0's ZADD sizes the zset by its longest member, where Redis looks at the
+    /// first one when creating it and at none after.
+    pub zset_sized_by_longest: bool,
 }
 
 impl Default for Limits {
@@ -78,6 +83,8 @@ impl Default for Limits {
             stream_node_max_entries: 100,
             zset_listpack_keeps_negative_zero: false,
             zset_created_by_size: false,
+            list_packed: false,
+            zset_sized_by_longest: false,
         }
     }
 }
@@ -206,7 +213,7 @@ impl Value {
     pub fn from_logical(v: &Logical, limits: &Limits) -> Result<Value, String> {
         Ok(match v {
             Logical::String(b) => Value::Str(Str::from_loaded(b)),
-            Logical::List(items) => Value::List(Box::new(List::from_items(items))),
+            Logical::List(items) => Value::List(Box::new(List::loaded(items, limits))),
             Logical::Hash(fields) => {
                 if fields.iter().any(|f| f.expire_ms.is_some()) {
                     let entries = fields

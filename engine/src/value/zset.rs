@@ -151,11 +151,12 @@ impl DoubleEndedIterator for RangeIter<'_> {
 }
 
 impl Zset {
-    /// The empty zset ZADD creates for a first member `first` (createZsetListpackObject or
-    /// createZsetObject).
-    pub fn create(first: &[u8], members: usize, limits: &Limits) -> Zset {
+    /// The empty zset ZADD creates for `members` members, the one it measures being
+    /// `measured` bytes long (the first; Valkey 8.0 the longest): createZsetListpackObject
+    /// or createZsetObject.
+    pub fn create(measured: usize, members: usize, limits: &Limits) -> Zset {
         let too_many = limits.zset_created_by_size && members > limits.zset_max_listpack_entries;
-        if limits.zset_max_listpack_entries == 0 || first.len() > limits.zset_max_listpack_value || too_many {
+        if limits.zset_max_listpack_entries == 0 || measured > limits.zset_max_listpack_value || too_many {
             Zset::Skiplist(SkipList::default())
         } else {
             Zset::default()
@@ -446,7 +447,7 @@ mod tests {
     #[test]
     fn converts_at_thresholds() {
         let l = limits(3);
-        let mut z = Zset::create(b"a", 1, &l);
+        let mut z = Zset::create(1, 1, &l);
         for (i, m) in [b"a", b"b", b"c"].iter().enumerate() {
             assert!(z.insert(*m, i as f64, &l));
         }
@@ -462,7 +463,7 @@ mod tests {
         z.shrink_if_small(&l);
         assert_eq!(z.encoding(), "listpack");
 
-        let mut long = Zset::create(b"123456789", 1, &l);
+        let mut long = Zset::create(9, 1, &l);
         assert_eq!(long.encoding(), "skiplist");
         long.insert(b"123456789", 1.0, &l);
         let mut small = Zset::default();
@@ -476,7 +477,7 @@ mod tests {
     #[test]
     fn negative_zero_is_no_update() {
         let l = limits(0);
-        let mut z = Zset::create(b"a", 1, &l);
+        let mut z = Zset::create(1, 1, &l);
         z.insert(b"a", 0.0, &l);
         z.insert(b"a", -0.0, &l);
         assert_eq!(z.len(), 1);

@@ -167,9 +167,11 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                 .iter()
                 .map(|k| {
                     let d = match db.get(k) {
-                        Some(slot) => {
-                            ferrokv::digest::value_digest(&slot.value.to_logical(), slot.expire_ms().is_some())
-                        }
+                        Some(slot) => ferrokv::digest::value_digest(
+                            &slot.value.to_logical(),
+                            slot.expire_ms().is_some(),
+                            ferrokv::digest::Scores::of(crate::version::version()),
+                        ),
                         None => [0u8; 20],
                     };
                     Reply::Simple(ferrokv::digest::hex(&d).into())
@@ -177,7 +179,15 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                 .collect();
             Reply::Array(digests)
         }
-        b"reload" => debug_reload(s, &a[2..]),
+        b"reload" => {
+            let r = debug_reload(s, &a[2..]);
+            // The dataset was emptied and loaded again: WATCH sees every key touched, as
+            // Redis's emptyData signals (unless the load merged into what was there).
+            if r == Reply::ok() && !a[2..].iter().any(|o| eq_ic(o, "noflush") || eq_ic(o, "merge")) {
+                s.touch_all_watched(c);
+            }
+            r
+        }
         b"set-active-expire" if a.len() == 3 => {
             s.active_expire = super::debug::atoi(&a[2]) != 0;
             Reply::ok()

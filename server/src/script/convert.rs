@@ -2,7 +2,6 @@
 //! them: a reply reaches the script as its RESP2 or RESP3 form (`redis.setresp`) would
 //! be parsed, and the script's return value becomes the reply to the caller.
 
-use ferrokv::command::fmt_double;
 use ferrokv::Reply;
 use mlua::{Lua, Table, Value};
 
@@ -112,7 +111,7 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
             }
             Value::Table(t)
         }
-        Reply::Double(d) if !resp3 => Value::String(lua.create_string(fmt_double(*d))?),
+        Reply::Double(d) if !resp3 => Value::String(lua.create_string(crate::version::doubles().text(*d))?),
         Reply::Double(d) => single_field(lua, "double", *d)?,
         Reply::HumanDouble(t) if !resp3 => Value::String(lua.create_string(t)?),
         // As Redis's Lua parser reads a RESP3 double: strtod of the text.

@@ -177,6 +177,12 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], readonly: bool) -> Reply {
         Some(Value::Zset(z)) => Source::Zset(z.iter().map(|(m, _)| m.to_vec()).collect()),
         Some(_) => return Reply::wrongtype(),
     };
+    // Redis converts a sorted set it sorts to a skiplist, for good (SORT_RO too).
+    if matches!(source, Source::Zset(_)) {
+        if let Some(Value::Zset(z)) = ctx.lookup_write(&a[1]) {
+            z.convert_to_skiplist();
+        }
+    }
     // A set has no order of its own: sort it when the result is stored or goes to a
     // script, so it is the same everywhere.
     if o.dont_sort && matches!(source, Source::Set(_)) && (o.store.is_some() || ctx.fx.from_script) {
@@ -286,7 +292,8 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], readonly: bool) -> Reply {
     let n = stored.len();
     if n > 0 {
         ctx.expire_if_needed(store);
-        ctx.db_set(store, Value::List(Box::new(List::from_items(stored))), false);
+        let list = List::loaded(stored, &ctx.cfg.limits);
+        ctx.db_set(store, Value::List(Box::new(list)), false);
         ctx.notify(notify::LIST, "sortstore", store);
         ctx.dirty += n as u64;
     } else if ctx.db_delete(store) {

@@ -153,12 +153,27 @@ fn zadd_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], incr: bool) -> Reply {
     let mut last = 0.0;
     let mut nan = false;
     if exists || !f.xx {
+        let members = pairs.len() / 2;
+        let measured = if limits.zset_sized_by_longest {
+            pairs.chunks(2).map(|p| p[1].len()).max().unwrap_or(0)
+        } else {
+            pairs[1].len()
+        };
         if !exists {
-            ctx.db_add(key, Value::Zset(Box::new(Zset::create(&pairs[1], pairs.len() / 2, &limits))));
+            ctx.db_add(key, Value::Zset(Box::new(Zset::create(measured, members, &limits))));
         }
         let Ok(Some(z)) = zset_mut(ctx, key) else {
             return Reply::wrongtype();
         };
+        // Redis 7.2+ makes an existing listpack a skiplist up front when the command
+        // brings more members than a listpack holds (Valkey 8.0 also a longer one), added
+        // or not.
+        if exists && limits.zset_created_by_size {
+            let too_long = limits.zset_sized_by_longest && measured > limits.zset_max_listpack_value;
+            if members > limits.zset_max_listpack_entries || too_long {
+                z.convert_to_skiplist();
+            }
+        }
         // A new key without conditions: every pair is processed, so sort them in at once.
         let plain = !(f.nx || f.xx || f.gt || f.lt || f.incr);
         let batch: Vec<(&[u8], f64)> = if plain && !exists {
@@ -380,7 +395,7 @@ fn select(z: &Zset, what: &Parsed, rev: bool, offset: i64, limit: i64) -> Vec<(S
             return collect(z, lo, hi, rev, 0, -1);
         }
         Parsed::Score(r) => r.ranks(z),
-        Parsed::Lex(r) => r.ranks(z),
+        Parsed::Lex(r) => r.ranks_from(z, rev),
     };
     if offset < 0 {
         return Vec::new();

@@ -84,11 +84,49 @@ impl LexRange {
         }
     }
 
-    /// Ranks `lo..hi` of the members in range (members ordered by bytes, equal scores).
+    /// Ranks `lo..hi` of the members in range, found from the low end (ZRANGEBYLEX,
+    /// ZLEXCOUNT, ZREMRANGEBYLEX).
     pub(super) fn ranks(&self, z: &Zset) -> (usize, usize) {
-        let lo = z.partition_point(|m, _| !self.gte_min(m));
-        let hi = z.partition_point(|m, _| self.lte_max(m));
-        (lo, hi.max(lo))
+        self.ranks_from(z, false)
+    }
+
+    /// Ranks `lo..hi` of the members in range, found from the high end when `rev`.
+    ///
+    /// With equal scores the members are in byte order and this is a binary search. With
+    /// different scores Redis leaves the result unspecified, but a listpack's is fixed and
+    /// clients see it: the range is empty unless the last member is >= min and the first
+    /// <= max; then the first member >= min (from the low end) or the last <= max (from the
+    /// high end), scanning in rank order, starts a run that lasts while members stay in
+    /// range.
+    pub(super) fn ranks_from(&self, z: &Zset, rev: bool) -> (usize, usize) {
+        let n = z.len();
+        let member = |i: usize| z.get_by_rank(i).map(|(m, _)| m.as_ref());
+        let (Some(first), Some(last)) = (member(0), member(n.wrapping_sub(1))) else { return (0, 0) };
+        if !self.gte_min(last) || !self.lte_max(first) {
+            return (0, 0);
+        }
+        if z.encoding() != "listpack" {
+            // A skiplist's result depends on its random levels; the binary search is the
+            // specified answer.
+            let lo = z.partition_point(|m, _| !self.gte_min(m));
+            let hi = z.partition_point(|m, _| self.lte_max(m));
+            return (lo, hi.max(lo));
+        }
+        if rev {
+            let hi = (0..n).rev().find(|&i| member(i).is_some_and(|m| self.lte_max(m))).map_or(0, |i| i + 1);
+            let mut lo = hi;
+            while lo > 0 && member(lo - 1).is_some_and(|m| self.gte_min(m)) {
+                lo -= 1;
+            }
+            (lo, hi)
+        } else {
+            let lo = (0..n).find(|&i| member(i).is_some_and(|m| self.gte_min(m))).unwrap_or(n);
+            let mut hi = lo;
+            while hi < n && member(hi).is_some_and(|m| self.lte_max(m)) {
+                hi += 1;
+            }
+            (lo, hi)
+        }
     }
 }
 

@@ -87,6 +87,16 @@ impl Target {
         (key, self.server_version())
     }
 
+    /// How this target's server writes a listpack or ziplist score.
+    pub fn d2string(self) -> crate::format::double::D2String {
+        use crate::format::double::D2String;
+        match self {
+            Target::Redis62 => D2String::Redis62,
+            Target::Redis70 => D2String::Redis70,
+            _ => D2String::Fpconv,
+        }
+    }
+
     /// The target in the stream layout generation it writes (1 = type 15, 2 = 19, 3 = 21).
     fn stream_version(self) -> u8 {
         match self {
@@ -123,6 +133,9 @@ pub struct Limits {
     pub set_listpack_value: usize,
     /// list-max-listpack-size -2: 8 KiB per node.
     pub list_node_bytes: usize,
+    /// list-max-listpack-size when positive: entries per node (with 8 KB kept as a safety
+    /// limit); 0 when nodes are limited by `list_node_bytes` alone.
+    pub list_node_entries: usize,
     /// Elements at least this big get a PLAIN quicklist node of their own (7.0+; Redis's
     /// packed threshold, 1 GiB by default).
     pub list_plain_bytes: usize,
@@ -142,6 +155,7 @@ impl Default for Limits {
             set_listpack_entries: 128,
             set_listpack_value: 64,
             list_node_bytes: 8192,
+            list_node_entries: 0,
             list_plain_bytes: 1 << 30,
             stream_node_bytes: 4096,
             stream_node_entries: 100,
@@ -215,25 +229,32 @@ fn put_raw_str(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-/// A score as Redis's d2string writes it: integer text when integral, else the shortest
-/// text that reads back to the same double.
-pub fn score_text(f: f64) -> String {
-    if f.is_nan() {
-        return "nan".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if f == 0.0 {
-        return if f.is_sign_negative() { "-0".into() } else { "0".into() };
-    }
-    if f.fract() == 0.0 && f.abs() < 9.2e18 {
-        return format!("{}", f as i64);
-    }
-    format!("{f:?}")
-}
+pub use crate::format::double::score_text;
 
 // ---------------------------------------------------------------- values
+
+/// The in-memory encoding a collection is written in, when the writer knows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Form {
+    Intset,
+    /// A listpack (a ziplist for targets before 7.0).
+    Listpack,
+    /// A hashtable or skiplist.
+    Table,
+}
+
+impl Form {
+    /// The form of an OBJECT ENCODING name, for the collections whose form the limits
+    /// may not tell.
+    pub fn of_encoding(name: &str) -> Option<Form> {
+        match name {
+            "intset" => Some(Form::Intset),
+            "listpack" | "ziplist" | "listpackex" => Some(Form::Listpack),
+            "hashtable" | "skiplist" => Some(Form::Table),
+            _ => None,
+        }
+    }
+}
 
 /// Encodes values for one target.
 #[derive(Clone)]
@@ -251,17 +272,25 @@ impl Encoder {
         put_str(out, b, self.limits.compression);
     }
 
-    /// Append a value's encoding to `out`; returns its type byte.
+    /// Append a value's encoding to `out`, in the form the limits choose; returns its
+    /// type byte.
     pub fn value(&self, v: &Logical, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
+        self.value_in(v, None, out, losses)
+    }
+
+    /// As [`Encoder::value`], in `form` when given: a server writes a collection in the
+    /// encoding it holds, which the limits do not tell (a zset that shrank stays a
+    /// skiplist; a setting changed since).
+    pub fn value_in(&self, v: &Logical, form: Option<Form>, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
         match v {
             Logical::String(s) => {
                 self.s(out, s);
                 0
             }
             Logical::List(items) => self.list(items, out),
-            Logical::Set(members) => self.set(members, out),
-            Logical::Zset(members) => self.zset(members, out),
-            Logical::Hash(fields) => self.hash(fields, out, losses),
+            Logical::Set(members) => self.set(members, form, out),
+            Logical::Zset(members) => self.zset(members, form, out),
+            Logical::Hash(fields) => self.hash(fields, form, out, losses),
             Logical::Stream(s) => self.stream(s, out, losses),
             Logical::Module(m) => {
                 put_len(out, m.id);
@@ -274,7 +303,7 @@ impl Encoder {
     fn list(&self, items: &[Vec<u8>], out: &mut Vec<u8>) -> u8 {
         // Quicklist nodes of at most list-max-listpack-size bytes: ziplists in a type 14
         // before 7.0, PACKED listpack containers in a type 18 after.
-        let max = self.limits.list_node_bytes;
+        let max = (self.limits.list_node_bytes, self.limits.list_node_entries);
         if !self.target.has_listpacks() {
             let nodes = pack_nodes::<ZiplistWriter>(items, max);
             put_len(out, nodes.len() as u64);
@@ -320,11 +349,26 @@ impl Encoder {
         }
     }
 
-    fn set(&self, members: &[Vec<u8>], out: &mut Vec<u8>) -> u8 {
+    fn set(&self, members: &[Vec<u8>], form: Option<Form>, out: &mut Vec<u8>) -> u8 {
         let l = &self.limits;
+        let table = |out: &mut Vec<u8>| {
+            put_len(out, members.len() as u64);
+            for m in members {
+                self.s(out, m);
+            }
+            2
+        };
+        match form {
+            Some(Form::Table) => return table(out),
+            Some(Form::Listpack) if self.target.has_set_listpack() && !members.is_empty() => {
+                self.s(out, &self.flat(members.iter().map(Vec::as_slice)));
+                return 20;
+            }
+            _ => {}
+        }
         // An empty set (Redis never writes one; a file may hold one) stays a plain set:
         // an empty intset is invalid.
-        if !members.is_empty() && members.len() <= l.intset_entries {
+        if !members.is_empty() && (members.len() <= l.intset_entries || form == Some(Form::Intset)) {
             let ints: Option<Vec<i64>> = members.iter().map(|m| parse_canonical_i64(m)).collect();
             if let Some(mut ints) = ints {
                 ints.sort_unstable();
@@ -339,18 +383,16 @@ impl Encoder {
             self.s(out, &self.flat(members.iter().map(Vec::as_slice)));
             return 20;
         }
-        put_len(out, members.len() as u64);
-        for m in members {
-            self.s(out, m);
-        }
-        2
+        table(out)
     }
 
-    fn zset(&self, members: &[(Vec<u8>, f64)], out: &mut Vec<u8>) -> u8 {
+    fn zset(&self, members: &[(Vec<u8>, f64)], form: Option<Form>, out: &mut Vec<u8>) -> u8 {
         let l = &self.limits;
-        if members.len() <= l.zset_entries && members.iter().all(|(m, _)| m.len() <= l.zset_value) {
+        let small = members.len() <= l.zset_entries && members.iter().all(|(m, _)| m.len() <= l.zset_value);
+        if form.map_or(small, |f| f != Form::Table) {
             // Ascending (score, member), member then score.
-            let scores: Vec<String> = members.iter().map(|(_, s)| score_text(*s)).collect();
+            let d2string = self.target.d2string();
+            let scores: Vec<String> = members.iter().map(|(_, s)| d2string.write(*s)).collect();
             let items = members.iter().zip(&scores).flat_map(|((m, _), s)| [m.as_slice(), s.as_bytes()]);
             self.s(out, &self.flat(items));
             return if self.target.has_listpacks() { 17 } else { 12 };
@@ -364,10 +406,15 @@ impl Encoder {
         5
     }
 
-    fn hash(&self, fields: &[Field], out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
+    fn hash(&self, fields: &[Field], form: Option<Form>, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
         let l = &self.limits;
-        let small = fields.len() <= l.hash_entries
-            && fields.iter().all(|f| f.field.len() <= l.hash_value && f.value.len() <= l.hash_value);
+        let small = form.map_or_else(
+            || {
+                fields.len() <= l.hash_entries
+                    && fields.iter().all(|f| f.field.len() <= l.hash_value && f.value.len() <= l.hash_value)
+            },
+            |f| f != Form::Table,
+        );
         let ttls = fields.iter().filter(|f| f.expire_ms.is_some()).count();
         if ttls > 0 {
             match self.target {
@@ -580,14 +627,18 @@ impl Encoder {
 }
 
 /// Split `items` into flat nodes of at most `max` bytes (a node holds at least one item).
-fn pack_nodes<W: FlatWriter>(items: &[Vec<u8>], max: usize) -> Vec<Vec<u8>> {
+fn pack_nodes<W: FlatWriter>(items: &[Vec<u8>], (max, max_entries): (usize, usize)) -> Vec<Vec<u8>> {
     let mut nodes = Vec::new();
     let mut cur = W::default();
+    let mut count = 0;
     for it in items {
-        if !cur.is_empty() && cur.len() + W::entry_size(it) + 1 > max {
+        let full = (max_entries > 0 && count >= max_entries) || cur.len() + W::entry_size(it) + 1 > max;
+        if !cur.is_empty() && full {
             nodes.push(std::mem::take(&mut cur).finish());
+            count = 0;
         }
         cur.push(it);
+        count += 1;
     }
     if !cur.is_empty() {
         nodes.push(cur.finish());

@@ -388,6 +388,18 @@ impl<'a> Value<'a> {
         read_str(self.body)
     }
 
+    /// How many quicklist nodes a list holds (1 for a single ziplist; None for a linked
+    /// list, which has none).
+    pub fn list_nodes(&self) -> Result<Option<u64>, FormatError> {
+        Ok(match self.vtype {
+            ValueType::ListQuicklist | ValueType::ListQuicklist2 => {
+                Some(Seq::new(self.body, "quicklist node count")?.1)
+            }
+            ValueType::ListZiplist => Some(1),
+            _ => None,
+        })
+    }
+
     pub fn list(&self) -> Result<ListIter<'a>, FormatError> {
         Ok(match self.vtype {
             ValueType::ListLinked => ListIter::Linked(Seq::new(self.body, "list length")?.0),

@@ -1,0 +1,158 @@
+//! Doubles as Redis writes them into files: C's `%.17g` (Redis 6.2 and 7.0's d2string)
+//! and the layout of fpconv_dtoa (Redis 7.2+), which prints the shortest digits that
+//! read back to the same double.
+
+/// C's `%.{prec}g`.
+pub fn fmt_g(d: f64, prec: usize) -> String {
+    if d == 0.0 {
+        return if d.is_sign_negative() { "-0".into() } else { "0".into() };
+    }
+    let sci = format!("{:.*e}", prec - 1, d);
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if exp < -4 || exp >= prec as i32 {
+        let mant = strip_zeros(mant);
+        format!("{mant}e{}{:02}", if exp < 0 { '-' } else { '+' }, exp.abs())
+    } else {
+        let decimals = (prec as i32 - 1 - exp).max(0) as usize;
+        strip_zeros(&format!("{:.*}", decimals, d)).to_string()
+    }
+}
+
+fn strip_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
+    } else {
+        s
+    }
+}
+
+/// The shortest digits of a finite, non-zero `d`, laid out as fpconv_dtoa lays them out:
+/// plain up to six zeros past the digits, `0.000ddd` down to 1e-7 (or any exponent under
+/// 4), else `d.ddde+X` with the exponent unpadded.
+pub fn fpconv_layout(d: f64) -> String {
+    let sci = format!("{:e}", d.abs());
+    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let n = digits.len() as i32;
+    // The power of ten of the last digit.
+    let k = exp - (n - 1);
+    let sign = if d < 0.0 { "-" } else { "" };
+    let e = exp.abs();
+    if k >= 0 && e < n + 7 {
+        return format!("{sign}{digits}{}", "0".repeat(k as usize));
+    }
+    if k < 0 && (k > -7 || e < 4) {
+        let point = n + k;
+        return if point <= 0 {
+            format!("{sign}0.{}{digits}", "0".repeat((-point) as usize))
+        } else {
+            format!("{sign}{}.{}", &digits[..point as usize], &digits[point as usize..])
+        };
+    }
+    let rest = if n > 1 { format!(".{}", &digits[1..]) } else { String::new() };
+    format!("{sign}{}{rest}e{}{e}", &digits[..1], if exp < 0 { '-' } else { '+' })
+}
+
+/// fpconv_dtoa itself (Redis 7.2+'s DEBUG DIGEST of a score): a sign, then `0`, `inf`,
+/// `nan` or [`fpconv_layout`]'s digits; integers get no special case (`1e+17`).
+pub fn fpconv_dtoa(d: f64) -> String {
+    let sign = if d.is_sign_negative() { "-" } else { "" };
+    if d == 0.0 {
+        format!("{sign}0")
+    } else if d.is_nan() {
+        format!("{sign}nan")
+    } else if d.is_infinite() {
+        format!("{sign}inf")
+    } else {
+        fpconv_layout(d)
+    }
+}
+
+/// How a server version's d2string writes a double (a listpack or ziplist score).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum D2String {
+    /// Redis 6.2: integers within ±2^52 as integers, else `%.17g`.
+    Redis62,
+    /// Redis 7.0: integers within ±LLONG_MAX/2 as integers, else `%.17g`.
+    Redis70,
+    /// Redis 7.2+ and Valkey: integers as 7.0, else fpconv_dtoa.
+    Fpconv,
+}
+
+/// The text of the doubles every writer spells the same: NaN, the infinities, the zeros.
+fn special(d: f64) -> Option<&'static str> {
+    if d.is_nan() {
+        Some("nan")
+    } else if d.is_infinite() {
+        Some(if d > 0.0 { "inf" } else { "-inf" })
+    } else if d == 0.0 {
+        Some(if d.is_sign_negative() { "-0" } else { "0" })
+    } else {
+        None
+    }
+}
+
+/// A score as the tools print it (JSON, RESP dumps): integer text when integral, else the
+/// shortest text that reads back to the same double.
+pub fn score_text(f: f64) -> String {
+    if let Some(s) = special(f) {
+        return s.into();
+    }
+    if f.fract() == 0.0 && f.abs() < 9.2e18 {
+        return format!("{}", f as i64);
+    }
+    format!("{f:?}")
+}
+
+impl D2String {
+    pub fn write(self, d: f64) -> String {
+        if let Some(s) = special(d) {
+            return s.into();
+        }
+        let integral = d.fract() == 0.0
+            && match self {
+                D2String::Redis62 => d > -4_503_599_627_370_495.0 && d < 4_503_599_627_370_496.0,
+                // (double)(LLONG_MAX / 2), both sides inclusive as double2ll tests them.
+                _ => d.abs() <= (i64::MAX / 2) as f64,
+            };
+        if integral {
+            return format!("{}", d as i64);
+        }
+        match self {
+            D2String::Fpconv => fpconv_layout(d),
+            _ => fmt_g(d, 17),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_version_writes_scores_as_its_d2string() {
+        let cases: [(f64, &str, &str, &str); 9] = [
+            (0.1, "0.10000000000000001", "0.10000000000000001", "0.1"),
+            (7.549434007497439, "7.5494340074974389", "7.5494340074974389", "7.549434007497439"),
+            (3.0, "3", "3", "3"),
+            (-0.0, "-0", "-0", "-0"),
+            (1e17, "1e+17", "100000000000000000", "100000000000000000"),
+            (5e18, "5e+18", "5e+18", "5e+18"),
+            (1.5e-7, "1.4999999999999999e-07", "1.4999999999999999e-07", "1.5e-7"),
+            (0.000123, "0.00012300000000000001", "0.00012300000000000001", "0.000123"),
+            (-2.5e300, "-2.5000000000000001e+300", "-2.5000000000000001e+300", "-2.5e+300"),
+        ];
+        assert_eq!(fpconv_dtoa(1e17), "1e+17");
+        assert_eq!(fpconv_dtoa(3.0), "3");
+        assert_eq!(fpconv_dtoa(-0.0), "-0");
+        assert_eq!(fpconv_dtoa(f64::NEG_INFINITY), "-inf");
+        assert_eq!(fpconv_dtoa(0.1), "0.1");
+        for (d, v62, v70, v72) in cases {
+            assert_eq!(D2String::Redis62.write(d), v62, "{d} 6.2");
+            assert_eq!(D2String::Redis70.write(d), v70, "{d} 7.0");
+            assert_eq!(D2String::Fpconv.write(d), v72, "{d} 7.2");
+        }
+    }
+}
