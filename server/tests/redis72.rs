@@ -111,6 +111,10 @@ const SESSION: &[&[&str]] = &[
     &["OBJECT", "ENCODING", "zv"],
     &["ZADD", "zv2", "1", "a", "2", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"],
     &["OBJECT", "ENCODING", "zv2"],
+    // 7.2 reads LPOS's rank in -LONG_MAX..LONG_MAX.
+    &["RPUSH", "lp", "c", "d", "c"],
+    &["LPOS", "lp", "c", "RANK", "-9223372036854775808"],
+    &["LPOS", "lp", "c", "RANK", "-9223372036854775807"],
     &["CLIENT", "CAPA", "redirect"],
     &["CLIENT", "CAPA", "other", "REDIRECT"],
     &["CLIENT", "CAPA"],

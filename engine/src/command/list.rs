@@ -1,6 +1,7 @@
 //! List commands.
 
 use super::{arg_i64, eq_ic, notify, Ctx, Reply, Spec};
+use crate::command::catalog::ServerVersion;
 use crate::value::list::{End, List};
 use crate::value::Value;
 
@@ -238,6 +239,14 @@ fn lpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
                         "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use \
                          negative to start from the end of the list",
                     ),
+                    // Redis 7.2+ reads the rank in -LONG_MAX..LONG_MAX.
+                    Ok(i64::MIN) if ctx.cfg.version.behaves_as() >= ServerVersion::Redis72 => {
+                        return Reply::error(format!(
+                            "ERR value is out of range, value must between {} and {}",
+                            -i64::MAX,
+                            i64::MAX
+                        ))
+                    }
                     Ok(r) => r,
                     Err(e) => return e,
                 };
