@@ -291,7 +291,9 @@ impl List {
             return;
         }
         let bytes = self.listpack_bytes();
-        if bytes <= max_bytes && (max_count != usize::MAX || bytes <= 8192) {
+        // Counted nodes are held to 8 KB too (SIZE_SAFETY_LIMIT): more would be two nodes.
+        let counted = max_count != usize::MAX;
+        if bytes <= max_bytes && (!counted || bytes <= 8192) {
             self.packed = true;
             self.lp_bytes = bytes;
         }
@@ -723,6 +725,32 @@ impl ExactSizeIterator for Iter<'_> {}
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn packing_follows_the_byte_class_or_the_entry_count() {
+        let item = [b'v'; 100];
+        // 100 entries of 102 bytes: past 8 KB, within fill -3's 16 KB.
+        let mut l = List::from_items(std::iter::repeat_n(&item[..], 100));
+        l.settle(-2);
+        assert_eq!(l.encoding(), "quicklist");
+        l.settle(-3);
+        assert_eq!(l.encoding(), "listpack");
+        // Counted nodes: 3 entries fit a fill of 4, but not past the 8 KB safety limit.
+        let mut small = List::from_items(["a", "b", "c"]);
+        small.settle(4);
+        assert_eq!(small.encoding(), "listpack");
+        let big = [b'w'; 5000];
+        let mut l = List::from_items([&big[..], &big[..]]);
+        l.settle(4);
+        assert_eq!(l.encoding(), "quicklist");
+        // Shrinking takes half the limit.
+        let mut l = List::from_items(["1", "2", "3"]);
+        l.after_shrinking(4);
+        assert_eq!(l.encoding(), "quicklist");
+        l.pop(End::Left);
+        l.after_shrinking(4);
+        assert_eq!(l.encoding(), "listpack");
+    }
     use super::*;
 
     fn list(items: &[&str]) -> List {
