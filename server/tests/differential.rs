@@ -8,7 +8,8 @@
 //! `make test` runs a short fixed-seed run; `make fuzz-diff` runs the ignored test for
 //! `FUZZ_DIFF_SECS` seconds (or `FUZZ_DIFF_COMMANDS` commands) from `FUZZ_DIFF_SEED`
 //! (random when unset; printed), against `FUZZ_DIFF_REDIS` as `FUZZ_DIFF_VERSION` when
-//! given (another real server, ferrokv standing in for its version). Deliberate differences are not generated; they are
+//! given (another real server, ferrokv standing in for its version), in RESP3 when
+//! `FUZZ_DIFF_RESP3` is set. Deliberate differences are not generated; they are
 //! listed in docs/reliability.md.
 
 mod support;
@@ -669,12 +670,15 @@ impl Gen {
     }
 }
 
-/// A RESP reply, parsed far enough to compare elements out of order.
+/// A RESP2 or RESP3 reply, parsed far enough to compare elements out of order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Reply {
+    /// A one-line reply (status, error, integer, RESP3 null, double, boolean, big number),
+    /// or a verbatim string or blob error with its header: compared as bytes.
     Line(Vec<u8>),
     Bulk(Option<Vec<u8>>),
-    Array(Option<Vec<Reply>>),
+    /// An aggregate by its type byte (`*`, `~`, `>`; `%` and `|` hold key, value, ...).
+    Array(u8, Option<Vec<Reply>>),
 }
 
 fn read_reply(r: &mut impl BufRead) -> std::io::Result<Reply> {
@@ -684,19 +688,30 @@ fn read_reply(r: &mut impl BufRead) -> std::io::Result<Reply> {
         return Err(std::io::Error::other("connection closed"));
     }
     let n = || std::str::from_utf8(&line[1..line.len() - 2]).ok().and_then(|s| s.parse::<i64>().ok()).unwrap_or(-1);
-    Ok(match line[0] {
+    let body = |r: &mut dyn BufRead, len: usize| -> std::io::Result<Vec<u8>> {
+        let mut body = vec![0; len + 2];
+        r.read_exact(&mut body)?;
+        body.truncate(len);
+        Ok(body)
+    };
+    let tag = line[0];
+    Ok(match tag {
         b'$' => match usize::try_from(n()) {
-            Ok(len) => {
-                let mut body = vec![0; len + 2];
-                r.read_exact(&mut body)?;
-                body.truncate(len);
-                Reply::Bulk(Some(body))
-            }
+            Ok(len) => Reply::Bulk(Some(body(r, len)?)),
             Err(_) => Reply::Bulk(None),
         },
-        b'*' => match usize::try_from(n()) {
-            Ok(len) => Reply::Array(Some((0..len).map(|_| read_reply(r)).collect::<Result<_, _>>()?)),
-            Err(_) => Reply::Array(None),
+        b'=' | b'!' => {
+            let len = usize::try_from(n()).unwrap_or(0);
+            let mut all = line.clone();
+            all.extend(body(r, len)?);
+            Reply::Line(all)
+        }
+        b'*' | b'~' | b'>' | b'%' | b'|' => match usize::try_from(n()) {
+            Ok(len) => {
+                let len = if matches!(tag, b'%' | b'|') { len * 2 } else { len };
+                Reply::Array(tag, Some((0..len).map(|_| read_reply(r)).collect::<Result<_, _>>()?))
+            }
+            Err(_) => Reply::Array(tag, None),
         },
         _ => Reply::Line(line),
     })
@@ -705,9 +720,12 @@ fn read_reply(r: &mut impl BufRead) -> std::io::Result<Reply> {
 fn render(r: &Reply) -> String {
     match r {
         Reply::Line(l) => String::from_utf8_lossy(l).trim_end().to_string(),
-        Reply::Bulk(None) | Reply::Array(None) => "(nil)".into(),
+        Reply::Bulk(None) | Reply::Array(_, None) => "(nil)".into(),
         Reply::Bulk(Some(b)) => quote(b),
-        Reply::Array(Some(items)) => format!("[{}]", items.iter().map(render).collect::<Vec<_>>().join(", ")),
+        Reply::Array(tag, Some(items)) => {
+            let open = if *tag == b'*' { String::new() } else { (*tag as char).to_string() };
+            format!("{open}[{}]", items.iter().map(render).collect::<Vec<_>>().join(", "))
+        }
     }
 }
 
@@ -715,17 +733,18 @@ fn render(r: &Reply) -> String {
 fn normalized(reply: &Reply, compare: Compare, encoding: Option<&Reply>) -> Reply {
     let hashtable = encoding.is_some_and(|e| matches!(e, Reply::Bulk(Some(b)) if b == b"hashtable"));
     match (compare, reply) {
-        (Compare::Multiset, Reply::Array(Some(items))) | (Compare::MembersUnlessCompact, Reply::Array(Some(items)))
+        (Compare::Multiset, Reply::Array(tag, Some(items)))
+        | (Compare::MembersUnlessCompact, Reply::Array(tag, Some(items)))
             if compare == Compare::Multiset || hashtable =>
         {
             let mut v = items.clone();
             v.sort();
-            Reply::Array(Some(v))
+            Reply::Array(*tag, Some(v))
         }
-        (Compare::PairsUnlessCompact, Reply::Array(Some(items))) if hashtable => {
+        (Compare::PairsUnlessCompact, Reply::Array(tag, Some(items))) if hashtable => {
             let mut pairs: Vec<Vec<Reply>> = items.chunks(2).map(<[Reply]>::to_vec).collect();
             pairs.sort();
-            Reply::Array(Some(pairs.concat()))
+            Reply::Array(*tag, Some(pairs.concat()))
         }
         (Compare::MembersUnlessCompact, Reply::Bulk(Some(_))) if hashtable => Reply::Line(Vec::new()),
         // A stream's payload: Redis keeps deleted entries flagged in its nodes, ferrokv
@@ -749,10 +768,15 @@ struct Pair {
     ports: [u16; 2],
 }
 
+/// A connection; RESP3 (HELLO 3) when `FUZZ_DIFF_RESP3` is set.
 fn connect(port: u16) -> (TcpStream, BufReader<TcpStream>) {
-    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
-    let r = BufReader::new(s.try_clone().expect("clone"));
+    let mut r = BufReader::new(s.try_clone().expect("clone"));
+    if std::env::var_os("FUZZ_DIFF_RESP3").is_some() {
+        s.write_all(&encode_command(&[b"HELLO".to_vec(), b"3".to_vec()])).expect("send");
+        read_reply(&mut r).expect("HELLO 3");
+    }
     (s, r)
 }
 
