@@ -10,7 +10,7 @@
 //! `d ^= sha1(data)`.
 
 use crate::command::catalog::ServerVersion;
-use crate::command::fmt_double;
+use crate::format::double::Doubles;
 use crate::format::logical::Logical;
 use crate::keyspace::Keyspace;
 
@@ -44,49 +44,23 @@ fn type_code(v: &Logical) -> u32 {
     }
 }
 
-/// How a version's DEBUG DIGEST writes a zset score before mixing it in: Redis 6.2 and
-/// 7.0 `printf("%.17g")`, Redis 7.2+ and Valkey fpconv_dtoa.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Scores {
-    #[default]
-    Printf17,
-    Fpconv,
-}
-
-impl Scores {
-    pub fn of(version: ServerVersion) -> Scores {
-        if version.behaves_as() >= ServerVersion::Redis72 {
-            Scores::Fpconv
-        } else {
-            Scores::Printf17
-        }
-    }
-
-    fn text(self, d: f64) -> String {
-        match self {
-            Scores::Printf17 => fmt_double(d),
-            Scores::Fpconv => crate::format::double::fpconv_dtoa(d),
-        }
-    }
-}
-
 /// The digest of one key with its value.
-pub fn key_digest(key: &[u8], v: &Logical, has_expire: bool, scores: Scores) -> Digest {
+pub fn key_digest(key: &[u8], v: &Logical, has_expire: bool, doubles: Doubles) -> Digest {
     let mut d = [0u8; 20];
     mix_in(&mut d, key);
-    object_digest(&mut d, v, has_expire, scores);
+    object_digest(&mut d, v, has_expire, doubles);
     d
 }
 
 /// DEBUG DIGEST-VALUE: the value's digest alone.
-pub fn value_digest(v: &Logical, has_expire: bool, scores: Scores) -> Digest {
+pub fn value_digest(v: &Logical, has_expire: bool, doubles: Doubles) -> Digest {
     let mut d = [0u8; 20];
-    object_digest(&mut d, v, has_expire, scores);
+    object_digest(&mut d, v, has_expire, doubles);
     d
 }
 
 /// Mix a value (and its TTL flag) into `d`.
-fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool, scores: Scores) {
+fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool, doubles: Doubles) {
     let d = &mut *d;
     mix_in(d, &type_code(v).to_be_bytes());
     match v {
@@ -97,7 +71,7 @@ fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool, scores: Scores) 
             for (m, score) in items {
                 let mut e = [0u8; 20];
                 mix_in(&mut e, m);
-                mix_in(&mut e, scores.text(*score).as_bytes());
+                mix_in(&mut e, doubles.digest(*score).as_bytes());
                 xor_in(d, &e);
             }
         }
@@ -136,13 +110,13 @@ fn object_digest(d: &mut Digest, v: &Logical, has_expire: bool, scores: Scores) 
 pub struct DatasetDigest {
     acc: Digest,
     db: Option<u64>,
-    scores: Scores,
+    doubles: Doubles,
 }
 
 impl DatasetDigest {
     /// A digest as `version`'s DEBUG DIGEST computes it (the default is Redis 7.0's).
     pub fn of(version: ServerVersion) -> DatasetDigest {
-        DatasetDigest { scores: Scores::of(version), ..DatasetDigest::default() }
+        DatasetDigest { doubles: version.doubles(), ..DatasetDigest::default() }
     }
 
     pub fn add(&mut self, db: u64, key: &[u8], v: &Logical, has_expire: bool) {
@@ -150,7 +124,7 @@ impl DatasetDigest {
             mix_in(&mut self.acc, &(db as u32).to_be_bytes());
             self.db = Some(db);
         }
-        xor_in(&mut self.acc, &key_digest(key, v, has_expire, self.scores));
+        xor_in(&mut self.acc, &key_digest(key, v, has_expire, self.doubles));
     }
 
     pub fn finish(&self) -> Digest {

@@ -6,7 +6,7 @@
 //! ferrokv's own; docs/memory.md gives the formulas and how close each comes.
 
 use crate::command::catalog::ServerVersion;
-use crate::format::double::D2String;
+use crate::format::double::Doubles;
 use crate::format::listpack;
 use crate::value::stream::rax_nodes_of;
 use crate::value::{Hash, List, Set, Str, Value, Zset};
@@ -30,7 +30,7 @@ pub struct Model {
     pub dict_entry: usize,
     pub dict: usize,
     /// How the version writes a score into a listpack (7.0 `%.17g`, 7.2+ shortest).
-    d2string: D2String,
+    doubles: Doubles,
     /// Redis 7.2+ keeps a list of one small node as a bare listpack.
     list_listpack: bool,
     stream: usize,
@@ -49,7 +49,7 @@ impl Model {
         let v = version.behaves_as();
         Model {
             alloc,
-            d2string: crate::config::rdb_target_of(version).d2string(),
+            doubles: version.doubles(),
             list_listpack: v >= ServerVersion::Redis72,
             dict_entry: DICT_ENTRY,
             dict: 56,
@@ -223,7 +223,7 @@ pub fn value_size(v: &Value, samples: usize, list_fill: i64, m: &Model) -> usize
         },
         Value::Zset(z) => match &**z {
             Zset::Listpack(items) => {
-                let scores: Vec<String> = items.iter().map(|(_, sc)| m.d2string.write(*sc)).collect();
+                let scores: Vec<String> = items.iter().map(|(_, sc)| m.doubles.listpack(*sc)).collect();
                 let entries = items.iter().zip(&scores).flat_map(|((m, _), sc)| [m.as_slice(), sc.as_bytes()]);
                 ROBJ + m.round(listpack_bytes(entries))
             }

@@ -121,7 +121,7 @@ fn dump_restore_round_trip(e: &mut Engine) {
             let [before, after] =
                 [&*e, &other].map(|e| e.keyspace().db(db).get(&key).map(|s| zero_signless(s.value.to_logical())));
             let digest = |v: &Option<ferrokv::logical::Logical>| {
-                v.as_ref().map(|v| value_digest(v, false, ferrokv::digest::Scores::default()))
+                v.as_ref().map(|v| value_digest(v, false, ferrokv::command::Doubles::default()))
             };
             if digest(&before) != digest(&after) {
                 panic!("DUMP/RESTORE changed {:?}\nbefore: {before:?}\nafter:  {after:?}", show(&[key]));

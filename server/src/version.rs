@@ -24,7 +24,7 @@ pub fn release() -> &'static str {
 
 /// How replies write doubles under this version.
 pub fn doubles() -> ferrokv::command::Doubles {
-    ferrokv::command::Doubles::of(version())
+    version().doubles()
 }
 
 /// Valkey's own release (INFO's `valkey_version`), for a Valkey version.

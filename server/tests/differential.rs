@@ -52,6 +52,10 @@ impl Cmd {
         Cmd { argv: args.into_iter().map(String::into_bytes).collect(), compare: Compare::Exact }
     }
 
+    fn compared(self, compare: Compare) -> Cmd {
+        Cmd { compare, ..self }
+    }
+
     fn text(&self) -> String {
         self.argv.iter().map(|a| quote(a)).collect::<Vec<_>>().join(" ")
     }
@@ -291,9 +295,7 @@ impl Gen {
             3 => vec!["PEXPIRE".into(), k, self.pick(&["100000000", "300000000"]).into()],
             4 => vec!["PERSIST".into(), k],
             5 if !in_multi => {
-                let mut c = Cmd::new(vec![self.pick(&["TTL", "PTTL", "EXPIRETIME"]).into(), k]);
-                c.compare = Compare::Sign;
-                return c;
+                return Cmd::new(vec![self.pick(&["TTL", "PTTL", "EXPIRETIME"]).into(), k]).compared(Compare::Sign);
             }
             6 => vec!["TYPE".into(), k],
             7 => vec!["RENAME".into(), k, k2],
@@ -310,18 +312,13 @@ impl Gen {
             12 => vec!["TOUCH".into(), k, k2],
             13 => vec!["DBSIZE".into()],
             14 if !in_multi => {
-                let mut c = Cmd::new(vec!["KEYS".into(), format!("{ty}:*")]);
-                c.compare = Compare::Multiset;
-                out.push(c);
+                out.push(Cmd::new(vec!["KEYS".into(), format!("{ty}:*")]).compared(Compare::Multiset));
                 vec!["EXISTS".into(), k]
             }
             15 => vec!["MOVE".into(), k, "1".into()],
             _ if !in_multi => {
                 // The payload's bytes, but for a hash table's members, in its own order.
-                out.push(Cmd {
-                    argv: Cmd::new(vec!["DUMP".into(), k.clone()]).argv,
-                    compare: Compare::MembersUnlessCompact,
-                });
+                out.push(Cmd::new(vec!["DUMP".into(), k.clone()]).compared(Compare::MembersUnlessCompact));
                 vec!["OBJECT".into(), "ENCODING".into(), k]
             }
             _ => vec!["EXISTS".into(), k],
@@ -408,16 +405,15 @@ impl Gen {
             }
             6 if !in_multi => {
                 let compare = if self.ordered_sets { Compare::MembersUnlessCompact } else { Compare::Multiset };
-                out.push(Cmd { argv: Cmd::new(vec!["SMEMBERS".into(), k.clone()]).argv, compare });
+                out.push(Cmd::new(vec!["SMEMBERS".into(), k.clone()]).compared(compare));
                 vec!["OBJECT".into(), "ENCODING".into(), k]
             }
             7 => vec!["SISMEMBER".into(), k, self.elem()],
             8 => vec!["SMISMEMBER".into(), k, self.elem(), self.elem()],
             9 => vec!["SCARD".into(), k],
             10 if !in_multi => {
-                let mut c = Cmd::new(vec![self.pick(&["SINTER", "SUNION", "SDIFF"]).into(), k, k2]);
-                c.compare = Compare::Multiset;
-                out.push(c);
+                let op = self.pick(&["SINTER", "SUNION", "SDIFF"]);
+                out.push(Cmd::new(vec![op.into(), k, k2]).compared(Compare::Multiset));
                 return;
             }
             11 => vec![self.pick(&["SINTERSTORE", "SUNIONSTORE", "SDIFFSTORE"]).into(), k, k2, self.key("set")],
@@ -444,7 +440,7 @@ impl Gen {
                 let which = self.pick(&["HGETALL", "HKEYS", "HVALS"]);
                 let compare =
                     if which == "HGETALL" { Compare::PairsUnlessCompact } else { Compare::MembersUnlessCompact };
-                out.push(Cmd { argv: Cmd::new(vec![which.into(), k.clone()]).argv, compare });
+                out.push(Cmd::new(vec![which.into(), k.clone()]).compared(compare));
                 vec!["OBJECT".into(), "ENCODING".into(), k]
             }
             7 => vec!["HINCRBY".into(), k, self.elem(), self.int()],
@@ -656,17 +652,11 @@ impl Gen {
     }
 
     fn persistence(&mut self) -> Cmd {
-        let mut c = Cmd::new(vec![match self.rng.random_range(0..3) {
-            0 => "DEBUG RELOAD",
-            1 => "DEBUG LOADAOF",
-            _ => "BGREWRITEAOF",
+        match self.rng.random_range(0..3) {
+            0 => Cmd::new(vec!["DEBUG".into(), "RELOAD".into()]),
+            1 => Cmd::new(vec!["DEBUG".into(), "LOADAOF".into()]),
+            _ => Cmd::new(vec!["BGREWRITEAOF".into()]).compared(Compare::Ignore),
         }
-        .into()]);
-        c.argv = c.argv[0].split(|&b| b == b' ').map(<[u8]>::to_vec).collect();
-        if c.argv[0] == b"BGREWRITEAOF" {
-            c.compare = Compare::Ignore;
-        }
-        c
     }
 }
 

@@ -145,6 +145,16 @@ impl ServerVersion {
         }
     }
 
+    /// How this version writes doubles (replies, listpack scores, DEBUG DIGEST).
+    pub fn doubles(self) -> crate::format::double::Doubles {
+        use crate::format::double::Doubles;
+        match self {
+            ServerVersion::Redis62 => Doubles::Redis62,
+            ServerVersion::Redis70 => Doubles::Redis70,
+            _ => Doubles::Redis72,
+        }
+    }
+
     /// Whether this is a Valkey release.
     pub fn is_valkey(self) -> bool {
         matches!(self, ServerVersion::Valkey72 | ServerVersion::Valkey80)

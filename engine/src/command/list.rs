@@ -143,6 +143,7 @@ fn pop(ctx: &mut Ctx<'_>, a: &[Vec<u8>], end: End) -> Reply {
         Ok(c) => c,
         Err(e) => return e,
     };
+    let limits = ctx.cfg.limits;
     let list = match write_list(ctx, key) {
         Err(e) => return e,
         Ok(None) => return if count.is_some() { Reply::NilArray } else { Reply::Nil },
@@ -159,6 +160,7 @@ fn pop(ctx: &mut Ctx<'_>, a: &[Vec<u8>], end: End) -> Reply {
             Reply::Array((0..n).filter_map(|_| list.pop(end)).map(Reply::Bulk).collect())
         }
     };
+    list.after_shrinking(&limits);
     let popped = match &reply {
         Reply::Array(v) => v.len(),
         _ => 1,
@@ -167,25 +169,23 @@ fn pop(ctx: &mut Ctx<'_>, a: &[Vec<u8>], end: End) -> Reply {
     reply
 }
 
-/// After a pop: the event, the key's deletion when emptied (else the shrink check),
-/// dirty.
+/// After a pop: the event, the key's deletion when emptied, dirty.
 fn elements_removed(ctx: &mut Ctx<'_>, key: &[u8], end: End, count: u64) {
     ctx.notify(notify::LIST, pop_event(end), key);
-    shrunk(ctx, key);
     ctx.delete_if_empty(key);
     ctx.signal_modified(key);
     ctx.dirty += count;
 }
 
 /// Elements of the list at `key` went: a quicklist that became small enough is a
-/// listpack again (Redis 7.2+).
+/// listpack again (Redis 7.2+). For LMOVE, whose source is checked after the push.
 fn shrunk(ctx: &mut Ctx<'_>, key: &[u8]) {
     let limits = ctx.cfg.limits;
     if !limits.list_packed {
         return;
     }
     if let Ok(Some(l)) = write_list(ctx, key) {
-        l.after_shrinking(limits.list_max_listpack_size);
+        l.after_shrinking(&limits);
     }
 }
 
@@ -311,7 +311,7 @@ fn lpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 fn lset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
-    let fill = ctx.cfg.limits.list_max_listpack_size;
+    let limits = ctx.cfg.limits;
     let list = match write_list(ctx, key) {
         Ok(Some(l)) => l,
         Ok(None) => return Reply::err("ERR no such key"),
@@ -322,11 +322,11 @@ fn lset(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     // Redis checks for growth before it knows the index is in range.
-    list.before_growing(fill, a[3].len(), 1);
+    list.before_growing(limits.list_max_listpack_size, a[3].len(), 1);
     if !list.set(index, &a[3]) {
         return Reply::err("ERR index out of range");
     }
-    shrunk(ctx, key);
+    list.after_shrinking(&limits);
     ctx.signal_modified(key);
     ctx.notify(notify::LIST, "lset", key);
     ctx.dirty += 1;
@@ -364,6 +364,7 @@ fn linsert(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 /// LREM key count element
 fn lrem(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
+    let limits = ctx.cfg.limits;
     let count = match arg_i64(&a[2]) {
         Ok(c) => c,
         Err(e) => return e,
@@ -376,7 +377,7 @@ fn lrem(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let limit = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     let removed = list.remove_matching(&a[3], limit, count < 0);
     if removed > 0 {
-        shrunk(ctx, key);
+        list.after_shrinking(&limits);
         ctx.signal_modified(key);
         ctx.notify(notify::LIST, "lrem", key);
         ctx.dirty += removed as u64;
@@ -388,6 +389,7 @@ fn lrem(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 /// LTRIM key start stop
 fn ltrim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let key = &a[1];
+    let limits = ctx.cfg.limits;
     let (start, stop) = match (arg_i64(&a[2]), arg_i64(&a[3])) {
         (Ok(s), Ok(e)) => (s, e),
         (Err(e), _) | (_, Err(e)) => return e,
@@ -399,7 +401,7 @@ fn ltrim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     };
     let keep = list.clamp_range(start, stop);
     let removed = list.trim(keep);
-    shrunk(ctx, key);
+    list.after_shrinking(&limits);
     ctx.notify(notify::LIST, "ltrim", key);
     ctx.delete_if_empty(key);
     ctx.signal_modified(key);

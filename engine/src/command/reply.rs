@@ -159,7 +159,7 @@ impl Reply {
     /// Append the RESP bytes of this reply (`resp3` selects the protocol), doubles as
     /// Redis 7.0 writes them.
     pub fn write_resp(&self, out: &mut Vec<u8>, resp3: bool) {
-        self.write_resp_in(out, resp3, Doubles::Printf17);
+        self.write_resp_in(out, resp3, Doubles::Redis70);
     }
 
     /// [`Reply::write_resp`] with doubles written in `doubles`' style.
@@ -220,7 +220,7 @@ impl Reply {
                 }
             }
             Reply::Double(d) => {
-                let t = doubles.text(*d);
+                let t = doubles.reply(*d);
                 if resp3 {
                     line(out, b',', t.as_bytes());
                 } else {
@@ -294,44 +294,7 @@ fn bulk(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b"\r\n");
 }
 
-/// How replies write a double: Redis 6.2 and 7.0's `printf("%.17g")`, or from Redis 7.2
-/// (and Valkey) d2string's: integers as integers, else the shortest digits.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Doubles {
-    #[default]
-    Printf17,
-    D2String,
-}
-
-impl Doubles {
-    pub fn of(version: crate::command::catalog::ServerVersion) -> Doubles {
-        if version.behaves_as() >= crate::command::catalog::ServerVersion::Redis72 {
-            Doubles::D2String
-        } else {
-            Doubles::Printf17
-        }
-    }
-
-    pub fn text(self, d: f64) -> String {
-        match self {
-            Doubles::Printf17 => fmt_double(d),
-            Doubles::D2String => crate::format::double::D2String::Fpconv.write(d),
-        }
-    }
-}
-
-/// A double as Redis 7.0 replies with it: `printf("%.17g")`, and `inf` / `-inf`.
-pub fn fmt_double(d: f64) -> String {
-    if d.is_infinite() {
-        return if d > 0.0 { "inf".into() } else { "-inf".into() };
-    }
-    if d.is_nan() {
-        return "nan".into();
-    }
-    fmt_g(d, 17)
-}
-
-pub use crate::format::double::fmt_g;
+pub use crate::format::double::{fmt_double, fmt_g, Doubles};
 
 #[cfg(test)]
 mod tests {

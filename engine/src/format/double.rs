@@ -1,6 +1,6 @@
-//! Doubles as Redis writes them into files: C's `%.17g` (Redis 6.2 and 7.0's d2string)
-//! and the layout of fpconv_dtoa (Redis 7.2+), which prints the shortest digits that
-//! read back to the same double.
+//! Doubles as each Redis version writes them (replies, files, DEBUG DIGEST): C's `%.17g`
+//! (Redis 6.2 and 7.0) and the layout of fpconv_dtoa (Redis 7.2+), which prints the
+//! shortest digits that read back to the same double.
 
 /// C's `%.{prec}g`.
 pub fn fmt_g(d: f64, prec: usize) -> String {
@@ -70,15 +70,29 @@ pub fn fpconv_dtoa(d: f64) -> String {
     }
 }
 
-/// How a server version's d2string writes a double (a listpack or ziplist score).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum D2String {
-    /// Redis 6.2: integers within ±2^52 as integers, else `%.17g`.
+/// How a server version writes doubles: in replies (addReplyDouble), in listpack and
+/// ziplist scores (d2string), and into DEBUG DIGEST. The one place those version facts live.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Doubles {
+    /// Redis 6.2: `%.17g`; d2string makes integers within ±2^52 integers.
     Redis62,
-    /// Redis 7.0: integers within ±LLONG_MAX/2 as integers, else `%.17g`.
+    /// Redis 7.0: `%.17g`; d2string makes integers within ±LLONG_MAX/2 integers.
+    #[default]
     Redis70,
-    /// Redis 7.2+ and Valkey: integers as 7.0, else fpconv_dtoa.
-    Fpconv,
+    /// Redis 7.2+ and Valkey: d2string as 7.0 but fpconv_dtoa for the rest, in replies
+    /// too; DEBUG DIGEST fpconv_dtoa alone.
+    Redis72,
+}
+
+/// C's `printf("%.17g")` with Redis's `inf` / `-inf`: Redis 7.0's replies and digest.
+pub fn fmt_double(d: f64) -> String {
+    if d.is_infinite() {
+        return if d > 0.0 { "inf".into() } else { "-inf".into() };
+    }
+    if d.is_nan() {
+        return "nan".into();
+    }
+    fmt_g(d, 17)
 }
 
 /// The text of the doubles every writer spells the same: NaN, the infinities, the zeros.
@@ -106,14 +120,31 @@ pub fn score_text(f: f64) -> String {
     format!("{f:?}")
 }
 
-impl D2String {
-    pub fn write(self, d: f64) -> String {
+impl Doubles {
+    /// A reply's double.
+    pub fn reply(self, d: f64) -> String {
+        match self {
+            Doubles::Redis72 => self.listpack(d),
+            _ => fmt_double(d),
+        }
+    }
+
+    /// A zset score as DEBUG DIGEST mixes it in.
+    pub fn digest(self, d: f64) -> String {
+        match self {
+            Doubles::Redis72 => fpconv_dtoa(d),
+            _ => fmt_double(d),
+        }
+    }
+
+    /// A score as d2string writes it into a listpack or ziplist.
+    pub fn listpack(self, d: f64) -> String {
         if let Some(s) = special(d) {
             return s.into();
         }
         let integral = d.fract() == 0.0
             && match self {
-                D2String::Redis62 => d > -4_503_599_627_370_495.0 && d < 4_503_599_627_370_496.0,
+                Doubles::Redis62 => d > -4_503_599_627_370_495.0 && d < 4_503_599_627_370_496.0,
                 // (double)(LLONG_MAX / 2), both sides inclusive as double2ll tests them.
                 _ => d.abs() <= (i64::MAX / 2) as f64,
             };
@@ -121,7 +152,7 @@ impl D2String {
             return format!("{}", d as i64);
         }
         match self {
-            D2String::Fpconv => fpconv_layout(d),
+            Doubles::Redis72 => fpconv_layout(d),
             _ => fmt_g(d, 17),
         }
     }
@@ -150,9 +181,9 @@ mod tests {
         assert_eq!(fpconv_dtoa(f64::NEG_INFINITY), "-inf");
         assert_eq!(fpconv_dtoa(0.1), "0.1");
         for (d, v62, v70, v72) in cases {
-            assert_eq!(D2String::Redis62.write(d), v62, "{d} 6.2");
-            assert_eq!(D2String::Redis70.write(d), v70, "{d} 7.0");
-            assert_eq!(D2String::Fpconv.write(d), v72, "{d} 7.2");
+            assert_eq!(Doubles::Redis62.listpack(d), v62, "{d} 6.2");
+            assert_eq!(Doubles::Redis70.listpack(d), v70, "{d} 7.0");
+            assert_eq!(Doubles::Redis72.listpack(d), v72, "{d} 7.2");
         }
     }
 }

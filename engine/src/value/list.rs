@@ -267,9 +267,9 @@ impl List {
     /// back and forth). Redis's LIST_CONV_SHRINKING. Redis asks that the quicklist have
     /// one node; ferrokv does not keep Redis's node boundaries and takes the size rule
     /// alone (docs/server.md).
-    pub fn after_shrinking(&mut self, fill: i64) {
-        if !self.packed {
-            self.pack_if_within(fill, 2);
+    pub fn after_shrinking(&mut self, limits: &super::Limits) {
+        if limits.list_packed && !self.packed {
+            self.pack_if_within(limits.list_max_listpack_size, 2);
         }
     }
 
@@ -743,12 +743,15 @@ mod tests {
         let mut l = List::from_items([&big[..], &big[..]]);
         l.settle(4);
         assert_eq!(l.encoding(), "quicklist");
-        // Shrinking takes half the limit.
+        // Shrinking takes half the limit (only where lists pack, 7.2+).
+        let limits = super::super::Limits { list_packed: true, list_max_listpack_size: 4, ..Default::default() };
         let mut l = List::from_items(["1", "2", "3"]);
-        l.after_shrinking(4);
+        l.after_shrinking(&limits);
         assert_eq!(l.encoding(), "quicklist");
         l.pop(End::Left);
-        l.after_shrinking(4);
+        l.after_shrinking(&Default::default());
+        assert_eq!(l.encoding(), "quicklist");
+        l.after_shrinking(&limits);
         assert_eq!(l.encoding(), "listpack");
     }
     use super::*;

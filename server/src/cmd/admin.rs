@@ -170,7 +170,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                         Some(slot) => ferrokv::digest::value_digest(
                             &slot.value.to_logical(),
                             slot.expire_ms().is_some(),
-                            ferrokv::digest::Scores::of(crate::version::version()),
+                            crate::version::doubles(),
                         ),
                         None => [0u8; 20],
                     };

@@ -111,7 +111,7 @@ pub fn reply_to_lua(lua: &Lua, r: &Reply, resp3: bool) -> mlua::Result<Value> {
             }
             Value::Table(t)
         }
-        Reply::Double(d) if !resp3 => Value::String(lua.create_string(crate::version::doubles().text(*d))?),
+        Reply::Double(d) if !resp3 => Value::String(lua.create_string(crate::version::doubles().reply(*d))?),
         Reply::Double(d) => single_field(lua, "double", *d)?,
         Reply::HumanDouble(t) if !resp3 => Value::String(lua.create_string(t)?),
         // As Redis's Lua parser reads a RESP3 double: strtod of the text.

@@ -87,13 +87,13 @@ impl Target {
         (key, self.server_version())
     }
 
-    /// How this target's server writes a listpack or ziplist score.
-    pub fn d2string(self) -> crate::format::double::D2String {
-        use crate::format::double::D2String;
+    /// How this target's server writes doubles (its listpack and ziplist scores).
+    pub fn doubles(self) -> crate::format::double::Doubles {
+        use crate::format::double::Doubles;
         match self {
-            Target::Redis62 => D2String::Redis62,
-            Target::Redis70 => D2String::Redis70,
-            _ => D2String::Fpconv,
+            Target::Redis62 => Doubles::Redis62,
+            Target::Redis70 => Doubles::Redis70,
+            _ => Doubles::Redis72,
         }
     }
 
@@ -391,8 +391,8 @@ impl Encoder {
         let small = members.len() <= l.zset_entries && members.iter().all(|(m, _)| m.len() <= l.zset_value);
         if form.map_or(small, |f| f != Form::Table) {
             // Ascending (score, member), member then score.
-            let d2string = self.target.d2string();
-            let scores: Vec<String> = members.iter().map(|(_, s)| d2string.write(*s)).collect();
+            let doubles = self.target.doubles();
+            let scores: Vec<String> = members.iter().map(|(_, s)| doubles.listpack(*s)).collect();
             let items = members.iter().zip(&scores).flat_map(|((m, _), s)| [m.as_slice(), s.as_bytes()]);
             self.s(out, &self.flat(items));
             return if self.target.has_listpacks() { 17 } else { 12 };
