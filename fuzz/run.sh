@@ -2,7 +2,9 @@
 # Fuzz the RDB reader, the deep verifier and the three dump writers, the engine's
 # commands and the AOF loader (README.md here).
 #   FUZZ_SECONDS   seconds per target (default 60)
-#   FUZZ_TARGETS   which targets, in order (default: every target, "rdb rdb_body commands aof")
+#   FUZZ_RUNS      executions per target instead (the campaign of docs/reliability.md: 10000000)
+#   FUZZ_TARGETS   which targets, in order (default: every target,
+#                  "rdb rdb_body commands aof resp dump config")
 #   FUZZ_MAX_LEN   largest input libFuzzer makes, in bytes (default 8192)
 #   FUZZ_ARGS      more libFuzzer flags, e.g. "-seed=1 -dict=..."
 #   FUZZ_SANITIZER none (default) or address: AddressSanitizer, ~8x slower
@@ -20,7 +22,8 @@ root="$(dirname "$here")"
 cd "$here"
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
-FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body commands aof}"
+FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body commands aof resp dump config}"
+FUZZ_RUNS="${FUZZ_RUNS:-}"
 FUZZ_MAX_LEN="${FUZZ_MAX_LEN:-8192}"
 FUZZ_ARGS="${FUZZ_ARGS:-}"
 FUZZ_SANITIZER="${FUZZ_SANITIZER:-none}"
@@ -47,8 +50,9 @@ echo "== seeding corpus/"
 cargo build --release --quiet --example seeds
 for t in $FUZZ_TARGETS; do
     case "$t" in
-        commands) inputs=("$root"/engine/tests/scripts/*.redis) ;;
+        commands | resp | dump) inputs=("$root"/engine/tests/scripts/*.redis) ;;
         aof) inputs=(seeds/aof/*) ;;
+        config) inputs=("$root"/server/ferrokv.conf) ;;
         *) inputs=("$root"/fixtures/rdb/redis-7.0/*.rdb) ;;
     esac
     ./target/release/examples/seeds "$t" "corpus/$t" "${inputs[@]}"
@@ -63,7 +67,13 @@ bin_dir="$target_dir/$(rustc -vV | sed -n 's/^host: //p')/release"
 
 status=0
 for t in $FUZZ_TARGETS; do
-    echo "== fuzzing $t for ${FUZZ_SECONDS}s"
+    if [ -n "$FUZZ_RUNS" ]; then
+        limit=(-runs="$FUZZ_RUNS")
+        echo "== fuzzing $t for $FUZZ_RUNS executions"
+    else
+        limit=(-max_total_time="$FUZZ_SECONDS")
+        echo "== fuzzing $t for ${FUZZ_SECONDS}s"
+    fi
     log="$(mktemp)"
     rm -rf "artifacts/$t"
     mkdir -p "artifacts/$t"
@@ -72,7 +82,7 @@ for t in $FUZZ_TARGETS; do
     set +e
     # shellcheck disable=SC2086 # FUZZ_ARGS is a list of flags
     "$bin_dir/$t" -artifact_prefix="artifacts/$t/" "corpus/$t" "${dict[@]}" \
-        -max_total_time="$FUZZ_SECONDS" -max_len="$FUZZ_MAX_LEN" -timeout=20 -rss_limit_mb=2048 \
+        "${limit[@]}" -max_len="$FUZZ_MAX_LEN" -timeout=20 -rss_limit_mb=2048 \
         -print_final_stats=1 $FUZZ_ARGS 2>&1 | tee "$log" \
         | grep --line-buffered -v -E '^#[0-9]+[[:space:]]+(NEW|REDUCE)|NEW_FUNC|# Uses: |dictionary\. #|^stat::'
     rc="${PIPESTATUS[0]}"
@@ -86,7 +96,14 @@ for t in $FUZZ_TARGETS; do
         mkdir -p regressions
         for a in artifacts/"$t"/*; do
             [ -f "$a" ] || continue
-            if [ "$t" = commands ] || [ "$t" = aof ]; then
+            if [ "$t" = resp ] || [ "$t" = config ]; then
+                mkdir -p "regressions/$t"
+                dest="regressions/$t/$(basename "$a")"
+                cp "$a" "$dest"
+                echo "!! reproducer: fuzz/$dest; replay: (cd fuzz && cargo fuzz run --sanitizer none $t $dest)"
+                continue
+            fi
+            if [ "$t" = commands ] || [ "$t" = aof ] || [ "$t" = dump ]; then
                 # Engine inputs: replayed by engine/tests/fuzz_seeds.rs.
                 mkdir -p "regressions/$t"
                 dest="regressions/$t/$(basename "$a")"

@@ -8,6 +8,10 @@
 #   UNITS      units to run (default: unit/type/hash-field-expire)
 #   CLI        redis-cli (and redis-benchmark/check-*) suffix in ../shared/bin (default 7.4.1;
 #              `system` takes them from PATH, Debian's 7.0)
+#   ARGS       more runtest arguments (`--baseport 31000` beside another run)
+#   TLS=1      run the suite over TLS (`runtest --tls`, certificates from the tree's
+#              utils/gen-test-certs.sh; needs openssl, Tcl's tls package and a redis-cli
+#              built with TLS, such as Debian's: CLI=system)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${REDIS_SRC:?set REDIS_SRC to an extracted redis source tree (docs/conformance.md)}"
@@ -35,4 +39,10 @@ done
 args=()
 for u in $UNITS; do args+=(--single "$u"); done
 cd "$WORK"
-./runtest --clients 1 ${TAGS:+--tags "$TAGS"} "${args[@]}"
+if [ -n "${TLS:-}" ]; then
+    mkdir -p utils && cp "$REDIS_SRC/utils/gen-test-certs.sh" utils/
+    ./utils/gen-test-certs.sh >/dev/null 2>&1
+    args+=(--tls)
+fi
+# shellcheck disable=SC2086
+./runtest --clients 1 ${TAGS:+--tags "$TAGS"} "${args[@]}" ${ARGS:-}

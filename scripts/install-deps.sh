@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Installs what tests and benchmarks need from Debian: redis-server and redis-tools
-# (redis-cli, redis-check-rdb), and python3 for the layering check. Safe to run repeatedly.
+# (redis-cli, redis-check-rdb), openssl, and python3 for the layering check. Safe to run repeatedly.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
 command -v redis-cli >/dev/null 2>&1 || need+=(redis-tools)
 command -v redis-check-rdb >/dev/null 2>&1 || need+=(redis-tools)
+command -v openssl >/dev/null 2>&1 || need+=(openssl)   # certificates for the TLS tests
 [ -x /usr/bin/time ] || need+=(time)          # peak RSS in make bench
 command -v python3 >/dev/null 2>&1 || need+=(python3)   # make lint's layering check
 if [ ${#need[@]} -gt 0 ]; then

@@ -72,6 +72,14 @@ pub struct Config {
     /// `rdb-key-save-delay`, a testing aid: it keeps a BGSAVE in progress long enough to
     /// kill). Negative: wait 1 µs with probability 1/-n.
     pub rdb_key_save_delay: i32,
+    /// DEBUG AOF-FLUSH-SLEEP, a testing aid: microseconds to sleep before each write of
+    /// the AOF buffer.
+    pub aof_flush_sleep_us: u64,
+    /// `key-load-delay`: microseconds each key waits while loading (negative: 1 µs once in
+    /// -n keys), a testing aid that makes a load last.
+    pub key_load_delay_us: i32,
+    /// `aof-disable-auto-gc`: history files stay after a rewrite (named as history).
+    pub aof_disable_auto_gc: bool,
 }
 
 impl Config {
@@ -128,6 +136,9 @@ impl Default for Config {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             rdb_key_save_delay: 0,
+            aof_flush_sleep_us: 0,
+            key_load_delay_us: 0,
+            aof_disable_auto_gc: false,
         }
     }
 }

@@ -197,21 +197,30 @@ impl Engine {
     /// `appendonly` on, open the AOF for appending (creating the AOF directory with a base
     /// and an incr file when there is none).
     pub fn open(cfg: Config, clock: Clock) -> Result<Engine, PersistError> {
+        Engine::open_watched(cfg, clock, &mut |_| {})
+    }
+
+    /// [`Engine::open`], calling `progress` with the bytes read every 16 KiB or so while
+    /// loading (a server answers its clients meanwhile, as Redis does while it loads).
+    pub fn open_watched(cfg: Config, clock: Clock, progress: &mut dyn FnMut(u64)) -> Result<Engine, PersistError> {
         let mut e = Engine::with_clock(cfg, clock);
-        e.load_at_startup()?;
+        e.load_at_startup(progress)?;
         Ok(e)
     }
 
     /// Load what the configuration says (Redis 7.0's loadDataFromDisk, keys never expiring
     /// while loading) and open the AOF for writing when it is on.
-    fn load_at_startup(&mut self) -> Result<(), PersistError> {
+    fn load_at_startup(&mut self, progress: &mut dyn FnMut(u64)) -> Result<(), PersistError> {
         let cfg = self.cfg.clone();
         self.persist.warnings.extend(load::remove_stale_temp_files(&cfg));
         self.mode = ExpireMode::Loading;
         let loaded = if cfg.appendonly {
-            load::load_aof_dir(&cfg, self)
+            load::load_aof_dir(&cfg, &mut Watched { engine: self, progress })
         } else {
-            load::load_dump(&cfg, &mut self.ks, self.clock.now_ms()).map(|()| None)
+            load::load_dump(&cfg, &mut self.ks, self.clock.now_ms(), progress).map(|counts| {
+                self.persist.rdb_load = counts;
+                None
+            })
         };
         self.mode = ExpireMode::Master;
         self.fx = Default::default();
@@ -290,7 +299,7 @@ impl Engine {
             return Err(PersistError::State("no rewrite was started".into()));
         };
         let r = aof.finish_rewrite(built);
-        if !aof.is_open() {
+        if !aof.is_open() && !aof.is_enabling() {
             self.persist.aof = None;
         }
         r
@@ -537,6 +546,34 @@ pub fn wrap_unit(ops: Vec<(usize, Argv)>) -> Vec<(usize, Argv)> {
 pub struct LibraryGuide;
 
 /// An AOF's commands run on the engine (persist/load.rs replays them).
+/// The engine loading at startup, its progress reported.
+struct Watched<'a> {
+    engine: &'a mut Engine,
+    progress: &'a mut dyn FnMut(u64),
+}
+
+impl Replayer for Watched<'_> {
+    fn keyspace(&mut self) -> &mut Keyspace {
+        &mut self.engine.ks
+    }
+
+    fn run(&mut self, db: usize, argv: &[Vec<u8>]) {
+        self.engine.run(db, argv);
+    }
+
+    fn warn(&mut self, what: String) {
+        self.engine.warn(what);
+    }
+
+    fn progress(&mut self, bytes: u64) {
+        (self.progress)(bytes);
+    }
+
+    fn key_load_delay_us(&self) -> i32 {
+        self.engine.cfg.key_load_delay_us
+    }
+}
+
 impl Replayer for Engine {
     fn keyspace(&mut self) -> &mut Keyspace {
         &mut self.ks

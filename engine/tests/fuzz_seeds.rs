@@ -1,5 +1,5 @@
-//! Replay fuzz/regressions/commands/ and fuzz/regressions/aof/ (crashes the `commands`
-//! and `aof` fuzz targets found, plus crafted seeds) through the same harness the targets
+//! Replay fuzz/regressions/commands/, aof/ and dump/ (crashes the `commands`, `aof` and
+//! `dump` fuzz targets found, plus crafted seeds) through the same harness the targets
 //! run, fuzz/src/engine_check.rs, with its invariants. See fuzz/README.md.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -44,6 +44,11 @@ fn commands_regressions_do_not_panic() {
 #[test]
 fn aof_regressions_do_not_panic() {
     replay("aof", engine_check::run_aof);
+}
+
+#[test]
+fn dump_regressions_do_not_panic() {
+    replay("dump", engine_check::run_dump);
 }
 
 /// The dictionary of the commands target names every command in the table.

@@ -319,7 +319,7 @@ fn corrupt_byte_in_the_middle_names_file_and_offset() {
     data[at] = b'%';
     std::fs::write(&incr, &data).unwrap();
     match Engine::open(config(dir.path(), true, true), clock()) {
-        Err(PersistError::Aof { path, offset, what }) => {
+        Err(PersistError::Aof { path, offset, what, .. }) => {
             assert!(path.ends_with("appendonlydir/appendonly.aof.1.incr.aof"), "{}", path.display());
             assert_eq!(offset, at as u64);
             assert!(what.contains("expected '$'"), "{what}");

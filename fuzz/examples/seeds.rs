@@ -185,6 +185,39 @@ fn commands_seeds(text: &str) -> Vec<Vec<u8>> {
     seeds
 }
 
+/// The lines of a commands script (tests/scripts/*.redis) as a client sends them: RESP
+/// multibulk (read in pieces of 1 byte, and of 64) and inline.
+fn resp_seeds(text: &str) -> Vec<Vec<u8>> {
+    let mut multibulk = Vec::new();
+    let mut inline = Vec::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        let Ok(argv) = ferrokv_testkit::split_args(line) else { continue };
+        multibulk.extend(ferrokv_testkit::encode_command(&argv));
+        inline.extend_from_slice(line.as_bytes());
+        inline.extend_from_slice(b"\r\n");
+    }
+    let with = |step: u8, body: &[u8]| [&[step][..], body].concat();
+    vec![with(2, &multibulk), with(128, &multibulk), with(3, &inline)]
+}
+
+/// DUMP payloads of every key a commands script leaves.
+fn dump_seeds(text: &str) -> Vec<Vec<u8>> {
+    let mut e = ferrokv::Engine::in_memory(ferrokv::Config::default());
+    let mut s = ferrokv::Session::default();
+    for line in text.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')) {
+        if let Ok(argv) = ferrokv_testkit::split_args(line) {
+            let _ = e.execute(&mut s, &argv);
+        }
+    }
+    let keys: Vec<Vec<u8>> = e.keyspace().dbs[0].slots().iter().map(|k| k.key.to_vec()).collect();
+    keys.into_iter()
+        .filter_map(|k| match e.execute(&mut ferrokv::Session::default(), &[b"DUMP".to_vec(), k]) {
+            ferrokv::Reply::Bulk(p) => Some(p),
+            _ => None,
+        })
+        .collect()
+}
+
 fn write_dict(path: &str) -> ExitCode {
     let mut text = String::from("# Command names (ferrokv::command::specs) and option keywords; written by\n");
     text.push_str("# `seeds dict` (fuzz/examples/seeds.rs). The commands fuzz target splits on ' ' and '\\n'.\n");
@@ -209,14 +242,16 @@ fn write_dict(path: &str) -> ExitCode {
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (Some(target), Some(out)) = (args.first(), args.get(1)) else {
-        eprintln!("usage: seeds <rdb|rdb_body|commands|aof> <out-dir> <file>...  or  seeds dict <file>");
+        eprintln!(
+            "usage: seeds <rdb|rdb_body|commands|aof|resp|dump|config> <out-dir> <file>...  or  seeds dict <file>"
+        );
         return ExitCode::from(2);
     };
     if target == "dict" {
         return write_dict(out);
     }
     let body = match target.as_str() {
-        "rdb" | "commands" | "aof" => false,
+        "rdb" | "commands" | "aof" | "resp" | "dump" | "config" => false,
         "rdb_body" => true,
         other => {
             eprintln!("seeds: unknown target {other}");
@@ -241,7 +276,9 @@ fn main() -> ExitCode {
         let stem = Path::new(path).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         let all = match target.as_str() {
             "commands" => commands_seeds(&String::from_utf8_lossy(&data)),
-            "aof" => vec![data],
+            "aof" | "config" => vec![data],
+            "resp" => resp_seeds(&String::from_utf8_lossy(&data)),
+            "dump" => dump_seeds(&String::from_utf8_lossy(&data)),
             _ => {
                 let mut all = vec![data.clone()];
                 all.extend(ferrokv_fuzz::split_records(&data));

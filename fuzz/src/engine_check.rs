@@ -1,6 +1,6 @@
-//! What the `commands` and `aof` fuzz targets run on one input, with the invariants they
-//! check. Only `ferrokv` is used here: engine/tests/fuzz_seeds.rs includes this file
-//! (`#[path]`) to replay fuzz/regressions/{commands,aof}/ in `cargo test`.
+//! What the `commands`, `aof` and `dump` fuzz targets run on one input, with the invariants
+//! they check. Only `ferrokv` is used here: engine/tests/fuzz_seeds.rs includes this file
+//! (`#[path]`) to replay fuzz/regressions/{commands,aof,dump}/ in `cargo test`.
 //!
 //! `commands` input: a script, one command a line (`\n`), arguments split on single
 //! spaces (two spaces make an empty argument). A line starting with byte 0x01 moves the
@@ -236,4 +236,39 @@ pub fn run_aof(data: &[u8]) {
         let again = Manifest::parse(text.as_bytes());
         assert_eq!(again.as_ref(), Ok(&m), "manifest text {text:?}");
     }
+}
+
+/// `dump` input: a RESTORE payload. Refused with an error, or restored into a value every
+/// read gives back, whose DUMP restores again to the same value (equal DEBUG DIGEST-VALUE
+/// digests).
+pub fn run_dump(data: &[u8]) {
+    let mut e = engine(Clock::virtual_at(START_MS));
+    let mut s = Session::default();
+    let mut run =
+        |e: &mut Engine, argv: &[&[u8]]| e.execute(&mut s, &argv.iter().map(|a| a.to_vec()).collect::<Vec<_>>());
+    if run(&mut e, &[b"RESTORE", b"k", b"0", data]).is_error() {
+        return;
+    }
+    let reads: [&[&[u8]]; 8] = [
+        &[b"TYPE", b"k"],
+        &[b"OBJECT", b"ENCODING", b"k"],
+        &[b"STRLEN", b"k"],
+        &[b"HGETALL", b"k"],
+        &[b"LRANGE", b"k", b"0", b"-1"],
+        &[b"SMEMBERS", b"k"],
+        &[b"ZRANGE", b"k", b"0", b"-1", b"WITHSCORES"],
+        &[b"XINFO", b"STREAM", b"k", b"FULL"],
+    ];
+    for argv in reads {
+        let _ = run(&mut e, argv);
+    }
+    let digest = |e: &Engine| {
+        let slot = e.keyspace().dbs[0].get(b"k")?;
+        Some(value_digest(&slot.value.to_logical(), slot.expire_ms().is_some(), e.config().version.doubles()))
+    };
+    let before = digest(&e);
+    let Reply::Bulk(dumped) = run(&mut e, &[b"DUMP", b"k"]) else { panic!("no DUMP of a restored key") };
+    let again = run(&mut e, &[b"RESTORE", b"k", b"0", &dumped, b"REPLACE"]);
+    assert!(!again.is_error(), "the DUMP of a restored value is refused: {again:?}");
+    assert_eq!(before, digest(&e), "the value changed through DUMP and RESTORE");
 }

@@ -229,6 +229,27 @@ pub fn script_call_refusal(s: &mut Server, f: u32, wrote: bool) -> Option<String
     oom.then(|| OOM_ERROR.into())
 }
 
+/// Redis's reply to what cannot run while the data loads.
+pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory";
+
+/// `-LOADING` for a command that cannot run while the start's load runs (Redis's
+/// is_denyloading_command: no `loading` flag, or an EXEC of one that has none).
+pub fn loading_refusal(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+    if !s.is_loading() {
+        return None;
+    }
+    let allowed = |f: Found, argv: &[Vec<u8>]| f.flags_for(argv) & flags::LOADING != 0;
+    let queued_ok = || {
+        c.multi.as_ref().is_none_or(|q| {
+            q.iter().all(|argv| argv.first().and_then(|n| crate::cmd::lookup(n)).is_some_and(|f| allowed(f, argv)))
+        })
+    };
+    if allowed(found, argv) && (found.name != "exec" || queued_ok()) {
+        return None;
+    }
+    Some(Reply::err(LOADING_ERROR))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,21 +3,23 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::SocketAddr;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::Argv;
 use ferrokv::{Reply, Session};
-use mio::net::TcpStream;
 
 use crate::resp::Parser;
 
 /// Bytes read from the socket at a time.
 const READ_CHUNK: usize = 16 * 1024;
+/// A query buffer with more room than this is shrunk when mostly empty (Redis's
+/// PROTO_RESIZE_THRESHOLD).
+const SHRINK_QUERY_ABOVE: usize = 32 * 1024;
 
 pub struct Client {
     pub id: u64,
-    pub sock: TcpStream,
+    pub(crate) sock: crate::net::Conn,
     pub addr: Option<SocketAddr>,
     pub laddr: Option<SocketAddr>,
     pub name: Option<Vec<u8>>,
@@ -95,7 +97,7 @@ pub enum ReadOutcome {
 }
 
 impl Client {
-    pub fn new(id: u64, sock: TcpStream, addr: Option<SocketAddr>, authenticated: bool) -> Client {
+    pub(crate) fn new(id: u64, sock: crate::net::Conn, addr: Option<SocketAddr>, authenticated: bool) -> Client {
         let laddr = sock.local_addr().ok();
         let now = Instant::now();
         Client {
@@ -206,6 +208,8 @@ impl Client {
 
     /// Write as much output as the socket takes. Err when the connection is gone.
     pub fn flush(&mut self, written: &mut usize) -> std::io::Result<()> {
+        // TLS records of earlier replies first.
+        self.sock.flush()?;
         while self.out_pos < self.out.len() {
             match self.sock.write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(ErrorKind::WriteZero.into()),
@@ -227,6 +231,29 @@ impl Client {
             }
         }
         Ok(())
+    }
+
+    /// Give back query buffer room nothing needs (the timer calls it, as Redis's
+    /// clientsCronResizeQueryBuffer): all of it after 2 idle seconds with nothing unparsed,
+    /// and the room a big argument left once it has been parsed.
+    pub fn trim_query_buffer(&mut self, now: Instant) {
+        if self.parser.pending_bulk().is_some() {
+            return;
+        }
+        if self.qpos == self.query.len() {
+            self.query.clear();
+            self.qpos = 0;
+            if now.duration_since(self.last_interaction) >= Duration::from_secs(2) {
+                self.query = Vec::new();
+                self.chunk = Vec::new();
+                return;
+            }
+        }
+        if self.query.capacity() > SHRINK_QUERY_ABOVE && self.query.len() - self.qpos < self.query.capacity() / 2 {
+            self.query.drain(..self.qpos);
+            self.qpos = 0;
+            self.query.shrink_to(READ_CHUNK);
+        }
     }
 
     /// Drop the MULTI state and the watched keys' flags (the server unregisters the keys).
@@ -308,11 +335,14 @@ impl Client {
             self.subs.shard.len(),
             multi,
             qbuf,
-            self.query.capacity() - self.query.len(),
-            self.query.capacity(),
+            // The read chunk is the query buffer's room for the next read (Redis reads
+            // into the query buffer itself).
+            self.query.capacity() - self.query.len() + self.chunk.len(),
+            self.query.capacity() + self.chunk.len(),
             self.pending_out(),
-            self.out.capacity(),
-            self.query.capacity() + self.out.capacity(),
+            // What the output limits are checked against (Redis's reply list bytes).
+            self.pending_out(),
+            self.query.capacity() + self.chunk.len() + self.out.capacity(),
             self.last_cmd,
             String::from_utf8_lossy(&self.user),
             if self.resp3 { 3 } else { 2 },
@@ -321,6 +351,6 @@ impl Client {
 
     fn fd(&self) -> i32 {
         use std::os::fd::AsRawFd;
-        self.sock.as_raw_fd()
+        self.sock.tcp().as_raw_fd()
     }
 }

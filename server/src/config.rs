@@ -76,6 +76,8 @@ pub struct ServerConfig {
     pub busy_reply_threshold: u64,
     /// `user` lines of the configuration (name, then rules), applied at startup.
     pub acl_users: Vec<Vec<String>>,
+    /// `replicaof host port`: the master to replicate from at startup.
+    pub replicaof: Option<(String, u16)>,
 }
 
 impl Default for ServerConfig {
@@ -114,6 +116,7 @@ impl Default for ServerConfig {
             list_compress_depth: 0,
             busy_reply_threshold: 5000,
             acl_users: Vec::new(),
+            replicaof: None,
         }
     }
 }
@@ -186,6 +189,14 @@ const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
 const PARAMS: &[Param] = &[
     // ferrokv's own: the Redis it stands in for (commands, INFO, the RDB it writes).
     fixed("redis-version", Kind::Special),
+    Param {
+        name: "replicaof",
+        alias: Some("slaveof"),
+        kind: Kind::Special,
+        immutable: true,
+        protected: false,
+        stored: None,
+    },
     p("port", Kind::Int { min: 0, max: 65535 }),
     p("bind", Kind::Special),
     p("protected-mode", Kind::Bool),
@@ -199,6 +210,10 @@ const PARAMS: &[Param] = &[
     p("aof-use-rdb-preamble", Kind::Bool),
     p("aof-timestamp-enabled", Kind::Bool),
     p("aof-load-truncated", Kind::Bool),
+    p("aof-disable-auto-gc", Kind::Bool),
+    // Read by the timer's automatic rewrite (persistence/schedule.rs).
+    stored("auto-aof-rewrite-percentage", None, Kind::Int { min: 0, max: INT_MAX }, "100"),
+    stored("auto-aof-rewrite-min-size", None, Kind::Memory { min: 0, max: i64::MAX }, "67108864"),
     p("rdbcompression", Kind::Bool),
     fixed("rdbchecksum", Kind::Bool),
     fixed("databases", Kind::Int { min: 1, max: INT_MAX }),
@@ -251,7 +266,32 @@ const PARAMS: &[Param] = &[
     stored("tracking-table-max-keys", None, Kind::Int { min: 0, max: i64::MAX }, "1000000"),
     stored("stop-writes-on-bgsave-error", None, Kind::Bool, "yes"),
     p("rdb-key-save-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }),
-    stored("key-load-delay", None, Kind::Int { min: i32::MIN as i64, max: INT_MAX }, "0"),
+    // Crash reports are always logged (log::log_crash_reports); no memory test, no watchdog.
+    stored("crash-log-enabled", None, Kind::Bool, "yes"),
+    stored("crash-memcheck-enabled", None, Kind::Bool, "yes"),
+    stored("watchdog-period", None, Kind::Int { min: 0, max: INT_MAX }, "0"),
+    // Accepted as Redis 7.0 takes them, no effect here: no defragmenter (not jemalloc), a
+    // fixed hz, no OOM score changes, no diskless load yet.
+    // No cluster mode: `cluster-enabled yes` is refused.
+    stored_fixed("cluster-enabled", Kind::Enum(&["no"]), "no"),
+    stored("activedefrag", None, Kind::Bool, "no"),
+    stored("active-defrag-cycle-min", None, Kind::Int { min: 1, max: 99 }, "1"),
+    stored("active-defrag-cycle-max", None, Kind::Int { min: 1, max: 99 }, "25"),
+    stored("active-defrag-ignore-bytes", None, Kind::Memory { min: 1, max: i64::MAX }, "104857600"),
+    stored("active-defrag-max-scan-fields", None, Kind::Int { min: 1, max: i64::MAX }, "1000"),
+    stored("active-defrag-threshold-lower", None, Kind::Int { min: 0, max: 1000 }, "10"),
+    stored("active-defrag-threshold-upper", None, Kind::Int { min: 0, max: 1000 }, "100"),
+    stored("dynamic-hz", None, Kind::Bool, "yes"),
+    stored("oom-score-adj", None, Kind::Enum(&["no", "yes", "relative", "absolute"]), "no"),
+    stored("oom-score-adj-values", None, Kind::Str, "0 200 800"),
+    stored("repl-diskless-load", None, Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), "disabled"),
+    stored("repl-diskless-sync-max-replicas", None, Kind::Int { min: 0, max: INT_MAX }, "0"),
+    stored("shutdown-timeout", None, Kind::Int { min: 0, max: INT_MAX }, "10"),
+    // A panic always ends the process with exit code 1, as this asks of Redis.
+    stored("use-exit-on-panic", None, Kind::Bool, "no"),
+    stored("loading-process-events-interval-bytes", None, Kind::Memory { min: 1024, max: INT_MAX }, "2097152"),
+    stored("bind-source-addr", None, Kind::Str, ""),
+    p("key-load-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }),
     // ACL (server/src/acl/): read where used.
     stored("acllog-max-len", None, Kind::Int { min: 0, max: i64::MAX }, "128"),
     stored("acl-pubsub-default", None, Kind::Enum(&["allchannels", "resetchannels"]), "resetchannels"),
@@ -290,6 +330,29 @@ const PARAMS: &[Param] = &[
             "noeviction",
         ]),
     ),
+    // TLS (server/src/net/): read when the TLS context is built (TlsSettings::of).
+    stored("tls-port", None, Kind::Int { min: 0, max: 65535 }, "0"),
+    stored("tls-cert-file", None, Kind::Str, ""),
+    stored("tls-key-file", None, Kind::Str, ""),
+    stored("tls-key-file-pass", None, Kind::Str, ""),
+    stored("tls-ca-cert-file", None, Kind::Str, ""),
+    stored("tls-ca-cert-dir", None, Kind::Str, ""),
+    stored("tls-auth-clients", None, Kind::Enum(&["no", "yes", "optional"]), "yes"),
+    stored("tls-protocols", None, Kind::Str, ""),
+    stored("tls-session-caching", None, Kind::Bool, "yes"),
+    stored("tls-session-cache-size", None, Kind::Int { min: 0, max: INT_MAX }, "20480"),
+    // Accepted and reported; rustls chooses its own cipher suites, and there is no TLS for
+    // replication or cluster links, no client certificate of our own, no DH parameters.
+    stored("tls-session-cache-timeout", None, Kind::Int { min: 0, max: INT_MAX }, "300"),
+    stored("tls-ciphers", None, Kind::Str, ""),
+    stored("tls-ciphersuites", None, Kind::Str, ""),
+    stored("tls-prefer-server-ciphers", None, Kind::Bool, "no"),
+    stored("tls-replication", None, Kind::Bool, "no"),
+    stored("tls-cluster", None, Kind::Bool, "no"),
+    stored("tls-client-cert-file", None, Kind::Str, ""),
+    stored("tls-client-key-file", None, Kind::Str, ""),
+    stored("tls-client-key-file-pass", None, Kind::Str, ""),
+    stored("tls-dh-params-file", None, Kind::Str, ""),
     p("lfu-log-factor", Kind::Int { min: 0, max: INT_MAX }),
     p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }),
     alias("busy-reply-threshold", "lua-time-limit", Kind::Int { min: 0, max: i64::MAX }),
@@ -317,6 +380,11 @@ fn protected_name(p: Protected) -> String {
 }
 
 impl ServerConfig {
+    /// `tls-port` (0: no TLS listener).
+    pub fn tls_port(&self) -> u16 {
+        self.get("tls-port").and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
     /// Every parameter name and alias CONFIG GET knows.
     pub fn names() -> impl Iterator<Item = &'static str> {
         PARAMS.iter().flat_map(|p| std::iter::once(p.name).chain(p.alias))
@@ -334,6 +402,7 @@ impl ServerConfig {
             "redis-version" => e.version.tag().trim_start_matches("redis-").to_string(),
             "port" => self.port.to_string(),
             "bind" => self.bind.join(" "),
+            "replicaof" => self.replicaof.as_ref().map(|(h, p)| format!("{h} {p}")).unwrap_or_default(),
             "protected-mode" => yes_no(self.protected_mode),
             "dir" => e.dir.display().to_string(),
             "dbfilename" => e.dbfilename.clone(),
@@ -344,6 +413,7 @@ impl ServerConfig {
             "appenddirname" => e.appenddirname.clone(),
             "aof-use-rdb-preamble" => yes_no(e.aof_use_rdb_preamble),
             "aof-timestamp-enabled" => yes_no(e.aof_timestamp_enabled),
+            "aof-disable-auto-gc" => yes_no(e.aof_disable_auto_gc),
             "aof-load-truncated" => yes_no(e.aof_load_truncated),
             "rdbcompression" => yes_no(e.rdbcompression),
             "rdbchecksum" => yes_no(e.rdbchecksum),
@@ -388,6 +458,7 @@ impl ServerConfig {
             "lfu-log-factor" => e.lfu_log_factor.to_string(),
             "lfu-decay-time" => e.lfu_decay_time.to_string(),
             "rdb-key-save-delay" => e.rdb_key_save_delay.to_string(),
+            "key-load-delay" => e.key_load_delay_us.to_string(),
             "list-compress-depth" => self.list_compress_depth.to_string(),
             "busy-reply-threshold" => self.busy_reply_threshold.to_string(),
             _ => return None,
@@ -459,6 +530,7 @@ impl ServerConfig {
             "appendonly" => e.appendonly = b,
             "aof-use-rdb-preamble" => e.aof_use_rdb_preamble = b,
             "aof-timestamp-enabled" => e.aof_timestamp_enabled = b,
+            "aof-disable-auto-gc" => e.aof_disable_auto_gc = b,
             "aof-load-truncated" => e.aof_load_truncated = b,
             "rdbcompression" => e.rdbcompression = b,
             "rdbchecksum" => e.rdbchecksum = b,
@@ -503,6 +575,7 @@ impl ServerConfig {
             "lfu-log-factor" => e.lfu_log_factor = n as u32,
             "lfu-decay-time" => e.lfu_decay_time = n as u32,
             "rdb-key-save-delay" => e.rdb_key_save_delay = n as i32,
+            "key-load-delay" => e.key_load_delay_us = n as i32,
             "list-compress-depth" => self.list_compress_depth = n,
             "stream-node-max-entries" => e.limits.stream_node_max_entries = u,
             "stream-node-max-bytes" => e.limits.stream_node_max_bytes = u,
@@ -587,6 +660,18 @@ impl ServerConfig {
                     crate::notify::parse_flags(v).ok_or_else(|| crate::notify::INVALID.to_string())?;
             }
             "client-output-buffer-limit" => self.obuf_limits.set(args)?,
+            "replicaof" => {
+                let words: Vec<&str> = args.iter().flat_map(|a| a.split_whitespace()).collect();
+                let [host, port] = words[..] else {
+                    return Err("wrong number of arguments".into());
+                };
+                self.replicaof = if host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one") {
+                    None
+                } else {
+                    let port = port.parse::<u16>().map_err(|_| "Invalid master port")?;
+                    Some((host.to_string(), port))
+                };
+            }
             "bind" => {
                 let addrs: Vec<String> = args.iter().flat_map(|a| a.split_whitespace()).map(str::to_string).collect();
                 if addrs.is_empty() {

@@ -58,6 +58,10 @@ impl Server {
             self.reject(c, e, Some(found.name));
             return;
         }
+        if let Some(e) = crate::admission::loading_refusal(self, c, found, argv) {
+            self.reject(c, e, Some(found.name));
+            return;
+        }
         if let Some(busy) = crate::script::busy_refusal(self, argv) {
             let busy = if found.name == "exec" && c.multi.is_some() {
                 c.reset_multi();

@@ -4,20 +4,18 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::ErrorKind;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ferrokv::command::catalog::ServerVersion;
 use ferrokv::keyspace::Clock;
 use ferrokv::{Engine, Reply};
-use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Token};
 
 use crate::client::{Client, ReadOutcome};
 use crate::cmd;
 use crate::config::ServerConfig;
 use crate::log::log;
+use crate::net::Conn;
 use crate::resp::{Limits, Parsed};
 use crate::server::{unix_us, Server, ShutdownMode, WallAnchor};
 use crate::stats::ServerStats;
@@ -32,30 +30,17 @@ impl Server {
             // Redis 7.2 keeps small sets of strings in a listpack (set-max-listpack-entries 128).
             cfg.engine.limits.set_max_listpack_entries = ferrokv::value::Limits::default().set_max_listpack_entries;
         }
-        let mut engine = Engine::open(cfg.engine.clone(), Clock::System).map_err(|e| format!("Loading failed: {e}"))?;
-        for w in std::mem::take(&mut engine.persistence_mut().warnings) {
-            log(&w);
+        // Bound before the load, as Redis does: clients wait in the backlog meanwhile.
+        let poll = Poll::new().map_err(|e| e.to_string())?;
+        let listeners = crate::net::Listeners::open(poll.registry(), &cfg)?;
+        if listeners.is_empty() {
+            log("Configured to not listen anywhere, exiting.");
+            return Err("Configured to not listen anywhere, exiting.".into());
         }
         let time = Clock::virtual_at(unix_us() / 1000);
-        engine.set_clock(time.clone());
-        let poll = Poll::new().map_err(|e| e.to_string())?;
-        let mut listeners = Vec::new();
-        for (i, addr) in cfg.bind.iter().enumerate() {
-            let host = addr.trim_start_matches('-');
-            let host = if host == "*" { "0.0.0.0" } else { host };
-            let sock: SocketAddr = format!("{host}:{}", cfg.port)
-                .parse()
-                .or_else(|_| format!("[{host}]:{}", cfg.port).parse())
-                .map_err(|e| format!("bad bind address {addr}: {e}"))?;
-            let mut l = TcpListener::bind(sock)
-                .map_err(|e| format!("Could not create server TCP listening socket {sock}: {e}"))?;
-            poll.registry().register(&mut l, listener_token(i), Interest::READABLE).map_err(|e| e.to_string())?;
-            listeners.push(l);
-        }
-        let signal = Arc::new(AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-            signal_hook::flag::register(sig, Arc::clone(&signal)).map_err(|e| e.to_string())?;
-        }
+        // Empty until load_dataset installs the loaded one.
+        let engine = Engine::with_clock(cfg.engine.clone(), time.clone());
+        let signals = crate::signals::Signals::install(cfg.engine.dir.clone())?;
         let now_unix = Clock::System.now_ms() / 1000;
         let mut rng = fastrand::Rng::new();
         let run_id: String = (0..40).map(|_| char::from_digit(rng.u32(0..16), 16).unwrap_or('0')).collect();
@@ -79,7 +64,10 @@ impl Server {
             exit: false,
             started: Instant::now(),
             started_unix: now_unix,
-            signal,
+            signals,
+            cron_paused: false,
+            migrate: Default::default(),
+            loading: None,
             last_cron: Instant::now(),
             run_id,
             pubsub: Default::default(),
@@ -94,7 +82,11 @@ impl Server {
             call_depth: 0,
         };
         crate::acl::command::load_at_startup(&mut server)?;
+        server.load_dataset()?;
         crate::script::functions::install(&mut server)?;
+        if let Some((host, port)) = server.cfg.replicaof.clone() {
+            server.follow_master(host, port);
+        }
         Ok(server)
     }
 
@@ -110,6 +102,8 @@ impl Server {
                 Duration::ZERO
             } else if let Some(t) = self.snapshot_poll_timeout() {
                 t.min(tick.saturating_sub(self.last_cron.elapsed()))
+            } else if self.cron_paused {
+                tick
             } else {
                 tick.saturating_sub(self.last_cron.elapsed())
             };
@@ -127,10 +121,9 @@ impl Server {
             self.refresh_time();
             for ev in events.iter() {
                 let t = ev.token();
-                if t.0 > usize::MAX - self.listeners.len() {
-                    self.accept(usize::MAX - t.0);
-                } else {
-                    self.serve(t.0 as u64);
+                match self.listeners.owner(t) {
+                    Some(i) => self.accept(i),
+                    None => self.serve(t.0 as u64),
                 }
             }
             for _ in 0..self.pending.len() {
@@ -142,58 +135,72 @@ impl Server {
             self.write_deferred();
             self.step_snapshot();
             self.eviction_cron();
-            if self.last_cron.elapsed() >= tick {
+            if self.last_cron.elapsed() >= tick && !self.cron_paused {
                 self.last_cron = Instant::now();
                 self.cron();
                 self.ping_replicas();
                 self.replication_cron();
                 self.feed_replicas();
                 self.write_deferred();
+                if let Some(param) = self.signals.scheduled() {
+                    match self.prepare_shutdown(self.signal_shutdown_mode(param), false) {
+                        Ok(()) => return Ok(()),
+                        Err(e) => {
+                            self.signals.cancel();
+                            log(&e);
+                            log("Errors trying to shut down the server. Check the logs for more information.");
+                        }
+                    }
+                }
             }
             if self.exit {
                 return Ok(());
             }
-            if self.signal.swap(false, Ordering::Relaxed) {
-                log("Received SIGTERM scheduling shutdown...");
-                match self.prepare_shutdown(ShutdownMode::Default, false) {
-                    Ok(()) => return Ok(()),
-                    Err(e) => {
-                        log(&e);
-                        log("Errors trying to shut down the server. Check the logs for more information.");
-                    }
-                }
-            }
+        }
+    }
+
+    /// How a signal shuts down: `shutdown-on-sigterm` / `shutdown-on-sigint` flags.
+    fn signal_shutdown_mode(&self, param: &str) -> ShutdownMode {
+        let flags = self.cfg.get(param).unwrap_or_default();
+        let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+        if has("nosave") {
+            ShutdownMode::NoSave
+        } else if has("save") {
+            ShutdownMode::Save
+        } else {
+            ShutdownMode::Default
         }
     }
 
     pub(crate) fn accept(&mut self, i: usize) {
         loop {
-            let Some(l) = self.listeners.get(i) else { return };
-            let (sock, addr) = match l.accept() {
-                Ok(x) => x,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => return,
-                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            match self.listeners.accept(i) {
+                Ok(Some((conn, addr))) => {
+                    self.stats.connections_received += 1;
+                    self.add_client(conn, addr);
+                }
+                Ok(None) => return,
                 Err(e) => {
                     log(&format!("Accepting client connection: {e}"));
                     return;
                 }
-            };
-            self.stats.connections_received += 1;
-            self.add_client(sock, addr);
+            }
         }
     }
 
-    pub(crate) fn add_client(&mut self, mut sock: TcpStream, addr: SocketAddr) {
-        let _ = sock.set_nodelay(true);
+    pub(crate) fn add_client(&mut self, mut sock: Conn, addr: SocketAddr) {
         if self.clients.len() as u64 >= self.cfg.maxclients {
             self.stats.rejected_connections += 1;
-            // Best effort, as Redis: the socket is new, the write almost always fits.
+            // Best effort, as Redis: the socket is new, the write almost always fits (over
+            // TLS it goes once the handshake is done, or not at all).
             let _ = std::io::Write::write(&mut sock, b"-ERR max number of clients reached\r\n");
+            let _ = std::io::Write::flush(&mut sock);
             return;
         }
         if self.cfg.protected_mode && self.acl.default_user().is_some_and(|u| u.nopass) && !addr.ip().is_loopback() {
             self.stats.rejected_connections += 1;
             let _ = std::io::Write::write(&mut sock, PROTECTED_MODE_ERROR.as_bytes());
+            let _ = std::io::Write::flush(&mut sock);
             return;
         }
         let id = self.next_client_id();
@@ -306,7 +313,7 @@ impl Server {
     /// Ask for writable events only while output waits (a socket always writable would
     /// wake the loop on every ACK). False when the registration fails.
     pub(crate) fn want_writable(&mut self, c: &mut Client) -> bool {
-        let want = c.pending_out() > 0;
+        let want = c.pending_out() > 0 || c.sock.has_backlog();
         if want == c.wants_write {
             return true;
         }
@@ -376,9 +383,10 @@ impl Server {
         self.pending.extend(self.woken.drain());
     }
 
-    /// While a script runs past busy-reply-threshold: one non-blocking round of the
-    /// loop, so other clients are answered (BUSY, or SCRIPT KILL and SHUTDOWN NOSAVE).
-    /// The script's own client is out of the client table meanwhile and is skipped.
+    /// While a script runs past busy-reply-threshold, or the start's load runs: one
+    /// non-blocking round of the loop, so other clients are answered (BUSY, or SCRIPT KILL
+    /// and SHUTDOWN NOSAVE; LOADING). A script's own client is out of the client table
+    /// meanwhile and is skipped.
     pub fn serve_while_busy(&mut self) {
         let mut events = Events::with_capacity(256);
         if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
@@ -386,10 +394,9 @@ impl Server {
         }
         let tokens: Vec<Token> = events.iter().map(|e| e.token()).collect();
         for t in tokens {
-            if t.0 > usize::MAX - self.listeners.len() {
-                self.accept(usize::MAX - t.0);
-            } else {
-                self.serve(t.0 as u64);
+            match self.listeners.owner(t) {
+                Some(i) => self.accept(i),
+                None => self.serve(t.0 as u64),
             }
         }
         // Events the loop fetched before the script started are in its own batch, not
@@ -430,21 +437,9 @@ impl Server {
         if self.active_expire && self.link.is_none() {
             self.engine.active_expire_cycle();
             self.deliver_events(None);
-            // Keys the cycle deleted touch the clients watching them.
-            if !self.engine.effects().modified.is_empty() {
-                let modified = std::mem::take(&mut self.engine.effects_mut().modified);
-                // A stream deleted here unblocks its XREADGROUP clients.
-                self.blocking.note_modified(&modified);
-                for (db, key) in modified {
-                    if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
-                        for id in ids.clone() {
-                            if let Some(c) = self.clients.get_mut(&id) {
-                                c.watch_dirty = true;
-                            }
-                        }
-                    }
-                }
-            }
+            // Keys the cycle deleted touch the clients watching them, and a stream deleted
+            // here unblocks its XREADGROUP clients.
+            self.touch_modified_here();
         }
         if self.blocking.is_active() {
             self.serve_ready_keys();
@@ -457,6 +452,19 @@ impl Server {
         }
         self.log_aof_events();
         self.close_idle_clients();
+        self.migrate.close_idle();
+        let now = Instant::now();
+        let mut over_limit = Vec::new();
+        for c in self.clients.values_mut() {
+            c.trim_query_buffer(now);
+            // A soft output limit runs out with no new output too (Redis's clientsCron).
+            if c.obuf_soft_since.is_some() && crate::obuf::enforce(&self.cfg.obuf_limits, c) {
+                over_limit.push(c.id);
+            }
+        }
+        for id in over_limit {
+            self.kill_client(id);
+        }
         self.collect_background_jobs();
         self.start_scheduled_jobs();
         self.check_save_points();
@@ -484,10 +492,6 @@ pub(super) const OUT_SOFT_LIMIT: usize = 1 << 20;
 
 /// Read/parse/write rounds for one client before the others get a turn.
 pub(super) const ROUNDS_PER_TURN: usize = 16;
-
-pub(super) fn listener_token(i: usize) -> Token {
-    Token(usize::MAX - i)
-}
 
 pub(super) const PROTECTED_MODE_ERROR: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
 

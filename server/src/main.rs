@@ -20,6 +20,7 @@ fn main() {
         eprint!("{USAGE}");
         std::process::exit(1);
     }
+    ferrokv_server::log::log_crash_reports();
     let cfg = match ServerConfig::from_args(&args) {
         Ok(c) => c,
         Err(e) => {

@@ -2,7 +2,7 @@
 //! limit that closes the client at once, and a soft limit that closes it when exceeded
 //! for longer than its seconds. Pub/sub clients are the "pubsub" class.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::client::Client;
 use crate::log::log;
@@ -85,7 +85,7 @@ pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
     let mut soft = false;
     if limit.soft > 0 && used >= limit.soft {
         let since = *c.obuf_soft_since.get_or_insert_with(Instant::now);
-        soft = since.elapsed().as_secs() > limit.soft_seconds;
+        soft = since.elapsed() > Duration::from_secs(limit.soft_seconds);
     } else {
         c.obuf_soft_since = None;
     }

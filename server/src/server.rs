@@ -5,13 +5,10 @@
 //! from a copy of the keyspace; the loop collects them on its timer.
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Instant;
 
 use ferrokv::keyspace::Clock;
 use ferrokv::Engine;
-use mio::net::TcpListener;
 use mio::Poll;
 
 use crate::client::Client;
@@ -31,7 +28,7 @@ pub struct Server {
     pub engine: Engine,
     pub cfg: ServerConfig,
     pub(crate) poll: Poll,
-    pub(crate) listeners: Vec<TcpListener>,
+    pub(crate) listeners: crate::net::Listeners,
     /// Boxed: a client is taken out of the map for its turn and put back, and moving a
     /// pointer is cheaper than moving the struct.
     pub clients: HashMap<u64, Box<Client>, foldhash::fast::FixedState>,
@@ -60,7 +57,13 @@ pub struct Server {
     pub exit: bool,
     pub started: Instant,
     pub started_unix: i64,
-    pub(crate) signal: Arc<AtomicBool>,
+    pub(crate) signals: crate::signals::Signals,
+    /// DEBUG PAUSE-CRON: the timer does not run (nor a shutdown a signal asked for).
+    pub(crate) cron_paused: bool,
+    /// MIGRATE's connections to targets.
+    pub(crate) migrate: crate::net::MigrateSockets,
+    /// The start's load, while it runs (clients get `-LOADING`).
+    pub(crate) loading: Option<crate::loading::Loading>,
     pub(crate) last_cron: Instant,
     pub run_id: String,
     pub pubsub: crate::pubsub::PubSub,
@@ -110,9 +113,9 @@ impl WallAnchor {
 }
 
 impl Server {
-    /// The port actually bound (the configured one, or the system's pick for port 0).
+    /// The port of the first plain listener (none with `port 0`).
     pub fn local_port(&self) -> Option<u16> {
-        self.listeners.first().and_then(|l| l.local_addr().ok()).map(|a| a.port())
+        self.listeners.local_port()
     }
 
     pub(crate) fn next_client_id(&mut self) -> u64 {

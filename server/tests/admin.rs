@@ -54,8 +54,17 @@ fn debug_subcommands_reply_as_redis() {
             &["DEBUG", "RELOAD"],
             &["DEBUG", "DIGEST"],
             &["DEBUG", "JMAP"],
+            &["DEBUG", "PAUSE-CRON", "1"],
+            &["DEBUG", "PAUSE-CRON", "0"],
+            &["DEBUG", "AOF-FLUSH-SLEEP", "0"],
         ],
     );
+    for t in [
+        "string", "integer", "double", "bignum", "null", "array", "set", "map", "attrib", "push", "verbatim", "true",
+        "false", "nope",
+    ] {
+        same(&ours, &redis, &[&["DEBUG", "PROTOCOL", t], &["-3", "DEBUG", "PROTOCOL", t]]);
+    }
 }
 
 #[test]

@@ -40,7 +40,8 @@ pub fn free_port() -> u16 {
 /// taken again before the server binds it (tests run in parallel, and every client
 /// connection takes an ephemeral port), so a server that exits early is started again
 /// on another port, and a reply counts only when it comes from this child (INFO's
-/// process_id; a NOAUTH reply while the child is alive, when it has a password).
+/// process_id; a NOAUTH reply while the child is alive, when it has a password) and its
+/// data is loaded (`loading:0`).
 pub fn spawn_on_free_port(name: &str, mut spawn: impl FnMut(u16) -> Child, timeout: Duration) -> (Child, u16) {
     for _attempt in 0..10 {
         let port = free_port();
@@ -51,9 +52,11 @@ pub fn spawn_on_free_port(name: &str, mut spawn: impl FnMut(u16) -> Child, timeo
             if child.try_wait().ok().flatten().is_some() {
                 break;
             }
-            let info = cli(port, &["INFO", "server"]);
+            // INFO answers while the data loads: wait for loading:0 too.
+            let info = cli(port, &["INFO", "default"]);
             let noauth = info.starts_with("NOAUTH") && child.try_wait().ok().flatten().is_none();
-            if noauth || info.lines().any(|l| l.trim() == own) {
+            let loaded = info.lines().any(|l| l.trim() == "loading:0");
+            if noauth || (loaded && info.lines().any(|l| l.trim() == own)) {
                 return (child, port);
             }
             if start.elapsed() > timeout {

@@ -26,7 +26,8 @@ pub mod zset;
 pub use ctx::{Ctx, Effects, Event, ExpireMode, Stats};
 pub use reply::{fmt_double, fmt_g, BulkArray, Doubles, Reply, WRONGTYPE};
 pub use spec::{
-    bitfield_reads_only, key_flags, numkeys_at_1, numkeys_at_2, numkeys_keys, Command, KeyFinder, Spec, Sub,
+    bitfield_reads_only, key_flags, migrate_keys, numkeys_at_1, numkeys_at_2, numkeys_keys, Command, KeyFinder, Spec,
+    Sub,
 };
 pub use table::{lookup, specs, table, Table};
 

@@ -332,6 +332,28 @@ pub fn numkeys_at_1(a: &[Vec<u8>]) -> Vec<usize> {
     numkeys_keys(a, 1)
 }
 
+/// MIGRATE's keys, as Redis's migrateGetKeys: the key argument, or the ones after KEYS
+/// (none when the key argument is not empty then: the command refuses it).
+pub fn migrate_keys(a: &[Vec<u8>]) -> Vec<usize> {
+    let mut i = 6;
+    while i < a.len() {
+        let word = a[i].to_ascii_lowercase();
+        match word.as_slice() {
+            b"keys" if a[3].is_empty() => return (i + 1..a.len()).collect(),
+            b"keys" => return Vec::new(),
+            b"auth" => i += 1,
+            b"auth2" => i += 2,
+            _ => {}
+        }
+        i += 1;
+    }
+    if a.len() > 3 {
+        vec![3]
+    } else {
+        Vec::new()
+    }
+}
+
 /// Keys of `CMD arg numkeys key...` (EVAL, FCALL, BLMPOP, BZMPOP).
 pub fn numkeys_at_2(a: &[Vec<u8>]) -> Vec<usize> {
     numkeys_keys(a, 2)

@@ -54,11 +54,19 @@ pub struct Aof {
     pending: Vec<u8>,
     /// The incr file's size up to the last whole unit written.
     written_len: u64,
+    /// Bytes of the files the manifest names besides the incr file being appended to.
+    other_files_len: u64,
+    /// The AOF's size after the last rewrite, or when it was opened (Redis's
+    /// aof_rewrite_base_size): auto-aof-rewrite-percentage measures growth from it.
+    base_size: u64,
     /// The failure writes are refused for (Redis's aof_last_write_status and
     /// aof_bio_fsync_status), until a write and fsync succeed.
     failed: Option<Failure>,
     /// What happened that the server logs ([`Aof::take_events`]).
     events: Vec<AofEvent>,
+    /// While the AOF is being turned on (CONFIG SET appendonly yes) and has no base of its
+    /// own yet: the manifest on disk, which stays in force until the first rewrite ends.
+    enabling: Option<Manifest>,
 }
 
 /// A failed write or fsync of the incr file.
@@ -163,6 +171,7 @@ impl Aof {
         if dirty {
             persist_manifest(&dir, &cfg.appendfilename, &manifest)?;
         }
+        let other_files_len = files_len(&dir, &manifest, &incr_name);
         Ok(Aof {
             dir,
             manifest,
@@ -175,8 +184,11 @@ impl Aof {
             rewriting: false,
             pending: Vec::new(),
             written_len,
+            other_files_len,
+            base_size: other_files_len + written_len,
             failed: None,
             events: Vec::new(),
+            enabling: None,
         })
     }
 
@@ -197,9 +209,27 @@ impl Aof {
             rewriting: false,
             pending: Vec::new(),
             written_len: 0,
+            other_files_len: 0,
+            base_size: 0,
             failed: None,
             events: Vec::new(),
+            enabling: None,
         })
+    }
+
+    /// CONFIG SET appendonly yes, as Redis's startAppendOnly: nothing is written until the
+    /// first rewrite starts, which opens the next incr file; when it ends, the manifest names
+    /// its base and that incr file (Redis's `appendonly.aof.1.base.rdb` and
+    /// `appendonly.aof.1.incr.aof` in an empty directory).
+    pub fn enabling(cfg: &Config, manifest: Manifest, now_ms: i64) -> Result<Aof, PersistError> {
+        let mut aof = Aof::detached(cfg, manifest.clone(), now_ms)?;
+        aof.enabling = Some(manifest);
+        Ok(aof)
+    }
+
+    /// Whether the AOF is being turned on and its first rewrite has not ended yet.
+    pub fn is_enabling(&self) -> bool {
+        self.enabling.is_some()
     }
 
     /// Take settings changed at run time (CONFIG SET appendfsync, aof-timestamp-enabled,
@@ -210,6 +240,26 @@ impl Aof {
         self.cfg.aof_use_rdb_preamble = cfg.aof_use_rdb_preamble;
         self.cfg.rdbcompression = cfg.rdbcompression;
         self.cfg.rdb_key_save_delay = cfg.rdb_key_save_delay;
+        self.cfg.aof_flush_sleep_us = cfg.aof_flush_sleep_us;
+        self.cfg.aof_timestamp_enabled = cfg.aof_timestamp_enabled;
+        self.feed.timestamps = cfg.aof_timestamp_enabled;
+        let gc_back_on = self.cfg.aof_disable_auto_gc && !cfg.aof_disable_auto_gc;
+        self.cfg.aof_disable_auto_gc = cfg.aof_disable_auto_gc;
+        if gc_back_on && !self.rewriting {
+            self.delete_history();
+        }
+    }
+
+    /// Delete the history files and write the manifest without them (Redis's
+    /// aofDelHistoryFiles). A failure is harmless: loading reads no history entry.
+    fn delete_history(&mut self) {
+        if self.manifest.history.is_empty() {
+            return;
+        }
+        for ai in std::mem::take(&mut self.manifest.history) {
+            let _ = fs::remove_file(self.dir.join(&ai.name));
+        }
+        let _ = persist_manifest(&self.dir, &self.cfg.appendfilename, &self.manifest);
     }
 
     /// Whether commands are being appended (false for a detached or closed AOF).
@@ -256,6 +306,9 @@ impl Aof {
         let Some(file) = &mut self.file else { return true };
         if self.pending.is_empty() {
             return true;
+        }
+        if self.cfg.aof_flush_sleep_us > 0 {
+            std::thread::sleep(std::time::Duration::from_micros(self.cfg.aof_flush_sleep_us));
         }
         let mut done = 0;
         let mut w = disk::Checked(&mut *file);
@@ -404,7 +457,19 @@ impl Aof {
         if self.rewriting {
             return Err(PersistError::State("a rewrite is already in progress".into()));
         }
-        if self.file.is_some() {
+        if self.file.is_none() && self.enabling.is_some() {
+            // The incr file the writes during the first rewrite go to. The manifest naming
+            // it is written with the base (an incr file alone misses the data before it).
+            let mut next = self.manifest.clone();
+            let name = next.new_incr(&self.cfg.appendfilename);
+            let path = self.dir.join(&name);
+            let file = disk::create(&path).map_err(|e| PersistError::io(&path, "create", e))?;
+            self.written_len = 0;
+            self.file = Some(file);
+            self.incr_name = name;
+            self.manifest = next;
+            self.feed.reset();
+        } else if self.file.is_some() {
             // The old incr file gets everything written so far before it is left behind:
             // units still buffered are in the keyspace the new base is made of, so they
             // must not land in the new incr file after it.
@@ -417,6 +482,7 @@ impl Aof {
             // it already (a rename whose directory fsync failed). Writes go on to the
             // old file, which both manifests name; the next switch reuses the name.
             persist_manifest(&self.dir, &self.cfg.appendfilename, &next)?;
+            self.other_files_len += self.written_len;
             self.written_len = 0;
             self.file = Some(file);
             self.incr_name = name;
@@ -430,7 +496,21 @@ impl Aof {
     /// Step 3: install the base `done` built (or clean up after the job failed).
     pub fn finish_rewrite(&mut self, done: Result<RewrittenBase, PersistError>) -> Result<(), PersistError> {
         self.rewriting = false;
-        let done = done?;
+        let done = match done {
+            Ok(d) => d,
+            Err(e) => {
+                if let Some(on_disk) = self.enabling.clone() {
+                    // Back to waiting for a first rewrite: its incr file is not named anywhere.
+                    self.file = None;
+                    let _ = fs::remove_file(self.dir.join(&self.incr_name));
+                    self.incr_name.clear();
+                    self.written_len = 0;
+                    self.pending.clear();
+                    self.manifest = on_disk;
+                }
+                return Err(e);
+            }
+        };
         let mut next = self.manifest.clone();
         let name = next.new_base(&self.cfg.appendfilename, done.rdb_base);
         let base = self.dir.join(&name);
@@ -454,14 +534,50 @@ impl Aof {
             }
         }
         self.manifest = next;
-        // History files are garbage now: a failure to delete them, or to write the
-        // manifest without them, is harmless (loading reads no history entry).
-        for ai in std::mem::take(&mut self.manifest.history) {
-            let _ = fs::remove_file(self.dir.join(&ai.name));
+        self.enabling = None;
+        // History files are garbage now, unless aof-disable-auto-gc keeps them.
+        if !self.cfg.aof_disable_auto_gc {
+            self.delete_history();
         }
-        let _ = persist_manifest(&self.dir, &self.cfg.appendfilename, &self.manifest);
+        self.other_files_len = files_len(&self.dir, &self.manifest, &self.incr_name);
+        self.base_size = self.current_size();
         Ok(())
     }
+
+    /// Bytes of the whole AOF: base and incr files (INFO's aof_current_size).
+    pub fn current_size(&self) -> u64 {
+        self.other_files_len + self.written_len
+    }
+
+    /// The size after the last rewrite (INFO's aof_base_size).
+    pub fn base_size(&self) -> u64 {
+        self.base_size
+    }
+
+    /// The growth in percent that calls for a rewrite under auto-aof-rewrite-percentage
+    /// and -min-size, when it is due (Redis's serverCron rule): none while one runs.
+    pub fn rewrite_due(&self, percentage: u64, min_size: u64) -> Option<u64> {
+        if percentage == 0 || self.rewriting || self.file.is_none() {
+            return None;
+        }
+        let size = self.current_size();
+        if size < min_size {
+            return None;
+        }
+        let base = self.base_size.max(1);
+        let growth = (size * 100 / base).saturating_sub(100);
+        (growth >= percentage).then_some(growth)
+    }
+}
+
+/// Bytes of the files `m` names in `dir`, but `skip` (missing files count 0).
+fn files_len(dir: &Path, m: &Manifest, skip: &str) -> u64 {
+    m.base
+        .iter()
+        .chain(&m.incr)
+        .filter(|ai| ai.name != skip)
+        .map(|ai| fs::metadata(dir.join(&ai.name)).map_or(0, |md| md.len()))
+        .sum()
 }
 
 impl RewriteJob {

@@ -17,7 +17,7 @@ use std::sync::mpsc::{channel, sync_channel, Receiver, Sender, SyncSender, TryRe
 use std::sync::{Arc, Mutex};
 
 use super::aof::persist_manifest;
-use super::{disk, PersistError};
+use super::{disk, AofFault, PersistError};
 use crate::command::{self, eq_ic, Argv};
 use crate::config::Config;
 use crate::format::aof::manifest::{manifest_name, AofInfo, FileKind, Manifest};
@@ -65,16 +65,57 @@ fn temp_file_pid(name: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// Keys an RDB load kept and skipped (INFO's rdb_last_load_keys_loaded / _expired).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoadCounts {
+    pub loaded: u64,
+    pub expired: u64,
+}
+
+/// What a load reports, and slows down for, as it goes.
+pub struct LoadWatch<'h> {
+    /// Keys that expired before this time are skipped (a master loading its dump).
+    pub skip_expired_before: Option<i64>,
+    /// Keys skipped as expired.
+    pub expired: u64,
+    /// Called with the bytes read since its last call, every [`PROGRESS_EVERY`] bytes or
+    /// so: the server answers its clients meanwhile (Redis's processEventsWhileBlocked).
+    pub progress: &'h mut dyn FnMut(u64),
+    /// `key-load-delay`: microseconds each key waits (negative: 1 µs once in -n keys), a
+    /// testing aid that makes a load last.
+    pub key_delay_us: i32,
+}
+
+/// How often a load reports its progress, in bytes read (a call costs next to nothing;
+/// the server decides when its clients get a turn).
+pub const PROGRESS_EVERY: u64 = 16 * 1024;
+
+impl LoadWatch<'_> {
+    /// A watch that reports to nobody.
+    pub fn quiet(progress: &mut dyn FnMut(u64)) -> LoadWatch<'_> {
+        LoadWatch { skip_expired_before: None, expired: 0, progress, key_delay_us: 0 }
+    }
+}
+
 /// appendonly no: `dir/dbfilename` into `ks`, keys expired at `now` skipped.
-pub fn load_dump(cfg: &Config, ks: &mut Keyspace, now: i64) -> Result<(), PersistError> {
+pub fn load_dump(
+    cfg: &Config,
+    ks: &mut Keyspace,
+    now: i64,
+    progress: &mut dyn FnMut(u64),
+) -> Result<LoadCounts, PersistError> {
     let path = cfg.dir.join(&cfg.dbfilename);
     if !path.exists() {
-        return Ok(());
+        return Ok(LoadCounts::default());
     }
     let src = Source::open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
+    let before: usize = ks.dbs.iter().map(|d| d.len()).sum();
+    let mut watch =
+        LoadWatch { skip_expired_before: Some(now), expired: 0, progress, key_delay_us: cfg.key_load_delay_us };
     // Like Redis, bytes after the checksum are not looked at.
-    load_rdb(ks, &src, &path, &cfg.limits, Some(now))?;
-    Ok(())
+    load_rdb_watched(ks, &src, &path, &cfg.limits, &mut watch)?;
+    let after: usize = ks.dbs.iter().map(|d| d.len()).sum();
+    Ok(LoadCounts { loaded: (after - before.min(after)) as u64, expired: watch.expired })
 }
 
 /// A key decoded into an engine value, off the reading thread.
@@ -190,6 +231,19 @@ pub fn load_rdb(
     limits: &Limits,
     skip_expired_before: Option<i64>,
 ) -> Result<usize, PersistError> {
+    let mut none = |_| {};
+    let mut watch = LoadWatch { skip_expired_before, expired: 0, progress: &mut none, key_delay_us: 0 };
+    load_rdb_watched(ks, src, path, limits, &mut watch)
+}
+
+/// [`load_rdb`], reporting to `watch`.
+pub fn load_rdb_watched(
+    ks: &mut Keyspace,
+    src: &Source,
+    path: &Path,
+    limits: &Limits,
+    watch: &mut LoadWatch<'_>,
+) -> Result<usize, PersistError> {
     let threads = decode_threads();
     std::thread::scope(|scope| {
         let (job_tx, job_rx) = sync_channel::<(Vec<KeyRecord<'_>>, Sender<BatchResult>)>(threads * 2);
@@ -206,7 +260,7 @@ pub fn load_rdb(
             });
         }
         let mut flight = InFlight { queue: Default::default() };
-        let r = read_records(ks, src, path, limits, skip_expired_before, threads, &job_tx, &mut flight);
+        let r = read_records(ks, src, path, limits, watch, threads, &job_tx, &mut flight);
         drop(job_tx);
         // Earlier keys' errors win over a later structural one.
         flight.drain(ks, src, path, true)?;
@@ -220,7 +274,7 @@ fn read_records<'a>(
     src: &'a Source,
     path: &Path,
     limits: &Limits,
-    skip_expired_before: Option<i64>,
+    watch: &mut LoadWatch<'_>,
     threads: usize,
     jobs: &SyncSender<(Vec<KeyRecord<'a>>, Sender<BatchResult>)>,
     flight: &mut InFlight,
@@ -238,6 +292,7 @@ fn read_records<'a>(
         Ok(())
     };
     let mut db = 0usize;
+    let mut reported = 0usize;
     for rec in reader {
         match rec.map_err(rdb_err)? {
             Record::SelectDb { db: d } => {
@@ -252,8 +307,16 @@ fn read_records<'a>(
             }
             Record::ResizeDb { db_size, .. } => ks.dbs[db].reserve(db_size.min(1 << 24) as usize),
             Record::Key(k) => {
-                if let (Some(t), Some(now)) = (k.expire_ms, skip_expired_before) {
+                if k.end - reported >= PROGRESS_EVERY as usize {
+                    (watch.progress)((k.end - reported) as u64);
+                    reported = k.end;
+                }
+                if watch.key_delay_us != 0 {
+                    super::snapshot::key_delay(watch.key_delay_us);
+                }
+                if let (Some(t), Some(now)) = (k.expire_ms, watch.skip_expired_before) {
                     if t < now {
+                        watch.expired += 1;
                         continue;
                     }
                 }
@@ -272,6 +335,7 @@ fn read_records<'a>(
             }
             Record::Eof { end, .. } => {
                 submit(&mut batch, flight)?;
+                (watch.progress)((end - reported.min(end)) as u64);
                 return Ok(end);
             }
             Record::Function { code, .. } => {
@@ -314,6 +378,12 @@ pub trait Replayer {
     /// AOF client's).
     fn run(&mut self, db: usize, argv: &[Vec<u8>]);
     fn warn(&mut self, what: String);
+    /// `bytes` more of the files were read (see [`LoadWatch::progress`]).
+    fn progress(&mut self, _bytes: u64) {}
+    /// `key-load-delay` in microseconds (a testing aid).
+    fn key_load_delay_us(&self) -> i32 {
+        0
+    }
 }
 
 /// The AOF directory: manifest, upgrade of an old single-file AOF, then every file.
@@ -336,7 +406,7 @@ pub fn load_aof_dir(cfg: &Config, r: &mut dyn Replayer) -> Result<Option<Manifes
     let mut total = 0;
     for ai in &files {
         let p = dir.join(&ai.name);
-        total += fs::metadata(&p).map_err(|err| PersistError::io(&p, "stat (named in the manifest)", err))?.len();
+        total += fs::metadata(&p).map_err(|err| PersistError::io(&p, super::MANIFEST_FILE_STAT, err))?.len();
     }
     if total == 0 {
         return Ok(Some(m));
@@ -349,10 +419,12 @@ pub fn load_aof_dir(cfg: &Config, r: &mut dyn Replayer) -> Result<Option<Manifes
             Replayed::Whole => {}
             Replayed::Truncated { valid_up_to, why } => {
                 if !last {
-                    return Err(PersistError::aof(&path, valid_up_to, format!("{why}, and it is not the last file")));
+                    let why = format!("{why}, and it is not the last file");
+                    return Err(PersistError::aof(&path, valid_up_to, AofFault::Truncated, why));
                 }
                 if !cfg.aof_load_truncated {
-                    return Err(PersistError::aof(&path, valid_up_to, format!("{why} (aof-load-truncated is off)")));
+                    let why = format!("{why} (aof-load-truncated is off)");
+                    return Err(PersistError::aof(&path, valid_up_to, AofFault::Truncated, why));
                 }
                 let f =
                     OpenOptions::new().write(true).open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
@@ -417,20 +489,36 @@ pub fn replay_bytes(
     let data: &[u8] = src;
     let mut pos = 0;
     if has_rdb_preamble(data) {
-        pos = load_rdb(r.keyspace(), src, path, limits, None)?;
+        // The base is loaded into the replayer's (empty) keyspace, taken out meanwhile so
+        // the progress goes to the replayer.
+        let mut ks = std::mem::replace(r.keyspace(), Keyspace::new(0));
+        let delay = r.key_load_delay_us();
+        let mut progress = |bytes| r.progress(bytes);
+        let mut watch = LoadWatch::quiet(&mut progress);
+        watch.key_delay_us = delay;
+        let loaded = load_rdb_watched(&mut ks, src, path, limits, &mut watch);
+        *r.keyspace() = ks;
+        pos = loaded?;
     }
+    let mut reported = pos;
     let mut db = 0usize;
     let mut multi: Option<Vec<Argv>> = None;
     let mut valid_up_to = pos;
     let mut valid_before_multi = pos;
     for cmd in CommandReader::at(data, pos) {
+        if let Ok(c) = &cmd {
+            if c.offset - reported >= PROGRESS_EVERY as usize {
+                r.progress((c.offset - reported) as u64);
+                reported = c.offset;
+            }
+        }
         let cmd = match cmd {
             Ok(cmd) => cmd,
             Err(err @ AofError::Truncated { .. }) => {
                 let valid_up_to = if multi.is_some() { valid_before_multi } else { valid_up_to };
                 return Ok(Replayed::Truncated { valid_up_to: valid_up_to as u64, why: err.what().to_string() });
             }
-            Err(err) => return Err(PersistError::aof(path, err.offset() as u64, err.what())),
+            Err(err) => return Err(PersistError::aof(path, err.offset() as u64, AofFault::Format, err.what())),
         };
         if cmd.is("multi") {
             valid_before_multi = valid_up_to;
@@ -442,7 +530,8 @@ pub fn replay_bytes(
         } else if !cmd.is("select") && !cmd.is("function") && command::lookup(cmd.name()).is_none() {
             let name = cmd.name();
             let shown = String::from_utf8_lossy(&name[..name.len().min(128)]).into_owned();
-            return Err(PersistError::aof(path, cmd.offset as u64, format!("unknown command '{shown}'")));
+            let what = format!("unknown command '{shown}'");
+            return Err(PersistError::aof(path, cmd.offset as u64, AofFault::UnknownCommand(shown), what));
         } else if let Some(q) = &mut multi {
             q.push(cmd.to_argv());
         } else {

@@ -26,6 +26,7 @@ pub use feed::AofFeed;
 pub use rewrite::{RespBaseWriter, AOF_REWRITE_ITEMS_PER_CMD};
 
 use crate::command::Argv;
+use crate::format::input::ErrorKind;
 use crate::format::rdb::{escape_key, RdbError};
 
 /// Where propagated commands go, and what loading reported.
@@ -37,6 +38,8 @@ pub struct Persistence {
     pub warnings: Vec<String>,
     /// The stream fed to replicas, while any is attached.
     pub replication: Option<replication::ReplicationFeed>,
+    /// What the start's RDB load kept and skipped.
+    pub rdb_load: load::LoadCounts,
 }
 
 impl Persistence {
@@ -63,6 +66,20 @@ impl Persistence {
     }
 }
 
+/// The `op` of an [`PersistError::Io`] for a file the manifest names that cannot be found.
+pub const MANIFEST_FILE_STAT: &str = "stat (named in the manifest)";
+
+/// What kind of damage stopped an AOF's replay (Redis tells them apart in its log).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AofFault {
+    /// The file ends inside a command or a MULTI block.
+    Truncated,
+    /// A command the server does not know.
+    UnknownCommand(String),
+    /// Bytes that are not RESP.
+    Format,
+}
+
 /// Why a file could not be written or loaded. Every variant names the file.
 #[derive(Debug)]
 #[non_exhaustive]
@@ -77,7 +94,7 @@ pub enum PersistError {
     /// An RDB (the dump file, or an AOF base in RDB form) is malformed.
     Rdb { path: PathBuf, source: RdbError },
     /// An AOF file (base or incr, RESP part) could not be replayed.
-    Aof { path: PathBuf, offset: u64, what: String },
+    Aof { path: PathBuf, offset: u64, fault: AofFault, what: String },
     /// A key holds what the engine cannot keep (streams, modules, hash field TTLs).
     Unsupported { path: PathBuf, offset: usize, db: u64, key: Vec<u8>, what: String },
     /// The operation does not apply in the current state.
@@ -89,8 +106,56 @@ impl PersistError {
         PersistError::Io { path: path.to_path_buf(), op, source }
     }
 
-    pub fn aof(path: &Path, offset: u64, what: impl Into<String>) -> PersistError {
-        PersistError::Aof { path: path.to_path_buf(), offset, what: what.into() }
+    pub fn aof(path: &Path, offset: u64, fault: AofFault, what: impl Into<String>) -> PersistError {
+        PersistError::Aof { path: path.to_path_buf(), offset, fault, what: what.into() }
+    }
+
+    /// The lines Redis logs when it cannot load what this error is about, when it has some
+    /// (its test suites and operators' alerts look for them); the last is the reason.
+    pub fn redis_load_message(&self) -> Vec<String> {
+        let file_name = |path: &Path| path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        match self {
+            PersistError::Rdb { source, .. } => {
+                let reason = match source.kind {
+                    ErrorKind::Checksum => "RDB CRC error".to_string(),
+                    ErrorKind::Truncated => "Unexpected EOF reading RDB file".to_string(),
+                    _ => source.what.clone(),
+                };
+                vec![format!("Internal error in RDB reading offset {} -> {reason}", source.offset)]
+            }
+            PersistError::Manifest { line, what, .. } => vec![
+                "*** FATAL AOF MANIFEST FILE ERROR ***".to_string(),
+                format!("Reading the manifest file, at line {line}"),
+                what.clone(),
+            ],
+            PersistError::Io { path, op: MANIFEST_FILE_STAT, source } if source.kind() == io::ErrorKind::NotFound => {
+                vec![format!("The append log file {} doesn't exist: No such file or directory", file_name(path))]
+            }
+            PersistError::Aof { path, fault, .. } => {
+                let name = file_name(path);
+                vec![match fault {
+                    AofFault::Truncated => format!(
+                        "Unexpected end of file reading the append only file {name}. You can: 1) Make a backup of \
+                         your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you \
+                         can set the 'aof-load-truncated' configuration option to yes and restart the server."
+                    ),
+                    AofFault::UnknownCommand(cmd) => {
+                        format!("Unknown command '{cmd}' reading the append only file {name}")
+                    }
+                    AofFault::Format => format!(
+                        "Bad file format reading the append only file {name}: make a backup of your AOF file, then \
+                         use ./redis-check-aof --fix <filename.manifest>"
+                    ),
+                }]
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Whether [`PersistError::redis_load_message`] already says all there is (a manifest's
+    /// reason and line): the detail need not be logged beside it.
+    pub fn redis_message_is_whole(&self) -> bool {
+        matches!(self, PersistError::Manifest { .. })
     }
 
     /// The file the error is about, if any.
@@ -116,7 +181,7 @@ impl fmt::Display for PersistError {
             }
             PersistError::Manifest { path, line, what } => write!(f, "{}: line {line}: {what}", path.display()),
             PersistError::Rdb { path, source } => write!(f, "{}: {source}", path.display()),
-            PersistError::Aof { path, offset, what } => write!(f, "{}: offset {offset}: {what}", path.display()),
+            PersistError::Aof { path, offset, what, .. } => write!(f, "{}: offset {offset}: {what}", path.display()),
             PersistError::Unsupported { path, offset, db, key, what } => {
                 write!(f, "{}: offset {offset}: db {db} key '{}': {what}", path.display(), escape_key(key))
             }

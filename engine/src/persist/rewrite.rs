@@ -331,7 +331,7 @@ pub fn write_keyspace_from<W: Write>(w: W, src: Source, timestamp_ms: Option<i64
     if let Some(t) = timestamp_ms {
         out.timestamp(t)?;
     }
-    src.feed(&mut out)?;
+    src.feed(&mut out, 0)?;
     out.finish()
 }
 

@@ -45,7 +45,7 @@ pub enum Source<'a> {
 
 /// Redis's per-key save delay: `n` > 0 sleeps n µs; `n` < 0 sleeps 1 µs once in -n keys
 /// (a sleep costs far more than a microsecond, so short delays are statistical).
-fn key_delay(n: i32) {
+pub(crate) fn key_delay(n: i32) {
     let us = match n {
         0 => return,
         n if n > 0 => n.unsigned_abs(),
@@ -117,7 +117,8 @@ fn in_order<R: Send>(
 impl Source<'_> {
     /// Hand every database and key to `sink`, in database order. A whole keyspace is
     /// encoded on every core ([`KeySink::encode`]) and written in order.
-    pub fn feed(self, sink: &mut dyn KeySink) -> io::Result<()> {
+    /// `key_delay_us`: rdb-key-save-delay for a keyspace written here (a stream has its own).
+    pub fn feed(self, sink: &mut dyn KeySink, key_delay_us: i32) -> io::Result<()> {
         match self {
             Source::Keyspace(ks) => {
                 sink.functions(&ks.functions.codes())?;
@@ -136,6 +137,10 @@ impl Source<'_> {
                     if start == 0 {
                         let d = &ks.dbs[db];
                         sink.db(db, d.len() as u64, d.volatile_len() as u64)?;
+                    }
+                    if key_delay_us != 0 {
+                        (0..ks.dbs[db].len().saturating_sub(start).min(ENCODE_CHUNK_KEYS))
+                            .for_each(|_| key_delay(key_delay_us));
                     }
                     sink.raw(&bytes?)
                 };
@@ -260,7 +265,7 @@ pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, ao
     let mut rdb = RdbWriter::with_writer(w, target, cfg.version.rdb_writer_aux(), now_ms.div_euclid(1000), aof_base)?;
     rdb.enc = encoder_for(cfg, target);
     let mut sink = RdbSink { rdb, losses: Vec::new() };
-    src.feed(&mut sink)?;
+    src.feed(&mut sink, cfg.rdb_key_save_delay)?;
     sink.rdb.finish()
 }
 

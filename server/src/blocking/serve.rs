@@ -210,16 +210,7 @@ impl Server {
     /// `expired` fired), as Redis does when it serves blocked clients.
     pub(crate) fn expire_now(&mut self, db: usize, key: &[u8]) {
         self.engine.expire_if_needed(db, key);
-        if !self.engine.effects().modified.is_empty() {
-            let modified = std::mem::take(&mut self.engine.effects_mut().modified);
-            for (db, key) in modified {
-                for id in self.watched.get(&(db, key.to_vec())).cloned().unwrap_or_default() {
-                    if let Some(c) = self.clients.get_mut(&id) {
-                        c.watch_dirty = true;
-                    }
-                }
-            }
-        }
+        self.touch_modified_here();
         self.deliver_events(None);
     }
 

@@ -91,7 +91,11 @@ pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return Reply::syntax();
     }
     if abort {
-        // A shutdown never waits here (no replicas to wait for), so none can be aborted.
+        // Only a shutdown a signal scheduled can wait (for the timer): none waits for replicas.
+        if s.signals.cancel() {
+            log("Shutdown manually aborted.");
+            return Reply::ok();
+        }
         return Reply::err("ERR No shutdown in progress.");
     }
     let mode = if nosave {
@@ -154,6 +158,11 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     if !s.cfg.enable_debug_command.allows(c.addr) {
         return protected_refusal("DEBUG", "enable-debug-command");
     }
+    let harmless = ["log", "sleep", "help", "protocol", "pause-cron", "segfault", "panic", "set-active-expire"];
+    if s.is_loading() && !harmless.iter().any(|h| eq_ic(&a[1], h)) {
+        // The engine is empty until the load ends (DEBUG RELOAD would save it).
+        return Reply::err(crate::admission::LOADING_ERROR);
+    }
     if eq_ic(&a[1], "reload") {
         // Every key is replaced: WATCHes fail.
         s.touch_all_watched(c);
@@ -206,7 +215,23 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"object" if a.len() == 3 => debug_object(s, c, &a[2]),
         b"listpack" if a.len() == 3 => debug_listpack(s, c, &a[2]),
         b"populate" => super::debug::populate(s, c, a),
+        b"aof-flush-sleep" if a.len() == 3 => {
+            let us = u64::try_from(super::debug::atoi(&a[2])).unwrap_or(0);
+            s.cfg.engine.aof_flush_sleep_us = us;
+            s.engine.config_mut().aof_flush_sleep_us = us;
+            if let Some(aof) = &mut s.engine.persistence_mut().aof {
+                aof.reconfigure(&s.cfg.engine);
+            }
+            Reply::ok()
+        }
+        // A crash on purpose, as Redis's: the crash report is logged and the process exits.
+        b"segfault" | b"panic" => panic!("DEBUG {}", text(&a[1]).to_ascii_uppercase()),
+        b"pause-cron" if a.len() == 3 => {
+            s.cron_paused = super::debug::atoi(&a[2]) != 0;
+            Reply::ok()
+        }
         b"help" => Reply::bulks(HELP),
+        b"protocol" if a.len() == 3 => super::debug::protocol(c, &a[2]),
         b"log" if a.len() == 3 => {
             log(&format!("DEBUG LOG: {}", text(&a[2])));
             Reply::ok()
@@ -225,6 +250,10 @@ const HELP: &[&str] = &[
     "    Show low level info about the listpack encoding of <key>.",
     "OBJECT <key>",
     "    Show low level info about the `key` and associated value.",
+    "PROTOCOL <type>",
+    "    Reply with a test value of the specified type. <type> can be: string,",
+    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+    "    true, false.",
     "RELOAD [option ...]",
     "    Save the RDB on disk and reload it back to memory. Options: MERGE, NOFLUSH, NOSAVE.",
     "SET-ACTIVE-EXPIRE <0|1>",

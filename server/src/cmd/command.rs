@@ -271,6 +271,8 @@ fn arg_list(args: &[Json], display_text: bool) -> Reply {
                     fields.push(("key_spec_index", Reply::Int(i)));
                 }
                 if let Some(t) = a["token"].as_str() {
+                    // The JSON's token of two quotes (MIGRATE's empty key) is C's `""""`: empty.
+                    let t = if t == "\"\"" { "" } else { t };
                     fields.push(("token", Reply::bulk(t.to_ascii_uppercase().as_bytes())));
                 }
                 for field in ["summary", "since", "deprecated_since"] {

@@ -78,6 +78,10 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
         if ServerConfig::is_protected(name) && !s.cfg.enable_protected_configs.allows(c.addr) {
             return fail(&raw, "can't set protected config");
         }
+        if s.is_loading() && matches!(name, "appendonly" | "dir" | "dbfilename" | "save") {
+            // The engine is empty until the load ends: nothing may write it to the files.
+            return fail(&raw, "the dataset is loading, retry when it is loaded");
+        }
         names.push(name);
     }
     let mut next = s.cfg.clone();
@@ -89,6 +93,9 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
     }
     if next.maxclients != s.cfg.maxclients && next.maxclients > 100_000 {
         return fail("maxclients", "The operating system is not able to handle the specified number of clients");
+    }
+    if let Err(refused) = s.listeners.reconfigure(s.poll.registry(), &s.cfg, &next, &names) {
+        return fail(refused.param, refused.why);
     }
     let reply = apply(s, next);
     if names.contains(&"requirepass") && !reply.is_error() {
@@ -110,6 +117,7 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     *s.engine.config_mut() = s.cfg.engine.clone();
     if s.engine.config().dir != keep_dir {
         log(&format!("Data directory is now {}", s.engine.config().dir.display()));
+        s.signals.set_dir(s.engine.config().dir.clone());
     }
     if s.engine.config().hz != hz_before {
         *s.engine.expire_cycle_mut() = ferrokv::keyspace::ExpireCycle::new(s.engine.config_mut().hz);

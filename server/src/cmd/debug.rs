@@ -46,6 +46,43 @@ pub fn quicklist_packed_threshold(a: &[Vec<u8>]) -> Reply {
 }
 
 /// Redis's addReplySubcommandSyntaxError (commands without a subcommand table, as DEBUG).
+/// DEBUG PROTOCOL <type>: one reply of each RESP type, for clients' tests. Attributes and
+/// pushes have no `Reply`: their bytes go straight to the output, before the reply.
+pub fn protocol(c: &mut Client, name: &[u8]) -> Reply {
+    let ints = |n: i64| (0..n).map(Reply::Int).collect::<Vec<_>>();
+    match name.to_ascii_lowercase().as_slice() {
+        b"string" => Reply::Bulk(b"Hello World".to_vec()),
+        b"integer" => Reply::Int(12345),
+        // Redis's test value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
+        b"double" => Reply::Double(3.141),
+        b"bignum" => Reply::BigNumber(b"1234567999999999999999999999999999999".to_vec()),
+        b"null" => Reply::Nil,
+        b"array" => Reply::Array(ints(3)),
+        b"set" => Reply::Set(ints(3)),
+        b"map" => Reply::Map((0..3).map(|j| (Reply::Int(j), Reply::Bool(j == 1))).collect()),
+        b"attrib" => {
+            if c.resp3 {
+                c.out.extend_from_slice(b"|1\r\n$14\r\nkey-popularity\r\n*2\r\n$7\r\nkey:123\r\n:90\r\n");
+            }
+            Reply::Bulk(b"Some real reply following the attribute".to_vec())
+        }
+        b"push" => {
+            if !c.resp3 {
+                return Reply::err("ERR RESP2 is not supported by this command");
+            }
+            c.out.extend_from_slice(b">2\r\n$16\r\nserver-cpu-usage\r\n:42\r\n");
+            Reply::Bulk(b"Some real reply following the push reply".to_vec())
+        }
+        b"true" => Reply::Bool(true),
+        b"false" => Reply::Bool(false),
+        b"verbatim" => Reply::Verbatim(b"This is a verbatim\nstring".to_vec()),
+        _ => Reply::err(
+            "ERR Wrong protocol type name. Please use one of the following: string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ),
+    }
+}
+
 pub fn subcommand_syntax_error(sub: &[u8], cmd: &str) -> Reply {
     Reply::error(format!(
         "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",

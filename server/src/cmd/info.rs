@@ -133,9 +133,12 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
         }
         "persistence" => {
             let aof_on = s.engine.persistence().aof.as_ref().is_some_and(|a| a.is_open());
-            kv("loading", "0".into());
+            kv("loading", u8::from(s.is_loading()).to_string());
             kv("async_loading", "0".into());
+            // No fork here, so no copy-on-write: Redis's figures for a fork that copied nothing.
             kv("current_cow_peak", "0".into());
+            kv("current_cow_size", "0".into());
+            kv("current_cow_size_age", "0".into());
             kv("current_fork_perc", "0.00".into());
             let (copied, total) = s.snapshot_progress();
             kv("current_save_keys_processed", copied.to_string());
@@ -147,6 +150,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("rdb_last_bgsave_time_sec", "-1".into());
             kv("rdb_current_bgsave_time_sec", "-1".into());
             kv("rdb_saves", s.jobs.rdb_saves.to_string());
+            kv("rdb_last_cow_size", "0".into());
+            let loaded = s.engine.persistence().rdb_load;
+            kv("rdb_last_load_keys_expired", loaded.expired.to_string());
+            kv("rdb_last_load_keys_loaded", loaded.loaded.to_string());
             kv("aof_enabled", u8::from(aof_on).to_string());
             kv("aof_rewrite_in_progress", u8::from(s.jobs.bgrewrite.is_some()).to_string());
             kv("aof_rewrite_scheduled", u8::from(s.jobs.rewrite_scheduled).to_string());
@@ -154,11 +161,18 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("aof_current_rewrite_time_sec", "-1".into());
             kv("aof_last_bgrewrite_status", if s.jobs.last_rewrite_ok { "ok" } else { "err" }.into());
             kv("aof_rewrites", s.jobs.aof_rewrites.to_string());
+            kv("aof_rewrites_consecutive_failures", s.jobs.rewrite_failures_in_a_row.to_string());
             kv("aof_last_write_status", if s.engine.aof_failure().is_some() { "err" } else { "ok" }.into());
+            kv("aof_last_cow_size", "0".into());
             if let Some(aof) = s.engine.persistence().aof.as_ref().filter(|a| a.is_open()) {
+                kv("aof_current_size", aof.current_size().to_string());
+                kv("aof_base_size", aof.base_size().to_string());
                 kv("aof_buffer_length", aof.pending_len().to_string());
             }
             kv("module_fork_in_progress", "0".into());
+            for (k, v) in s.loading_info() {
+                kv(k, v);
+            }
         }
         "stats" => {
             let st = &s.stats;
@@ -186,6 +200,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("pubsubshard_channels", s.pubsub.shard_channels.len().to_string());
             kv("latest_fork_usec", s.jobs.latest_fork_usec.to_string());
             kv("total_forks", s.jobs.total_forks.to_string());
+            kv("migrate_cached_sockets", s.migrate.count().to_string());
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());

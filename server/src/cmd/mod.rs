@@ -11,6 +11,7 @@ pub mod debug;
 pub mod info;
 mod lookup;
 pub mod memory;
+pub mod migrate;
 pub mod multi;
 pub mod pubsub;
 mod replies;

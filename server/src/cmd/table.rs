@@ -2,7 +2,7 @@
 //! flags and keys are the catalog's). Installed at start (`lookup::set_version`); the
 //! engine's commands are in its own table.
 
-use ferrokv::command::{numkeys_at_1, numkeys_at_2};
+use ferrokv::command::{migrate_keys, numkeys_at_1, numkeys_at_2};
 
 use super::lookup::{cmd, Cmd};
 use super::{admin, blocking, command, config, connection, info, memory, multi, pubsub, slowlog};
@@ -69,4 +69,5 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("fcall", crate::script::functions::fcall).movable(numkeys_at_2),
     cmd("fcall_ro", crate::script::functions::fcall_ro).movable(numkeys_at_2),
     cmd("acl", crate::acl::command::acl),
+    cmd("migrate", super::migrate::migrate).movable(migrate_keys),
 ];

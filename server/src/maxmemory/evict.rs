@@ -215,16 +215,7 @@ impl Server {
             }
             None => {
                 self.deliver_events(None);
-                let modified = std::mem::take(&mut self.engine.effects_mut().modified);
-                for (db, key) in modified {
-                    if let Some(ids) = self.watched.get(&(db, key.to_vec())) {
-                        for id in ids.clone() {
-                            if let Some(c) = self.clients.get_mut(&id) {
-                                c.watch_dirty = true;
-                            }
-                        }
-                    }
-                }
+                self.touch_modified_here();
             }
         }
     }

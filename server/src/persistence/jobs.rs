@@ -33,6 +33,11 @@ pub struct SaveJobs {
     /// Unix seconds of the last BGSAVE attempt (a failed one is retried after a delay).
     pub last_bgsave_try: i64,
     pub last_rewrite_ok: bool,
+    /// Rewrites failed in a row (INFO aof_rewrites_consecutive_failures).
+    pub rewrite_failures_in_a_row: u64,
+    /// After 3 failures in a row, automatic rewrites wait (Redis's aofRewriteLimited): the
+    /// minutes of the last wait, and when the next attempt may start.
+    pub rewrite_limit: (u64, Option<std::time::Instant>),
     /// The dirty count when the running BGSAVE started (subtracted when it succeeds).
     pub bgsave_dirty: u64,
     pub bgsave_scheduled: bool,
@@ -57,6 +62,8 @@ impl SaveJobs {
             last_bgsave_ok: true,
             last_bgsave_try: 0,
             last_rewrite_ok: true,
+            rewrite_failures_in_a_row: 0,
+            rewrite_limit: (0, None),
             bgsave_dirty: 0,
             bgsave_scheduled: false,
             rewrite_scheduled: false,

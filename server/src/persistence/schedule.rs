@@ -89,11 +89,17 @@ impl Server {
                 match self.engine.finish_rewrite(built) {
                     Ok(()) => {
                         self.jobs.last_rewrite_ok = true;
+                        self.jobs.rewrite_failures_in_a_row = 0;
                         self.jobs.aof_rewrites += 1;
                         log("Background AOF rewrite finished successfully");
                     }
                     Err(e) => {
+                        if self.engine.persistence().aof.as_ref().is_some_and(|a| a.is_enabling()) {
+                            // The AOF is still being turned on: try again, as Redis does.
+                            self.jobs.rewrite_scheduled = true;
+                        }
                         self.jobs.last_rewrite_ok = false;
+                        self.jobs.rewrite_failures_in_a_row += 1;
                         log(&format!("Background AOF rewrite failed: {e}"));
                     }
                 }
@@ -106,6 +112,9 @@ impl Server {
             return;
         }
         if self.jobs.rewrite_scheduled {
+            if self.rewrites_limited() {
+                return;
+            }
             self.jobs.rewrite_scheduled = false;
             if let Err(e) = self.start_bgrewrite() {
                 log(&format!("Can't rewrite append only file in background: {e}"));
@@ -113,7 +122,46 @@ impl Server {
         } else if self.jobs.bgsave_scheduled {
             self.jobs.bgsave_scheduled = false;
             self.start_bgsave();
+        } else if let Some(growth) = self.auto_rewrite_due() {
+            log(&format!("Starting automatic rewriting of AOF on {growth}% growth"));
+            if let Err(e) = self.start_bgrewrite() {
+                log(&format!("Can't rewrite append only file in background: {e}"));
+            }
         }
+    }
+
+    /// auto-aof-rewrite-percentage and auto-aof-rewrite-min-size: the AOF's growth since
+    /// the last rewrite when it calls for one.
+    fn auto_rewrite_due(&mut self) -> Option<u64> {
+        let aof = self.engine.persistence().aof.as_ref()?;
+        let number = |name: &str| self.cfg.get(name).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let growth = aof.rewrite_due(number("auto-aof-rewrite-percentage"), number("auto-aof-rewrite-min-size"))?;
+        (!self.rewrites_limited()).then_some(growth)
+    }
+
+    /// After 3 failed rewrites in a row, wait 1 minute before the next automatic one, then
+    /// 2, 4 ... up to 60 (Redis's aofRewriteLimited), so a full disk is not hammered.
+    fn rewrites_limited(&mut self) -> bool {
+        if self.jobs.rewrite_failures_in_a_row < 3 {
+            self.jobs.rewrite_limit = (0, None);
+            return false;
+        }
+        let now = std::time::Instant::now();
+        let (last_minutes, next) = self.jobs.rewrite_limit;
+        if let Some(at) = next {
+            if now < at {
+                return true;
+            }
+            // The wait is over: one attempt, and a longer wait if it fails too.
+            self.jobs.rewrite_limit.1 = None;
+            return false;
+        }
+        let minutes = if last_minutes == 0 { 1 } else { (last_minutes * 2).min(60) };
+        self.jobs.rewrite_limit = (minutes, Some(now + std::time::Duration::from_secs(minutes * 60)));
+        log(&format!(
+            "Background AOF rewrite has repeatedly failed and triggered the limit, will retry in {minutes} minutes"
+        ));
+        true
     }
 
     pub(crate) fn collect_background_jobs(&mut self) {
@@ -136,6 +184,9 @@ impl Server {
         log("User requested shutdown...");
         self.collect_background_jobs_wait(true);
         let save = match mode {
+            // The engine is empty while the start's load runs: saving it would replace the
+            // data (Redis exits without saving then too).
+            _ if self.is_loading() => false,
             ShutdownMode::Save => true,
             ShutdownMode::NoSave => false,
             ShutdownMode::Default => !self.cfg.engine.save.is_empty(),
@@ -175,8 +226,7 @@ impl Server {
         let cfg = self.engine.config().clone();
         let manifest = ferrokv::persist::load::read_manifest(&cfg)?;
         let now = self.engine.now_ms();
-        let aof = ferrokv::persist::Aof::open_on_start(&cfg, manifest, self.engine.keyspace(), now)?;
-        self.engine.persistence_mut().aof = Some(aof);
+        self.engine.persistence_mut().aof = Some(ferrokv::persist::Aof::enabling(&cfg, manifest, now)?);
         if self.jobs.bgsave.is_some() {
             // One snapshot at a time, as Redis has one child: the rewrite follows the save.
             self.jobs.rewrite_scheduled = true;

@@ -35,6 +35,7 @@ impl Server {
                         self.cfg.get("repl-timeout").and_then(|t| t.parse().ok()).unwrap_or(60),
                     ),
                     rdb: sync_temp_file(&self.engine.config().dir),
+                    source: self.cfg.get("bind-source-addr").and_then(|a| a.parse().ok()),
                 };
                 link.state = LinkState::Sync(rx);
                 std::thread::spawn(move || {
@@ -99,7 +100,7 @@ impl Server {
         let mut sock = mio::net::TcpStream::from_std(synced.sock);
         let id = self.next_client_id();
         self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE).map_err(|e| e.to_string())?;
-        let mut c = Client::new(id, sock, addr, true);
+        let mut c = Client::new(id, crate::net::Conn::Plain(sock), addr, true);
         c.master = true;
         c.reply_off = true;
         c.query = synced.rest;
@@ -148,21 +149,29 @@ pub fn replicaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             return Reply::simple("OK Already connected to specified master");
         }
     }
-    if let Some(LinkState::Up { id }) = s.link.take().map(|l| l.state) {
-        s.kill_client(id);
-    }
-    let now = Instant::now();
-    s.link = Some(MasterLink {
-        host: host.clone(),
-        port,
-        state: LinkState::Connect { retry_at: now },
-        offset: 0,
-        replid: String::new(),
-        last_io: now,
-        last_ack: now,
-    });
-    log(&format!("REPLICAOF {host}:{port} enabled (user request from client)"));
+    s.follow_master(host, port);
+    log(&format!("REPLICAOF {}:{port} enabled (user request from client)", String::from_utf8_lossy(&a[1])));
     Reply::ok()
+}
+
+impl Server {
+    /// Become a replica of `host:port` (REPLICAOF, or `replicaof` in the configuration):
+    /// the timer connects.
+    pub(crate) fn follow_master(&mut self, host: String, port: u16) {
+        if let Some(LinkState::Up { id }) = self.link.take().map(|l| l.state) {
+            self.kill_client(id);
+        }
+        let now = Instant::now();
+        self.link = Some(MasterLink {
+            host,
+            port,
+            state: LinkState::Connect { retry_at: now },
+            offset: 0,
+            replid: String::new(),
+            last_io: now,
+            last_ack: now,
+        });
+    }
 }
 
 /// ROLE: master with its replicas, or replica with its master's state.
@@ -200,6 +209,8 @@ struct Handshake {
     pass: Option<String>,
     timeout: Duration,
     rdb: PathBuf,
+    /// `bind-source-addr`: the local address the link connects from.
+    source: Option<std::net::IpAddr>,
 }
 
 impl Handshake {
@@ -209,7 +220,7 @@ impl Handshake {
             .map_err(|e| e.to_string())?
             .next()
             .ok_or("the master's address does not resolve")?;
-        let sock = std::net::TcpStream::connect_timeout(&addr, self.timeout).map_err(|e| e.to_string())?;
+        let sock = connect_from(self.source, addr, self.timeout).map_err(|e| e.to_string())?;
         sock.set_read_timeout(Some(self.timeout)).map_err(|e| e.to_string())?;
         let _ = sock.set_nodelay(true);
         let mut w = sock.try_clone().map_err(|e| e.to_string())?;
@@ -264,6 +275,19 @@ impl Handshake {
 }
 
 /// Where the master's snapshot is downloaded before it becomes the dump file.
+/// A TCP connection to `to`, from `source` when given (bind-source-addr).
+fn connect_from(
+    source: Option<std::net::IpAddr>,
+    to: std::net::SocketAddr,
+    timeout: Duration,
+) -> std::io::Result<std::net::TcpStream> {
+    let Some(ip) = source else { return std::net::TcpStream::connect_timeout(&to, timeout) };
+    let sock = socket2::Socket::new(socket2::Domain::for_address(to), socket2::Type::STREAM, None)?;
+    sock.bind(&std::net::SocketAddr::new(ip, 0).into())?;
+    sock.connect_timeout(&to.into(), timeout)?;
+    Ok(sock.into())
+}
+
 fn sync_temp_file(dir: &std::path::Path) -> PathBuf {
     dir.join(format!("temp-{}-sync.rdb", std::process::id()))
 }

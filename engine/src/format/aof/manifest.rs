@@ -52,6 +52,9 @@ pub fn temp_manifest_name(appendfilename: &str) -> String {
     format!("temp-{appendfilename}.manifest")
 }
 
+/// Redis reads a manifest line into 1024 bytes, newline included.
+const MAX_LINE: usize = 1024;
+
 impl Manifest {
     /// The manifest text as Redis writes it.
     pub fn to_text(&self) -> String {
@@ -63,20 +66,25 @@ impl Manifest {
         s
     }
 
-    /// Parse a manifest; the error is (line number, what is wrong).
+    /// Parse a manifest as Redis 7.0 does; the error is (line number, what is wrong, in
+    /// Redis's words first).
     pub fn parse(text: &[u8]) -> Result<Manifest, (usize, String)> {
         let mut m = Manifest::default();
         let mut max_incr = 0;
         if text.is_empty() {
-            return Err((0, "found an empty AOF manifest".into()));
+            return Err((0, "Found an empty AOF manifest".into()));
         }
         let mut rest = text;
         let mut lineno = 0;
         while !rest.is_empty() {
             lineno += 1;
             let (line, next) = match rest.iter().position(|&c| c == b'\n') {
-                Some(i) => (&rest[..i], &rest[i + 1..]),
-                None => return Err((lineno, "line without a newline (truncated manifest?)".into())),
+                // Redis reads lines of at most 1024 bytes with their newline.
+                Some(i) if i < MAX_LINE => (&rest[..i], &rest[i + 1..]),
+                Some(_) => return Err((lineno, "The AOF manifest file contains too long line".into())),
+                None => {
+                    return Err((lineno, "The AOF manifest file contains too long line (no newline at the end)".into()))
+                }
             };
             rest = next;
             if line.first() == Some(&b'#') {
@@ -86,18 +94,20 @@ impl Manifest {
             let text = String::from_utf8_lossy(line);
             let line = text.trim_matches(|c| matches!(c, ' ' | '\t' | '\r' | '\n'));
             if line.is_empty() {
-                return bad("invalid AOF manifest file format (empty line)");
+                return bad("Invalid AOF manifest file format (an empty line)");
             }
-            let Some(args) = split_args(line) else { return bad("invalid AOF manifest file format (quotes)") };
+            let Some(args) = split_args(line) else {
+                return bad("Invalid AOF manifest file format (unbalanced quotes)");
+            };
             if args.len() < 6 || args.len() % 2 != 0 {
-                return bad("invalid AOF manifest file format (expected file/seq/type pairs)");
+                return bad("Invalid AOF manifest file format (expected file/seq/type pairs)");
             }
             let (mut name, mut seq, mut kind) = (None, 0i64, None);
             for pair in args.chunks(2) {
                 let v = &pair[1];
                 if pair[0].eq_ignore_ascii_case("file") {
                     if v.contains('/') || v.is_empty() || v == "." || v == ".." {
-                        return bad("file can't be a path, just a filename");
+                        return bad("File can't be a path, just a filename");
                     }
                     name = Some(v.clone());
                 } else if pair[0].eq_ignore_ascii_case("seq") {
@@ -107,15 +117,15 @@ impl Manifest {
                 }
             }
             let (Some(name), Some(kind)) = (name, kind) else {
-                return bad("invalid AOF manifest file format (missing file or type)");
+                return bad("Invalid AOF manifest file format (missing file or type)");
             };
             if seq == 0 {
-                return bad("invalid AOF manifest file format (missing seq)");
+                return bad("Invalid AOF manifest file format (missing seq)");
             }
             match kind {
                 'b' => {
                     if m.base.is_some() {
-                        return bad("found duplicate base file information");
+                        return bad("Found duplicate base file information");
                     }
                     m.base_seq = seq;
                     m.base = Some(AofInfo { name, seq, kind: FileKind::Base });
@@ -123,13 +133,13 @@ impl Manifest {
                 'h' => m.history.push(AofInfo { name, seq, kind: FileKind::History }),
                 'i' => {
                     if seq <= max_incr {
-                        return bad("found a non-monotonic sequence number");
+                        return bad("Found a non-monotonic sequence number");
                     }
                     max_incr = seq;
                     m.incr_seq = seq;
                     m.incr.push(AofInfo { name, seq, kind: FileKind::Incr });
                 }
-                _ => return bad("unknown AOF file type"),
+                _ => return bad("Unknown AOF file type"),
             }
         }
         Ok(m)

@@ -916,7 +916,7 @@ impl<W: Write> RdbWriter<W> {
     }
 }
 
-/// Read a DUMP payload (as `RESTORE` does): at least 10 bytes, an RDB version this build
+/// Read a DUMP payload (as `RESTORE` does): at least 11 bytes, an RDB version this build
 /// reads, a matching CRC-64, and one value that fills the payload exactly.
 pub fn read_dump_payload(
     payload: &[u8],
@@ -924,7 +924,8 @@ pub fn read_dump_payload(
 ) -> Result<super::value::Value<'_>, crate::format::FormatError> {
     use crate::format::input::{finish, Input};
     use crate::format::FormatError;
-    if payload.len() < 10 {
+    // A type byte, then the 2-byte version and the 8-byte CRC.
+    if payload.len() < 11 {
         return Err(FormatError::new(0, format!("DUMP payload too short ({} bytes)", payload.len())));
     }
     let n = payload.len();

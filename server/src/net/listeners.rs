@@ -1,0 +1,208 @@
+//! The listening sockets: `port` (plain) and `tls-port` on every `bind` address, and the TLS
+//! context new TLS connections get. CONFIG SET of port, tls-port, bind and tls-* changes
+//! them here, as Redis does, keeping the old ones when the new ones cannot be had.
+
+use std::io::{self, ErrorKind};
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use mio::net::{TcpListener, TcpStream};
+use mio::{Interest, Registry, Token};
+
+use super::conn::Conn;
+use super::tls::{is_context_param, TlsSettings};
+use crate::config::ServerConfig;
+use crate::log::log;
+
+struct Listener {
+    sock: TcpListener,
+    tls: bool,
+}
+
+pub struct Listeners {
+    /// Listener `i` has token `usize::MAX - i` (client tokens count up from 1).
+    open: Vec<Listener>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+}
+
+/// Why a change of configuration was refused: the parameter to name and Redis's text.
+pub struct Refused {
+    pub param: &'static str,
+    pub why: &'static str,
+}
+
+impl Listeners {
+    /// Bind what `cfg` asks for at startup. Err: the message to exit with.
+    pub fn open(registry: &Registry, cfg: &ServerConfig) -> Result<Listeners, String> {
+        let tls = if cfg.tls_port() > 0 {
+            match TlsSettings::of(cfg).configure() {
+                Ok(t) => Some(t),
+                Err(e) => {
+                    log(&e);
+                    return Err("Failed to configure TLS. Check logs for more info.".into());
+                }
+            }
+        } else {
+            None
+        };
+        let mut l = Listeners { open: Vec::new(), tls };
+        let mut socks = bind_all(&cfg.bind, cfg.port, false)?;
+        socks.extend(bind_all(&cfg.bind, cfg.tls_port(), true)?);
+        l.install(registry, socks).map_err(|e| e.to_string())?;
+        Ok(l)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.open.is_empty()
+    }
+
+    /// The listener index of an event's token, if it is a listener's.
+    pub fn owner(&self, t: Token) -> Option<usize> {
+        let i = usize::MAX - t.0;
+        (i < self.open.len()).then_some(i)
+    }
+
+    /// The next connection waiting on listener `i`: Ok(None) when there is none.
+    pub fn accept(&self, i: usize) -> io::Result<Option<(Conn, SocketAddr)>> {
+        let Some(l) = self.open.get(i) else { return Ok(None) };
+        loop {
+            match l.sock.accept() {
+                Ok((sock, addr)) => {
+                    let _ = sock.set_nodelay(true);
+                    return Ok(Some((self.wrap(sock, l.tls)?, addr)));
+                }
+                Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(None),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn wrap(&self, sock: TcpStream, tls: bool) -> io::Result<Conn> {
+        match (&self.tls, tls) {
+            (Some(config), true) => Conn::tls(sock, Arc::clone(config)),
+            _ => Ok(Conn::Plain(sock)),
+        }
+    }
+
+    /// The first plain listener's port (INFO tcp_port).
+    pub fn local_port(&self) -> Option<u16> {
+        self.open.iter().find(|l| !l.tls).and_then(|l| l.sock.local_addr().ok()).map(|a| a.port())
+    }
+
+    /// Follow a CONFIG SET from `old` to `new`. On Err nothing changed.
+    pub fn reconfigure(
+        &mut self,
+        registry: &Registry,
+        old: &ServerConfig,
+        new: &ServerConfig,
+        changed: &[&'static str],
+    ) -> Result<(), Refused> {
+        let tls_param = changed.iter().copied().find(|n| is_context_param(n));
+        let tls_port_changed = new.tls_port() != old.tls_port();
+        let mut tls = self.tls.clone();
+        if let Some(param) = tls_param.filter(|_| new.tls_port() > 0) {
+            tls = Some(configure(new).map_err(|()| Refused { param, why: TLS_REFUSED })?);
+        } else if tls_port_changed && new.tls_port() > 0 && tls.is_none() {
+            tls = Some(configure(new).map_err(|()| Refused { param: "tls-port", why: TLS_REFUSED })?);
+        }
+        let bind_changed = new.bind != old.bind;
+        let plain = bind_changed || new.port != old.port;
+        let secure = bind_changed || tls_port_changed;
+        if plain || secure {
+            let which = |l: &Listener| (l.tls && secure) || (!l.tls && plain);
+            let bind = |cfg: &ServerConfig| -> Result<Vec<Listener>, String> {
+                let mut socks = if plain { bind_all(&cfg.bind, cfg.port, false)? } else { Vec::new() };
+                if secure {
+                    socks.extend(bind_all(&cfg.bind, cfg.tls_port(), true)?);
+                }
+                Ok(socks)
+            };
+            if bind_changed {
+                // Redis closes the old sockets first (the same port may be wanted on another
+                // address) and opens them again when the new ones cannot be had.
+                drop(self.take(registry, which));
+                match bind(new).and_then(|s| self.install(registry, s).map_err(|e| e.to_string())) {
+                    Ok(()) => {}
+                    Err(e) => {
+                        log(&e);
+                        drop(self.take(registry, which));
+                        match bind(old) {
+                            Ok(s) => {
+                                let _ = self.install(registry, s);
+                            }
+                            Err(e) => log(&format!("Failed to restore the old listening sockets: {e}")),
+                        }
+                        return Err(Refused { param: "bind", why: "Failed to bind to specified addresses." });
+                    }
+                }
+            } else {
+                // Another port: the new sockets first, the old ones closed once they exist.
+                let param = if new.port != old.port { "port" } else { "tls-port" };
+                let socks = bind(new).map_err(|e| {
+                    log(&e);
+                    Refused { param, why: LISTEN_REFUSED }
+                })?;
+                drop(self.take(registry, which));
+                if let Err(e) = self.install(registry, socks) {
+                    log(&format!("Registering the listening sockets: {e}"));
+                    return Err(Refused { param, why: LISTEN_REFUSED });
+                }
+            }
+        }
+        self.tls = tls;
+        Ok(())
+    }
+
+    /// Remove (and deregister) the listeners `which` selects, returning them.
+    fn take(&mut self, registry: &Registry, which: impl Fn(&Listener) -> bool) -> Vec<Listener> {
+        for l in &mut self.open {
+            let _ = registry.deregister(&mut l.sock);
+        }
+        let (taken, kept): (Vec<_>, Vec<_>) = std::mem::take(&mut self.open).into_iter().partition(which);
+        self.open = kept;
+        // Tokens follow positions: register what stays under its new position.
+        let stay = std::mem::take(&mut self.open);
+        let _ = self.install(registry, stay);
+        taken
+    }
+
+    fn install(&mut self, registry: &Registry, socks: Vec<Listener>) -> io::Result<()> {
+        for mut l in socks {
+            registry.register(&mut l.sock, Token(usize::MAX - self.open.len()), Interest::READABLE)?;
+            self.open.push(l);
+        }
+        Ok(())
+    }
+}
+
+const TLS_REFUSED: &str = "Unable to update TLS configuration. Check server logs.";
+const LISTEN_REFUSED: &str = "Unable to listen on this port. Check server logs.";
+
+fn configure(cfg: &ServerConfig) -> Result<Arc<rustls::ServerConfig>, ()> {
+    TlsSettings::of(cfg).configure().map_err(|e| log(&e))
+}
+
+/// Listening sockets on `port` at every address of `bind` (none for port 0, as Redis). An
+/// address written `-addr` may be missing from the machine.
+fn bind_all(bind: &[String], port: u16, tls: bool) -> Result<Vec<Listener>, String> {
+    if port == 0 {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for addr in bind {
+        let optional = addr.starts_with('-');
+        let host = addr.trim_start_matches('-');
+        let host = if host == "*" { "0.0.0.0" } else { host };
+        let sock: SocketAddr = format!("{host}:{port}")
+            .parse()
+            .or_else(|_| format!("[{host}]:{port}").parse())
+            .map_err(|e| format!("Could not create server TCP listening socket {addr}:{port}: {e}"))?;
+        match TcpListener::bind(sock) {
+            Ok(l) => out.push(Listener { sock: l, tls }),
+            Err(e) if optional && e.kind() == ErrorKind::AddrNotAvailable => {}
+            Err(e) => return Err(format!("Could not create server TCP listening socket {sock}: {e}")),
+        }
+    }
+    Ok(out)
+}

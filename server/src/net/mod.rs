@@ -1,0 +1,11 @@
+//! Connections and listening sockets: plain TCP and TLS (rustls) behind one `Conn` a client
+//! reads and writes, and the `Listeners` the event loop accepts from and CONFIG SET rebinds.
+
+mod conn;
+mod listeners;
+mod migrate;
+mod tls;
+
+pub use conn::Conn;
+pub use listeners::Listeners;
+pub use migrate::{MigrateSockets, MigrateTarget};

@@ -1,0 +1,172 @@
+//! The TLS context of `tls-port`, built with rustls from the `tls-*` parameters. Failures are
+//! the lines Redis logs for them; the caller logs them and refuses the configuration.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
+use rustls::{RootCertStore, ServerConfig as TlsConfig};
+
+use crate::config::ServerConfig;
+
+/// `tls-auth-clients`: whether a client must present a certificate the CA signed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClientAuth {
+    No,
+    Yes,
+    Optional,
+}
+
+/// The parameters a TLS context is built from. Two equal settings give the same context,
+/// except that the files are read again (Redis reloads them on every CONFIG SET).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TlsSettings {
+    cert_file: String,
+    key_file: String,
+    key_file_pass: String,
+    ca_cert_file: String,
+    ca_cert_dir: String,
+    protocols: String,
+    auth: ClientAuth,
+    session_caching: bool,
+    session_cache_size: usize,
+}
+
+impl TlsSettings {
+    pub fn of(cfg: &ServerConfig) -> TlsSettings {
+        let get = |name: &str| cfg.get(name).unwrap_or_default();
+        TlsSettings {
+            cert_file: get("tls-cert-file"),
+            key_file: get("tls-key-file"),
+            key_file_pass: get("tls-key-file-pass"),
+            ca_cert_file: get("tls-ca-cert-file"),
+            ca_cert_dir: get("tls-ca-cert-dir"),
+            protocols: get("tls-protocols"),
+            auth: match get("tls-auth-clients").as_str() {
+                "no" => ClientAuth::No,
+                "optional" => ClientAuth::Optional,
+                _ => ClientAuth::Yes,
+            },
+            session_caching: get("tls-session-caching") != "no",
+            session_cache_size: get("tls-session-cache-size").parse().unwrap_or(20 * 1024),
+        }
+    }
+
+    /// Build the server side context. Err: the line to log.
+    pub fn configure(&self) -> Result<Arc<TlsConfig>, String> {
+        if self.cert_file.is_empty() {
+            return Err("No tls-cert-file configured!".into());
+        }
+        if self.key_file.is_empty() {
+            return Err("No tls-key-file configured!".into());
+        }
+        if self.auth != ClientAuth::No && self.ca_cert_file.is_empty() && self.ca_cert_dir.is_empty() {
+            return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
+        }
+        let versions = protocols(&self.protocols)?;
+        let certs = CertificateDer::pem_file_iter(&self.cert_file)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("Failed to load certificate: {}: {e}", self.cert_file))?;
+        if certs.is_empty() {
+            return Err(format!("Failed to load certificate: {}: no certificate in the file", self.cert_file));
+        }
+        let key = self.private_key()?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let builder = TlsConfig::builder_with_provider(Arc::clone(&provider))
+            .with_protocol_versions(&versions)
+            .map_err(|e| format!("Failed to configure TLS protocols: {e}"))?;
+        let builder = if self.auth == ClientAuth::No {
+            builder.with_no_client_auth()
+        } else {
+            let roots =
+                self.ca_roots().map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+            let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider);
+            let verifier = if self.auth == ClientAuth::Optional { verifier.allow_unauthenticated() } else { verifier };
+            let verifier =
+                verifier.build().map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+            builder.with_client_cert_verifier(verifier)
+        };
+        let mut config = builder
+            .with_single_cert(certs, key)
+            .map_err(|e| format!("Failed to load private key: {}: {e}", self.key_file))?;
+        config.session_storage = if self.session_caching && self.session_cache_size > 0 {
+            ServerSessionMemoryCache::new(self.session_cache_size)
+        } else {
+            Arc::new(NoServerSessionStorage {})
+        };
+        Ok(Arc::new(config))
+    }
+
+    fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
+        let fail = |why: &dyn std::fmt::Display| format!("Failed to load private key: {}: {why}", self.key_file);
+        let pem = std::fs::read(&self.key_file).map_err(|e| fail(&e))?;
+        if pem.windows(9).any(|w| w == b"ENCRYPTED") {
+            // rustls reads plain PKCS#8/PKCS#1/SEC1 keys only.
+            return Err(fail(&"encrypted keys (tls-key-file-pass) are not supported: decrypt it with `openssl pkey`"));
+        }
+        PrivateKeyDer::from_pem_slice(&pem).map_err(|e| fail(&e))
+    }
+
+    /// The CAs client certificates are checked against: tls-ca-cert-file, and every PEM file
+    /// of tls-ca-cert-dir (OpenSSL's hashed names or any other).
+    fn ca_roots(&self) -> Result<RootCertStore, String> {
+        let mut roots = RootCertStore::empty();
+        let mut add = |path: &Path, strict: bool| -> Result<(), String> {
+            let certs = match CertificateDer::pem_file_iter(path).and_then(|it| it.collect::<Result<Vec<_>, _>>()) {
+                Ok(c) => c,
+                Err(e) if strict => return Err(format!("{}: {e}", path.display())),
+                Err(_) => return Ok(()),
+            };
+            for c in certs {
+                roots.add(c).map_err(|e| format!("{}: {e}", path.display()))?;
+            }
+            Ok(())
+        };
+        if !self.ca_cert_file.is_empty() {
+            add(Path::new(&self.ca_cert_file), true)?;
+        }
+        if !self.ca_cert_dir.is_empty() {
+            let dir = std::fs::read_dir(&self.ca_cert_dir).map_err(|e| format!("{}: {e}", self.ca_cert_dir))?;
+            for entry in dir.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_file()) {
+                    add(&entry.path(), false)?;
+                }
+            }
+        }
+        if roots.is_empty() {
+            return Err("no CA certificate found".into());
+        }
+        Ok(roots)
+    }
+}
+
+/// `tls-protocols` ("" is TLSv1.2 and TLSv1.3, as Redis's default).
+fn protocols(text: &str) -> Result<Vec<&'static rustls::SupportedProtocolVersion>, String> {
+    if text.trim().is_empty() {
+        return Ok(vec![&rustls::version::TLS12, &rustls::version::TLS13]);
+    }
+    let mut out = Vec::new();
+    for word in text.split_whitespace() {
+        match word.to_ascii_lowercase().as_str() {
+            "tlsv1.2" => out.push(&rustls::version::TLS12),
+            "tlsv1.3" => out.push(&rustls::version::TLS13),
+            "tlsv1" | "tlsv1.1" => {
+                return Err(format!(
+                    "{word} is specified in tls-protocols but not supported (rustls speaks TLSv1.2 and TLSv1.3)."
+                ))
+            }
+            _ => return Err(
+                "Invalid tls-protocols specified. Use a combination of 'TLSv1', 'TLSv1.1', 'TLSv1.2' and 'TLSv1.3'."
+                    .into(),
+            ),
+        }
+    }
+    Ok(out)
+}
+
+/// The names whose change rebuilds the context (Redis's applyTlsCfg).
+pub fn is_context_param(name: &str) -> bool {
+    name.starts_with("tls-") && name != "tls-port"
+}
