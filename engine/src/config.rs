@@ -78,6 +78,11 @@ pub struct Config {
     /// `key-load-delay`: microseconds each key waits while loading (negative: 1 µs once in
     /// -n keys), a testing aid that makes a load last.
     pub key_load_delay_us: i32,
+    /// DEBUG SET-SKIP-CHECKSUM-VALIDATION: RESTORE takes payloads whatever their CRC.
+    pub skip_checksum_validation: bool,
+    /// `sanitize-dump-payload`: RESTORE checks a payload deeply, as Redis (repeated fields
+    /// or members in listpacks and intsets are refused).
+    pub sanitize_dump_payload: bool,
     /// `aof-disable-auto-gc`: history files stay after a rewrite (named as history).
     pub aof_disable_auto_gc: bool,
 }
@@ -138,6 +143,8 @@ impl Default for Config {
             rdb_key_save_delay: 0,
             aof_flush_sleep_us: 0,
             key_load_delay_us: 0,
+            skip_checksum_validation: false,
+            sanitize_dump_payload: false,
             aof_disable_auto_gc: false,
         }
     }

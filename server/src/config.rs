@@ -250,6 +250,7 @@ const PARAMS: &[Param] = &[
     alias("min-replicas-to-write", "min-slaves-to-write", Kind::Int { min: 0, max: INT_MAX }),
     alias("min-replicas-max-lag", "min-slaves-max-lag", Kind::Int { min: 0, max: INT_MAX }),
     p("client-query-buffer-limit", Kind::Memory { min: 1024 * 1024, max: i64::MAX }),
+    // Read by RESTORE (and kept for CONFIG GET): deep checks of DUMP payloads.
     stored("sanitize-dump-payload", None, Kind::Enum(&["no", "yes", "clients"]), "no"),
     stored("replica-serve-stale-data", Some("slave-serve-stale-data"), Kind::Bool, "yes"),
     stored("replica-read-only", Some("slave-read-only"), Kind::Bool, "yes"),
@@ -495,6 +496,10 @@ impl ServerConfig {
         };
         if p.stored.is_some() {
             let canonical = validate(p.kind, v)?;
+            if p.name == "sanitize-dump-payload" {
+                // `clients`: every RESTORE here comes from a client.
+                self.engine.sanitize_dump_payload = canonical != "no";
+            }
             self.stored.insert(p.name, canonical);
             return Ok(());
         }

@@ -82,6 +82,9 @@ impl Server {
         }
         let mark = c.out.len();
         let mut reply = self.call(c, found, argv);
+        for line in std::mem::take(&mut self.engine.effects_mut().log) {
+            crate::log::log(&line);
+        }
         if let Some(e) = self.engine.take_unacknowledged() {
             // Under appendfsync always what the command propagated is not on disk: it is
             // not acknowledged (Redis exits there; writes are refused until the AOF works).
@@ -108,7 +111,10 @@ impl Server {
             self.time.set_ms(self.wall.unix_ms(start));
         }
         self.call_depth += 1;
+        // SORT's BY and GET need read access to every key (an error SORT itself answers).
+        let refused = self.sort_pattern_refusal(c, found, argv);
         let reply = match found.run {
+            _ if refused.is_some() => refused.unwrap_or_else(Reply::ok),
             Run::Server(run) => run(self, c, argv),
             // XREAD / XREADGROUP, which may block (Redis 6.2's, by their @blocking category).
             Run::Engine(spec) if spec.has(ferrokv::command::flags::BLOCKING) => crate::cmd::xread::xread(self, c, argv),

@@ -196,3 +196,50 @@ fn a_tls_port_without_certificates_stops_the_start() {
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("No tls-cert-file configured!") && text.contains("Failed to configure TLS"), "{text}");
 }
+
+/// Replication over TLS (`tls-replication yes`, client certificates from
+/// tls-client-cert-file), both ways: ferrokv a replica of a real Redis 7.0 master on its
+/// TLS port, and a real Redis a replica of ferrokv's; the full sync and the stream after it.
+#[test]
+fn replication_runs_over_tls_both_ways() {
+    let certs = Certs::make();
+    let replica_args = |tls_port: u16| {
+        let mut a = certs.server_args(tls_port);
+        a.extend([
+            "--tls-replication".into(),
+            "yes".into(),
+            "--tls-client-cert-file".into(),
+            certs.file("client.crt"),
+            "--tls-client-key-file".into(),
+            certs.file("client.key"),
+        ]);
+        a
+    };
+    for ours_is_master in [false, true] {
+        let (mtls, rtls) = (free_port(), free_port());
+        let margs = replica_args(mtls);
+        let rargs = replica_args(rtls);
+        let margs: Vec<&str> = margs.iter().map(String::as_str).collect();
+        let rargs: Vec<&str> = rargs.iter().map(String::as_str).collect();
+        let dir = TempDir::new("tls-repl");
+        let (mplain, _m, rplain, _r): (u16, Box<dyn std::any::Any>, u16, Box<dyn std::any::Any>) = if ours_is_master {
+            let m = Ours::start(dir.path(), &margs);
+            let r = Server::start_with(None, &rargs);
+            (m.port, Box::new(m), r.port, Box::new(r))
+        } else {
+            let m = Server::start_with(None, &margs);
+            let r = Ours::start(dir.path(), &rargs);
+            (m.port, Box::new(m), r.port, Box::new(r))
+        };
+        cli(mplain, &["SET", "before", "1"]);
+        cli(mplain, &["HSET", "h", "f", "v"]);
+        assert_eq!(cli(rplain, &["REPLICAOF", "127.0.0.1", &mtls.to_string()]), "OK");
+        ferrokv_testkit::wait_for("the replica's link up", || {
+            ferrokv_testkit::info_field(rplain, "replication", "master_link_status") == "up"
+        });
+        cli(mplain, &["SET", "after", "2"]);
+        ferrokv_testkit::wait_for("the stream over TLS", || cli(rplain, &["GET", "after"]) == "2");
+        assert_eq!(cli(rplain, &["HGET", "h", "f"]), "v", "ours is master: {ours_is_master}");
+        assert_eq!(cli(rplain, &["GET", "before"]), "1");
+    }
+}

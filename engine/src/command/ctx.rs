@@ -63,6 +63,8 @@ pub struct Effects {
     pub ready: Vec<(usize, Sds)>,
     /// The commands run for a Lua script (SORT then orders a set's output, as Redis).
     pub from_script: bool,
+    /// Lines for the server's log (why a RESTORE payload was refused, as Redis logs it).
+    pub log: Vec<String>,
 }
 
 pub struct Ctx<'a> {

@@ -160,6 +160,11 @@ fn keys_from_specs(def: &CommandDef, argv: &[Vec<u8>], arity: i32) -> Option<Vec
         if kf & key_flags::NOT_KEY != 0 {
             continue;
         }
+        if kf & key_flags::INCOMPLETE != 0 {
+            // Redis's getKeysUsingKeySpecs gives up on an incomplete spec (MIGRATE's KEYS):
+            // the command's own key finder decides.
+            return None;
+        }
         let bs = &spec["begin_search"];
         let first = if let Some(pos) = bs["index"]["pos"].as_i64() {
             pos

@@ -121,7 +121,10 @@ impl PersistError {
                     ErrorKind::Truncated => "Unexpected EOF reading RDB file".to_string(),
                     _ => source.what.clone(),
                 };
-                vec![format!("Internal error in RDB reading offset {} -> {reason}", source.offset)]
+                vec![
+                    format!("Internal error in RDB reading offset {} -> {reason}", source.offset),
+                    "Terminating server after rdb file reading failure.".to_string(),
+                ]
             }
             PersistError::Manifest { line, what, .. } => vec![
                 "*** FATAL AOF MANIFEST FILE ERROR ***".to_string(),

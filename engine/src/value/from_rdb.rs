@@ -20,6 +20,15 @@ pub enum FromRdbError {
     Unsupported(String),
 }
 
+impl std::fmt::Display for FromRdbError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FromRdbError::Format(e) => write!(f, "{e}"),
+            FromRdbError::Unsupported(what) => f.write_str(what),
+        }
+    }
+}
+
 impl From<FormatError> for FromRdbError {
     fn from(e: FormatError) -> FromRdbError {
         FromRdbError::Format(e)
@@ -59,6 +68,32 @@ impl AsRef<[u8]> for ElemBytes<'_> {
 /// `limits` call for (the same result as going through `Logical`, without its copies and
 /// sorting; collections keep the file's order, as Redis does).
 pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError> {
+    from_rdb_checked(v, limits, false)
+}
+
+/// A repeated field or member: refused always in the types Redis builds by insertion
+/// (plain hashes, sets and zsets: "Duplicate ... detected") or converts entry by entry
+/// (ziplists), and in listpacks and intsets only under `deep` (sanitize-dump-payload yes,
+/// Redis's deep integrity validation).
+fn refuse_duplicate(vtype: ValueType, deep: bool) -> Option<FromRdbError> {
+    use ValueType::*;
+    let what = match vtype {
+        Hash => "Duplicate hash fields detected",
+        SetHashtable => "Duplicate set members detected",
+        ZsetText | Zset2 => "Duplicate zset fields detected",
+        HashZiplist => "Hash ziplist integrity check failed (a repeated field)",
+        ZsetZiplist => "Zset ziplist integrity check failed (a repeated member)",
+        HashListpack if deep => "Hash listpack integrity check failed (a repeated field)",
+        ZsetListpack if deep => "Zset listpack integrity check failed (a repeated member)",
+        SetListpack if deep => "Set listpack integrity check failed (a repeated member)",
+        SetIntset if deep => "Intset integrity check failed (a repeated member)",
+        _ => return None,
+    };
+    Some(FormatError::new(0, what).into())
+}
+
+/// [`from_rdb`], with Redis's deep integrity checks when `deep`.
+pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result<Value, FromRdbError> {
     Ok(match v.logical() {
         LogicalType::String => Value::Str(match v.string()?.to_elem()? {
             Elem::Bytes(Cow::Owned(b)) if b.len() > EMBSTR_MAX => Str::Raw(b),
@@ -91,7 +126,11 @@ pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError
                 if i == 0 {
                     set = if listpack { Set::Listpack(Vec::new()) } else { Set::create(m.as_ref(), n, limits) };
                 }
-                set.insert(m.as_ref(), limits);
+                if !set.insert(m.as_ref(), limits) {
+                    if let Some(e) = refuse_duplicate(v.vtype, deep) {
+                        return Err(e);
+                    }
+                }
             }
             Value::Set(Box::new(set))
         }
@@ -101,6 +140,12 @@ pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError
                 v.zset()?.map(|r| r.map(|(m, s)| (ElemBytes::new(m), s))).collect::<Result<_, _>>()?;
             let small = items.len() <= limits.zset_max_listpack_entries
                 && items.iter().all(|(m, _)| m.as_ref().len() <= limits.zset_max_listpack_value);
+            if let Some(e) = refuse_duplicate(v.vtype, deep) {
+                let mut seen = std::collections::HashSet::with_capacity(items.len());
+                if !items.iter().all(|(m, _)| seen.insert(m.as_ref())) {
+                    return Err(e);
+                }
+            }
             let compact = matches!(v.vtype, ValueType::ZsetZiplist | ValueType::ZsetListpack);
             if small && compact {
                 // A ziplist or listpack is kept as the file has it (Redis converts a
@@ -157,7 +202,12 @@ pub fn from_rdb(v: &RdbValue<'_>, limits: &Limits) -> Result<Value, FromRdbError
                 if f.expire_ms.is_some() {
                     return Err(FromRdbError::Unsupported("hash field TTLs in a type without them".into()));
                 }
-                h.insert(ElemBytes::new(f.field).as_ref(), ElemBytes::new(f.value).as_ref(), limits);
+                let new = h.insert(ElemBytes::new(f.field).as_ref(), ElemBytes::new(f.value).as_ref(), limits);
+                if !new {
+                    if let Some(e) = refuse_duplicate(v.vtype, deep) {
+                        return Err(e);
+                    }
+                }
             }
             Value::Hash(Box::new(h))
         }

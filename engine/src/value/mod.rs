@@ -197,6 +197,16 @@ impl Value {
         from_rdb::from_rdb(v, limits)
     }
 
+    /// [`Value::from_rdb`] with Redis's deep integrity checks when `deep`
+    /// (sanitize-dump-payload).
+    pub fn from_rdb_checked(
+        v: &crate::format::rdb::Value<'_>,
+        limits: &Limits,
+        deep: bool,
+    ) -> Result<Value, FromRdbError> {
+        from_rdb::from_rdb_checked(v, limits, deep)
+    }
+
     /// [`Value::from_logical`] taking ownership, so long strings and streams move instead
     /// of being copied (loading).
     pub fn from_logical_owned(v: Logical, limits: &Limits) -> Result<Value, String> {

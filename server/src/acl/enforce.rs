@@ -153,6 +153,57 @@ impl Server {
         })
     }
 
+    /// SORT's BY (with a `*` pattern) and GET read keys the command does not name: Redis
+    /// refuses them to a user who may not read every key, with its own errors, at the first
+    /// such option.
+    pub fn sort_pattern_refusal(&self, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+        if !matches!(found.name, "sort" | "sort_ro") || c.master {
+            return None;
+        }
+        let user = self.acl.users.get(&c.user)?;
+        if user.unrestricted() {
+            return None;
+        }
+        let id = registry().resolve(argv)?;
+        let mut keys = KeysOnce::new(|| key_refs(found, argv));
+        let mut full = None;
+        let mut j = 2;
+        while j < argv.len() {
+            let left = argv.len() - j - 1;
+            let word = argv[j].to_ascii_lowercase();
+            let option = match word.as_slice() {
+                b"asc" | b"desc" | b"alpha" => None,
+                b"limit" if left >= 2 => {
+                    j += 2;
+                    None
+                }
+                b"store" if left >= 1 => {
+                    j += 1;
+                    None
+                }
+                b"by" if left >= 1 => {
+                    j += 1;
+                    argv[j].contains(&b'*').then_some("BY")
+                }
+                b"get" if left >= 1 => {
+                    j += 1;
+                    Some("GET")
+                }
+                // A syntax error: SORT itself answers it.
+                _ => return None,
+            };
+            if let Some(option) = option {
+                if !*full.get_or_insert_with(|| user.reads_every_key(id, argv, &mut keys, &[])) {
+                    return Some(Reply::error(format!(
+                        "ERR {option} option of SORT denied due to insufficient ACL permissions."
+                    )));
+                }
+            }
+            j += 1;
+        }
+        None
+    }
+
     /// EXEC's check of each queued command: the rules may have changed since it queued.
     pub fn acl_exec_refusal(&mut self, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
         let (id, r) = self.acl_check(c, found, argv).err()?;

@@ -677,6 +677,24 @@ impl User {
     }
 }
 
+impl User {
+    /// Whether a selector that allows command `id` with `argv` also reads every key (all
+    /// keys, or a `*` pattern with read permission): Redis's
+    /// ACLUserCheckCmdWithUnrestrictedKeyAccess, asked by SORT's BY and GET patterns.
+    pub fn reads_every_key(
+        &self,
+        id: usize,
+        argv: &[Vec<u8>],
+        keys: &mut KeysOnce,
+        channels: &[(usize, bool)],
+    ) -> bool {
+        self.selectors.iter().any(|s| {
+            s.check(id, argv, keys, channels).is_ok()
+                && (s.allkeys || s.patterns.iter().any(|p| p.perm & READ_PERM != 0 && p.pattern == b"*"))
+        })
+    }
+}
+
 fn valid_hash(h: &[u8]) -> Result<String, SetError> {
     if h.len() != 64 || !h.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b)) {
         return Err(SetError::BadHash);

@@ -226,6 +226,12 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         // A crash on purpose, as Redis's: the crash report is logged and the process exits.
         b"segfault" | b"panic" => panic!("DEBUG {}", text(&a[1]).to_ascii_uppercase()),
+        b"set-skip-checksum-validation" if a.len() == 3 => {
+            let skip = super::debug::atoi(&a[2]) != 0;
+            s.cfg.engine.skip_checksum_validation = skip;
+            s.engine.config_mut().skip_checksum_validation = skip;
+            Reply::ok()
+        }
         b"pause-cron" if a.len() == 3 => {
             s.cron_paused = super::debug::atoi(&a[2]) != 0;
             Reply::ok()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use mio::net::TcpStream;
 use mio::{Interest, Registry, Token};
-use rustls::ServerConnection;
+use rustls::{ClientConnection, Connection, ServerConnection};
 
 pub enum Conn {
     Plain(TcpStream),
@@ -16,14 +16,20 @@ pub enum Conn {
 
 pub struct TlsStream {
     sock: TcpStream,
-    tls: ServerConnection,
+    /// A client's session (accepted on tls-port), or our replica link's to its master.
+    tls: Connection,
 }
 
 impl Conn {
     /// A TLS session, handshake to come, over an accepted socket.
     pub fn tls(sock: TcpStream, config: Arc<rustls::ServerConfig>) -> io::Result<Conn> {
         let tls = ServerConnection::new(config).map_err(io::Error::other)?;
-        Ok(Conn::Tls(Box::new(TlsStream { sock, tls })))
+        Ok(Conn::Tls(Box::new(TlsStream { sock, tls: Connection::Server(tls) })))
+    }
+
+    /// A TLS session we opened (a replica's link to its master), handshake done.
+    pub fn tls_client(sock: TcpStream, tls: ClientConnection) -> Conn {
+        Conn::Tls(Box::new(TlsStream { sock, tls: Connection::Client(tls) }))
     }
 
     pub fn tcp(&self) -> &TcpStream {

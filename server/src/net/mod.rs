@@ -9,3 +9,4 @@ mod tls;
 pub use conn::Conn;
 pub use listeners::Listeners;
 pub use migrate::{MigrateSockets, MigrateTarget};
+pub use tls::{server_name, TlsSettings};

@@ -4,10 +4,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::server::{NoServerSessionStorage, ServerSessionMemoryCache, WebPkiClientVerifier};
-use rustls::{RootCertStore, ServerConfig as TlsConfig};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, ServerConfig as TlsConfig, SignatureScheme,
+};
 
 use crate::config::ServerConfig;
 
@@ -26,6 +30,8 @@ pub struct TlsSettings {
     cert_file: String,
     key_file: String,
     key_file_pass: String,
+    client_cert_file: String,
+    client_key_file: String,
     ca_cert_file: String,
     ca_cert_dir: String,
     protocols: String,
@@ -41,6 +47,8 @@ impl TlsSettings {
             cert_file: get("tls-cert-file"),
             key_file: get("tls-key-file"),
             key_file_pass: get("tls-key-file-pass"),
+            client_cert_file: get("tls-client-cert-file"),
+            client_key_file: get("tls-client-key-file"),
             ca_cert_file: get("tls-ca-cert-file"),
             ca_cert_dir: get("tls-ca-cert-dir"),
             protocols: get("tls-protocols"),
@@ -99,16 +107,60 @@ impl TlsSettings {
         Ok(Arc::new(config))
     }
 
+    /// The context a replication link connects with (`tls-replication yes`): the master's
+    /// certificate checked against the CA as Redis checks it (the chain, not the name: a
+    /// master is often reached by address), and our certificate for a master that asks for
+    /// one (tls-client-cert-file, else tls-cert-file, as Redis).
+    pub fn client_config(&self) -> Result<Arc<ClientConfig>, String> {
+        let versions = protocols(&self.protocols)?;
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let roots =
+            self.ca_roots().map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+        let verifier = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), Arc::clone(&provider))
+            .build()
+            .map_err(|e| format!("Failed to configure CA certificate(s) file/directory: {e}"))?;
+        let builder = ClientConfig::builder_with_provider(provider)
+            .with_protocol_versions(&versions)
+            .map_err(|e| format!("Failed to configure TLS protocols: {e}"))?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(ChainOnly(verifier)));
+        let (cert_file, key_file) = if self.client_cert_file.is_empty() {
+            (&self.cert_file, &self.key_file)
+        } else {
+            (&self.client_cert_file, &self.client_key_file)
+        };
+        if cert_file.is_empty() {
+            return Ok(Arc::new(builder.with_no_client_auth()));
+        }
+        let certs = CertificateDer::pem_file_iter(cert_file)
+            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+            .map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
+        let key = read_key(key_file)?;
+        let config = builder
+            .with_client_auth_cert(certs, key)
+            .map_err(|e| format!("Failed to load private key: {key_file}: {e}"))?;
+        Ok(Arc::new(config))
+    }
+
     fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
-        let fail = |why: &dyn std::fmt::Display| format!("Failed to load private key: {}: {why}", self.key_file);
-        let pem = std::fs::read(&self.key_file).map_err(|e| fail(&e))?;
+        read_key(&self.key_file)
+    }
+}
+
+/// A PEM private key (PKCS#8, PKCS#1 or SEC1, not encrypted).
+fn read_key(key_file: &str) -> Result<PrivateKeyDer<'static>, String> {
+    {
+        let fail = |why: &dyn std::fmt::Display| format!("Failed to load private key: {key_file}: {why}");
+        let pem = std::fs::read(key_file).map_err(|e| fail(&e))?;
         if pem.windows(9).any(|w| w == b"ENCRYPTED") {
             // rustls reads plain PKCS#8/PKCS#1/SEC1 keys only.
             return Err(fail(&"encrypted keys (tls-key-file-pass) are not supported: decrypt it with `openssl pkey`"));
         }
         PrivateKeyDer::from_pem_slice(&pem).map_err(|e| fail(&e))
     }
+}
 
+impl TlsSettings {
     /// The CAs client certificates are checked against: tls-ca-cert-file, and every PEM file
     /// of tls-ca-cert-dir (OpenSSL's hashed names or any other).
     fn ca_roots(&self) -> Result<RootCertStore, String> {
@@ -139,6 +191,56 @@ impl TlsSettings {
             return Err("no CA certificate found".into());
         }
         Ok(roots)
+    }
+}
+
+/// The server name a replica checks nothing against: the master's address.
+pub fn server_name(host: &str) -> Result<ServerName<'static>, String> {
+    ServerName::try_from(host.to_string()).map_err(|e| format!("{host}: {e}"))
+}
+
+/// WebPKI's check of a server's chain, without its name: OpenSSL, as Redis sets it up, checks
+/// that the master's certificate chains to the CA but not which host it names.
+#[derive(Debug)]
+struct ChainOnly(Arc<WebPkiServerVerifier>);
+
+impl ServerCertVerifier for ChainOnly {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        match self.0.verify_server_cert(end_entity, intermediates, server_name, ocsp, now) {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. },
+            )) => Ok(ServerCertVerified::assertion()),
+            other => other,
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.0.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.supported_verify_schemes()
     }
 }
 

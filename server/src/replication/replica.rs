@@ -36,6 +36,8 @@ impl Server {
                     ),
                     rdb: sync_temp_file(&self.engine.config().dir),
                     source: self.cfg.get("bind-source-addr").and_then(|a| a.parse().ok()),
+                    tls: (self.cfg.get("tls-replication").as_deref() == Some("yes"))
+                        .then(|| crate::net::TlsSettings::of(&self.cfg).client_config()),
                 };
                 link.state = LinkState::Sync(rx);
                 std::thread::spawn(move || {
@@ -97,10 +99,14 @@ impl Server {
         }
         synced.sock.set_nonblocking(true).map_err(|e| e.to_string())?;
         let addr = synced.sock.peer_addr().ok();
-        let mut sock = mio::net::TcpStream::from_std(synced.sock);
+        let sock = mio::net::TcpStream::from_std(synced.sock);
+        let mut conn = match synced.tls {
+            Some(tls) => crate::net::Conn::tls_client(sock, *tls),
+            None => crate::net::Conn::Plain(sock),
+        };
         let id = self.next_client_id();
-        self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE).map_err(|e| e.to_string())?;
-        let mut c = Client::new(id, crate::net::Conn::Plain(sock), addr, true);
+        self.poll.registry().register(&mut conn, Token(id as usize), Interest::READABLE).map_err(|e| e.to_string())?;
+        let mut c = Client::new(id, conn, addr, true);
         c.master = true;
         c.reply_off = true;
         c.query = synced.rest;
@@ -211,6 +217,8 @@ struct Handshake {
     rdb: PathBuf,
     /// `bind-source-addr`: the local address the link connects from.
     source: Option<std::net::IpAddr>,
+    /// `tls-replication yes`: the context to connect with (or why there is none).
+    tls: Option<Result<std::sync::Arc<rustls::ClientConfig>, String>>,
 }
 
 impl Handshake {
@@ -222,13 +230,22 @@ impl Handshake {
             .ok_or("the master's address does not resolve")?;
         let sock = connect_from(self.source, addr, self.timeout).map_err(|e| e.to_string())?;
         sock.set_read_timeout(Some(self.timeout)).map_err(|e| e.to_string())?;
+        sock.set_write_timeout(Some(self.timeout)).map_err(|e| e.to_string())?;
         let _ = sock.set_nodelay(true);
-        let mut w = sock.try_clone().map_err(|e| e.to_string())?;
-        let mut r = BufReader::new(sock);
-        let mut ask = |args: &[&str], r: &mut BufReader<std::net::TcpStream>| -> Result<String, String> {
+        let link = match &self.tls {
+            None => Link::Plain(sock),
+            Some(config) => {
+                let config = config.clone().map_err(|e| format!("TLS: {e}"))?;
+                let name = crate::net::server_name(&self.host)?;
+                let tls = rustls::ClientConnection::new(config, name).map_err(|e| format!("TLS: {e}"))?;
+                Link::Tls(Box::new(rustls::StreamOwned::new(tls, sock)))
+            }
+        };
+        let mut r = BufReader::new(link);
+        let ask = |args: &[&str], r: &mut BufReader<Link>| -> Result<String, String> {
             let mut out = Vec::new();
             ferrokv::persist::feed::put_multibulk(&mut out, args);
-            w.write_all(&out).map_err(|e| e.to_string())?;
+            r.get_mut().write_all(&out).map_err(|e| e.to_string())?;
             read_line(r)
         };
         if let Some(pass) = &self.pass {
@@ -268,13 +285,50 @@ impl Handshake {
         }
         file.sync_all().map_err(|e| e.to_string())?;
         let rest = r.buffer().to_vec();
-        let sock = r.into_inner();
+        let (sock, tls) = match r.into_inner() {
+            Link::Plain(sock) => (sock, None),
+            Link::Tls(stream) => {
+                let (tls, sock) = stream.into_parts();
+                (sock, Some(Box::new(tls)))
+            }
+        };
         sock.set_read_timeout(None).map_err(|e| e.to_string())?;
-        Ok(Synced { sock, rest, replid, offset, rdb: self.rdb })
+        sock.set_write_timeout(None).map_err(|e| e.to_string())?;
+        Ok(Synced { sock, tls, rest, replid, offset, rdb: self.rdb })
     }
 }
 
-/// Where the master's snapshot is downloaded before it becomes the dump file.
+/// A replica's link to its master while it syncs: blocking, over TCP or TLS.
+enum Link {
+    Plain(std::net::TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>>),
+}
+
+impl Read for Link {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(s) => s.read(buf),
+            Link::Tls(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Link {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Link::Plain(s) => s.write(buf),
+            Link::Tls(s) => s.write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Link::Plain(s) => s.flush(),
+            Link::Tls(s) => s.flush(),
+        }
+    }
+}
+
 /// A TCP connection to `to`, from `source` when given (bind-source-addr).
 fn connect_from(
     source: Option<std::net::IpAddr>,
@@ -288,12 +342,13 @@ fn connect_from(
     Ok(sock.into())
 }
 
+/// Where the master's snapshot is downloaded before it becomes the dump file.
 fn sync_temp_file(dir: &std::path::Path) -> PathBuf {
     dir.join(format!("temp-{}-sync.rdb", std::process::id()))
 }
 
 /// One reply line, newlines the master sends as keepalives skipped.
-fn read_line(r: &mut BufReader<std::net::TcpStream>) -> Result<String, String> {
+fn read_line(r: &mut BufReader<Link>) -> Result<String, String> {
     loop {
         let mut line = String::new();
         if r.read_line(&mut line).map_err(|e| e.to_string())? == 0 {

@@ -84,6 +84,8 @@ pub(super) enum LinkState {
 #[derive(Debug)]
 pub(super) struct Synced {
     pub(super) sock: std::net::TcpStream,
+    /// The TLS session over `sock` (tls-replication), handshake done.
+    pub(super) tls: Option<Box<rustls::ClientConnection>>,
     pub(super) rest: Vec<u8>,
     pub(super) replid: String,
     pub(super) offset: u64,

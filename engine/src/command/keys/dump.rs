@@ -4,7 +4,7 @@
 use super::super::{arg_i64, eq_ic, notify, Ctx, Reply};
 use super::already_expired;
 use crate::format::crc::crc64;
-use crate::format::rdb::{dump_payload_with, read_dump_payload, Encoder, Family};
+use crate::format::rdb::{dump_payload_with, read_dump_payload_with, Encoder, Family};
 use crate::value::Value;
 
 /// DUMP's encoder is SAVE's (rdbcompression included, as Redis's createDumpPayload).
@@ -23,8 +23,9 @@ pub fn dump(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }))
 }
 
-/// verifyDumpPayload: a footer with a version the server knows and a matching CRC-64.
-fn payload_ok(p: &[u8], rdb_version: u32) -> bool {
+/// verifyDumpPayload: a footer with a version the server knows and a matching CRC-64
+/// (not checked after DEBUG SET-SKIP-CHECKSUM-VALIDATION 1).
+fn payload_ok(p: &[u8], rdb_version: u32, skip_crc: bool) -> bool {
     if p.len() < 10 {
         return false;
     }
@@ -32,13 +33,33 @@ fn payload_ok(p: &[u8], rdb_version: u32) -> bool {
     let version = u16::from_le_bytes([p[n - 10], p[n - 9]]);
     let mut crc = [0u8; 8];
     crc.copy_from_slice(&p[n - 8..]);
-    u32::from(version) <= rdb_version && u64::from_le_bytes(crc) == crc64(&p[..n - 8])
+    u32::from(version) <= rdb_version && (skip_crc || u64::from_le_bytes(crc) == crc64(&p[..n - 8]))
 }
 
-/// The payload's value as loading builds it (the payload's element order kept).
-fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Option<Value> {
-    let v = read_dump_payload(p, Family::Redis).ok()?;
-    Value::from_rdb(&v, &ctx.cfg.limits).ok().filter(|v| !v.is_empty_collection())
+/// The payload's value as loading builds it (the payload's element order kept); Err: why
+/// it is refused.
+fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Result<Value, String> {
+    let v = read_dump_payload_with(p, Family::Redis, !ctx.cfg.skip_checksum_validation).map_err(|e| e.to_string())?;
+    // What Redis's loader checks of every value (RESTORE loads as loading does).
+    v.loader_check().map_err(|e| e.to_string())?;
+    let v = Value::from_rdb_checked(&v, &ctx.cfg.limits, ctx.cfg.sanitize_dump_payload).map_err(|e| e.to_string())?;
+    if v.is_empty_collection() {
+        return Err("an empty collection".into());
+    }
+    Ok(v)
+}
+
+/// What Redis calls the blob a payload's type byte holds, in its "<kind> integrity check
+/// failed" log lines.
+fn blob_kind(type_byte: u8) -> &'static str {
+    match type_byte {
+        9 => "Zipmap",
+        10 | 12 | 13 | 14 => "Ziplist",
+        11 => "Intset",
+        16 | 17 | 18 | 20 | 23 | 25 => "Listpack",
+        15 | 19 | 21 | 26 | 27 => "Stream listpack",
+        _ => "Value",
+    }
 }
 
 pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
@@ -87,11 +108,16 @@ pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if ttl < 0 {
         return Reply::err("ERR Invalid TTL value, must be >= 0");
     }
-    if !payload_ok(&a[3], ctx.cfg.rdb_target().version()) {
+    if !payload_ok(&a[3], ctx.cfg.rdb_target().version(), ctx.cfg.skip_checksum_validation) {
         return Reply::err("ERR DUMP payload version or checksum are wrong");
     }
-    let Some(value) = decode(ctx, &a[3]) else {
-        return Reply::err("ERR Bad data format");
+    let value = match decode(ctx, &a[3]) {
+        Ok(v) => v,
+        Err(why) => {
+            let kind = blob_kind(a[3][0]);
+            ctx.fx.log.push(format!("Internal error in RDB reading offset 0 -> {kind} integrity check failed: {why}"));
+            return Reply::err("ERR Bad data format");
+        }
     };
     // REPLACE deletes whatever is there, expired or not, as Redis's dbDelete.
     let deleted = replace && ctx.db_delete(key);

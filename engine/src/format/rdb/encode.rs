@@ -922,6 +922,16 @@ pub fn read_dump_payload(
     payload: &[u8],
     family: Family,
 ) -> Result<super::value::Value<'_>, crate::format::FormatError> {
+    read_dump_payload_with(payload, family, true)
+}
+
+/// [`read_dump_payload`], the CRC-64 checked only when `check_crc` (DEBUG
+/// SET-SKIP-CHECKSUM-VALIDATION turns it off).
+pub fn read_dump_payload_with(
+    payload: &[u8],
+    family: Family,
+    check_crc: bool,
+) -> Result<super::value::Value<'_>, crate::format::FormatError> {
     use crate::format::input::{finish, Input};
     use crate::format::FormatError;
     // A type byte, then the 2-byte version and the 8-byte CRC.
@@ -939,7 +949,7 @@ pub fn read_dump_payload(
     }
     let stored = u64::from_le_bytes(payload[n - 8..].try_into().unwrap_or([0; 8]));
     let computed = crc64(&payload[..n - 8]);
-    if stored != computed {
+    if check_crc && stored != computed {
         return Err(FormatError::new(
             n - 8,
             format!("DUMP payload checksum {stored:016x} does not match {computed:016x}"),
