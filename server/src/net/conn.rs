@@ -58,6 +58,7 @@ impl TlsStream {
     fn push(&mut self) -> io::Result<()> {
         while self.tls.wants_write() {
             match self.tls.write_tls(&mut self.sock) {
+                Ok(0) => return Err(ErrorKind::WriteZero.into()),
                 Ok(_) => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(()),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
