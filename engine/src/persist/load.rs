@@ -66,10 +66,12 @@ fn temp_file_pid(name: &str) -> Option<u32> {
 }
 
 /// Keys an RDB load kept and skipped (INFO's rdb_last_load_keys_loaded / _expired).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadCounts {
     pub loaded: u64,
     pub expired: u64,
+    /// Keys skipped as empty collections.
+    pub empty_keys: Vec<Vec<u8>>,
 }
 
 /// What a load reports, and slows down for, as it goes.
@@ -84,6 +86,8 @@ pub struct LoadWatch<'h> {
     /// `key-load-delay`: microseconds each key waits (negative: 1 µs once in -n keys), a
     /// testing aid that makes a load last.
     pub key_delay_us: i32,
+    /// Keys skipped as empty collections (Redis logs each).
+    pub empty_keys: Vec<Vec<u8>>,
 }
 
 /// How often a load reports its progress, in bytes read (a call costs next to nothing;
@@ -93,7 +97,7 @@ pub const PROGRESS_EVERY: u64 = 16 * 1024;
 impl LoadWatch<'_> {
     /// A watch that reports to nobody.
     pub fn quiet(progress: &mut dyn FnMut(u64)) -> LoadWatch<'_> {
-        LoadWatch { skip_expired_before: None, expired: 0, progress, key_delay_us: 0 }
+        LoadWatch { skip_expired_before: None, expired: 0, progress, key_delay_us: 0, empty_keys: Vec::new() }
     }
 }
 
@@ -110,12 +114,17 @@ pub fn load_dump(
     }
     let src = Source::open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
     let before: usize = ks.dbs.iter().map(|d| d.len()).sum();
-    let mut watch =
-        LoadWatch { skip_expired_before: Some(now), expired: 0, progress, key_delay_us: cfg.key_load_delay_us };
+    let mut watch = LoadWatch {
+        skip_expired_before: Some(now),
+        expired: 0,
+        progress,
+        key_delay_us: cfg.key_load_delay_us,
+        empty_keys: Vec::new(),
+    };
     // Like Redis, bytes after the checksum are not looked at.
     load_rdb_watched(ks, &src, &path, &cfg.limits, &mut watch)?;
     let after: usize = ks.dbs.iter().map(|d| d.len()).sum();
-    Ok(LoadCounts { loaded: (after - before.min(after)) as u64, expired: watch.expired })
+    Ok(LoadCounts { loaded: (after - before.min(after)) as u64, expired: watch.expired, empty_keys: watch.empty_keys })
 }
 
 /// A key decoded into an engine value, off the reading thread.
@@ -161,10 +170,11 @@ fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded
     Ok(Decoded { offset: k.offset, db: k.db, key, value, expire_ms: k.expire_ms, lru })
 }
 
-fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<(), PersistError> {
+/// Insert a decoded key; Ok(Some(key)) when it is skipped as an empty collection.
+fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<Option<Vec<u8>>, PersistError> {
     if d.value.is_empty_collection() {
         // Redis skips an empty collection when loading (RDB_LOAD_ERR_EMPTY_KEY).
-        return Ok(());
+        return Ok(Some(d.key));
     }
     let db = &mut ks.dbs[d.db as usize];
     let Some(pos) = db.add_new(&d.key, d.value, d.lru) else {
@@ -179,7 +189,7 @@ fn insert(ks: &mut Keyspace, d: Decoded, path: &Path) -> Result<(), PersistError
     if let Some(t) = d.expire_ms {
         db.set_expire_at(pos, t);
     }
-    Ok(())
+    Ok(None)
 }
 
 type BatchResult = Result<Vec<Decoded>, PersistError>;
@@ -188,6 +198,8 @@ type BatchResult = Result<Vec<Decoded>, PersistError>;
 /// result arrives.
 struct InFlight {
     queue: std::collections::VecDeque<(usize, Receiver<BatchResult>)>,
+    /// Keys skipped as empty collections.
+    empty: Vec<Vec<u8>>,
 }
 
 impl InFlight {
@@ -207,7 +219,7 @@ impl InFlight {
             };
             self.queue.pop_front();
             for d in result? {
-                insert(ks, d, path)?;
+                self.empty.extend(insert(ks, d, path)?);
             }
             if let Some((first, _)) = self.queue.front() {
                 src.release_before(*first);
@@ -232,7 +244,8 @@ pub fn load_rdb(
     skip_expired_before: Option<i64>,
 ) -> Result<usize, PersistError> {
     let mut none = |_| {};
-    let mut watch = LoadWatch { skip_expired_before, expired: 0, progress: &mut none, key_delay_us: 0 };
+    let mut watch =
+        LoadWatch { skip_expired_before, expired: 0, progress: &mut none, key_delay_us: 0, empty_keys: Vec::new() };
     load_rdb_watched(ks, src, path, limits, &mut watch)
 }
 
@@ -259,11 +272,12 @@ pub fn load_rdb_watched(
                 let _ = out.send(records.iter().map(|k| decode_key(k, path, limits)).collect());
             });
         }
-        let mut flight = InFlight { queue: Default::default() };
+        let mut flight = InFlight { queue: Default::default(), empty: Vec::new() };
         let r = read_records(ks, src, path, limits, watch, threads, &job_tx, &mut flight);
         drop(job_tx);
         // Earlier keys' errors win over a later structural one.
         flight.drain(ks, src, path, true)?;
+        watch.empty_keys.append(&mut flight.empty);
         r
     })
 }
@@ -322,7 +336,7 @@ fn read_records<'a>(
                 }
                 if threads == 0 {
                     src.release_before(k.offset);
-                    insert(ks, decode_key(&k, path, limits)?, path)?;
+                    flight.empty.extend(insert(ks, decode_key(&k, path, limits)?, path)?);
                     continue;
                 }
                 batch_bytes += k.end - k.offset;
