@@ -217,18 +217,17 @@ impl Engine {
         let loaded = if cfg.appendonly {
             load::load_aof_dir(&cfg, &mut Watched { engine: self, progress })
         } else {
-            load::load_dump(&cfg, &mut self.ks, self.clock.now_ms(), progress).map(|mut counts| {
+            load::load_dump(&cfg, &mut self.ks, self.clock.now_ms(), progress).map(|(counts, empty_keys)| {
                 // Redis's lines: each empty key skipped, then the totals.
-                let empty = counts.empty_keys.len();
-                for key in std::mem::take(&mut counts.empty_keys).iter().take(1000) {
+                for key in empty_keys.iter().take(1000) {
                     self.persist
                         .warnings
                         .push(format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(key)));
                 }
                 let mut done =
                     format!("Done loading RDB, keys loaded: {}, keys expired: {}", counts.loaded, counts.expired);
-                if empty > 0 {
-                    done.push_str(&format!(", empty keys skipped: {empty}"));
+                if counts.empty_skipped > 0 {
+                    done.push_str(&format!(", empty keys skipped: {}", counts.empty_skipped));
                 }
                 self.persist.warnings.push(format!("{done}."));
                 self.persist.rdb_load = counts;

@@ -113,12 +113,14 @@ impl Server {
         self.call_depth += 1;
         // SORT's BY and GET need read access to every key (an error SORT itself answers).
         let refused = self.sort_pattern_refusal(c, found, argv);
-        let reply = match found.run {
-            _ if refused.is_some() => refused.unwrap_or_else(Reply::ok),
-            Run::Server(run) => run(self, c, argv),
+        let reply = match (refused, found.run) {
+            (Some(e), _) => e,
+            (None, Run::Server(run)) => run(self, c, argv),
             // XREAD / XREADGROUP, which may block (Redis 6.2's, by their @blocking category).
-            Run::Engine(spec) if spec.has(ferrokv::command::flags::BLOCKING) => crate::cmd::xread::xread(self, c, argv),
-            Run::Engine(spec) => {
+            (None, Run::Engine(spec)) if spec.has(ferrokv::command::flags::BLOCKING) => {
+                crate::cmd::xread::xread(self, c, argv)
+            }
+            (None, Run::Engine(spec)) => {
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
                     self.engine.call_spec(&mut c.session, spec, argv)

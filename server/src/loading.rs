@@ -15,13 +15,15 @@ pub struct Loading {
     /// Bytes read since the clients last had a turn, and when it was.
     since_turn: u64,
     last_turn: Instant,
+    /// loading-process-events-interval-bytes: the clients get a turn after this many.
+    turn_every: u64,
 }
 
 /// Clients get a turn at least this often, however slow the load.
 const TURN_AT_LEAST_EVERY: Duration = Duration::from_millis(100);
 
 impl Loading {
-    pub fn start(cfg: &ferrokv::Config) -> Loading {
+    pub fn start(cfg: &ferrokv::Config, turn_every: u64) -> Loading {
         Loading {
             started_unix: Clock::System.now_ms() / 1000,
             started: Instant::now(),
@@ -29,15 +31,16 @@ impl Loading {
             loaded_bytes: 0,
             since_turn: 0,
             last_turn: Instant::now(),
+            turn_every,
         }
     }
 
     /// The loader read `bytes` more: whether the clients get a turn now (every
-    /// `interval` bytes, as Redis's loading-process-events-interval-bytes, or 100 ms).
-    pub fn read(&mut self, bytes: u64, interval: u64) -> bool {
+    /// loading-process-events-interval-bytes, or 100 ms).
+    pub fn read(&mut self, bytes: u64) -> bool {
         self.loaded_bytes += bytes;
         self.since_turn += bytes;
-        if self.since_turn < interval && self.last_turn.elapsed() < TURN_AT_LEAST_EVERY {
+        if self.since_turn < self.turn_every && self.last_turn.elapsed() < TURN_AT_LEAST_EVERY {
             return false;
         }
         self.since_turn = 0;

@@ -66,12 +66,11 @@ fn temp_file_pid(name: &str) -> Option<u32> {
 }
 
 /// Keys an RDB load kept and skipped (INFO's rdb_last_load_keys_loaded / _expired).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct LoadCounts {
     pub loaded: u64,
     pub expired: u64,
-    /// Keys skipped as empty collections.
-    pub empty_keys: Vec<Vec<u8>>,
+    pub empty_skipped: u64,
 }
 
 /// What a load reports, and slows down for, as it goes.
@@ -101,16 +100,17 @@ impl LoadWatch<'_> {
     }
 }
 
-/// appendonly no: `dir/dbfilename` into `ks`, keys expired at `now` skipped.
+/// appendonly no: `dir/dbfilename` into `ks`, keys expired at `now` skipped. Returns the
+/// counts and the keys skipped as empty collections.
 pub fn load_dump(
     cfg: &Config,
     ks: &mut Keyspace,
     now: i64,
     progress: &mut dyn FnMut(u64),
-) -> Result<LoadCounts, PersistError> {
+) -> Result<(LoadCounts, Vec<Vec<u8>>), PersistError> {
     let path = cfg.dir.join(&cfg.dbfilename);
     if !path.exists() {
-        return Ok(LoadCounts::default());
+        return Ok(Default::default());
     }
     let src = Source::open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
     let before: usize = ks.dbs.iter().map(|d| d.len()).sum();
@@ -124,7 +124,12 @@ pub fn load_dump(
     // Like Redis, bytes after the checksum are not looked at.
     load_rdb_watched(ks, &src, &path, &cfg.limits, &mut watch)?;
     let after: usize = ks.dbs.iter().map(|d| d.len()).sum();
-    Ok(LoadCounts { loaded: (after - before.min(after)) as u64, expired: watch.expired, empty_keys: watch.empty_keys })
+    let counts = LoadCounts {
+        loaded: (after - before.min(after)) as u64,
+        expired: watch.expired,
+        empty_skipped: watch.empty_keys.len() as u64,
+    };
+    Ok((counts, watch.empty_keys))
 }
 
 /// A key decoded into an engine value, off the reading thread.

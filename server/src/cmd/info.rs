@@ -151,7 +151,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("rdb_current_bgsave_time_sec", "-1".into());
             kv("rdb_saves", s.jobs.rdb_saves.to_string());
             kv("rdb_last_cow_size", "0".into());
-            let loaded = &s.engine.persistence().rdb_load;
+            let loaded = s.engine.persistence().rdb_load;
             kv("rdb_last_load_keys_expired", loaded.expired.to_string());
             kv("rdb_last_load_keys_loaded", loaded.loaded.to_string());
             kv("aof_enabled", u8::from(aof_on).to_string());

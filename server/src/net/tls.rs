@@ -74,13 +74,8 @@ impl TlsSettings {
             return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified when tls-cluster, tls-replication or tls-auth-clients are enabled!".into());
         }
         let versions = protocols(&self.protocols)?;
-        let certs = CertificateDer::pem_file_iter(&self.cert_file)
-            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| format!("Failed to load certificate: {}: {e}", self.cert_file))?;
-        if certs.is_empty() {
-            return Err(format!("Failed to load certificate: {}: no certificate in the file", self.cert_file));
-        }
-        let key = self.private_key()?;
+        let certs = read_certs(&self.cert_file)?;
+        let key = read_key(&self.key_file)?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
         let builder = TlsConfig::builder_with_provider(Arc::clone(&provider))
             .with_protocol_versions(&versions)
@@ -132,9 +127,7 @@ impl TlsSettings {
         if cert_file.is_empty() {
             return Ok(Arc::new(builder.with_no_client_auth()));
         }
-        let certs = CertificateDer::pem_file_iter(cert_file)
-            .and_then(|it| it.collect::<Result<Vec<_>, _>>())
-            .map_err(|e| format!("Failed to load certificate: {cert_file}: {e}"))?;
+        let certs = read_certs(cert_file)?;
         let key = read_key(key_file)?;
         let config = builder
             .with_client_auth_cert(certs, key)
@@ -142,25 +135,6 @@ impl TlsSettings {
         Ok(Arc::new(config))
     }
 
-    fn private_key(&self) -> Result<PrivateKeyDer<'static>, String> {
-        read_key(&self.key_file)
-    }
-}
-
-/// A PEM private key (PKCS#8, PKCS#1 or SEC1, not encrypted).
-fn read_key(key_file: &str) -> Result<PrivateKeyDer<'static>, String> {
-    {
-        let fail = |why: &dyn std::fmt::Display| format!("Failed to load private key: {key_file}: {why}");
-        let pem = std::fs::read(key_file).map_err(|e| fail(&e))?;
-        if pem.windows(9).any(|w| w == b"ENCRYPTED") {
-            // rustls reads plain PKCS#8/PKCS#1/SEC1 keys only.
-            return Err(fail(&"encrypted keys (tls-key-file-pass) are not supported: decrypt it with `openssl pkey`"));
-        }
-        PrivateKeyDer::from_pem_slice(&pem).map_err(|e| fail(&e))
-    }
-}
-
-impl TlsSettings {
     /// The CAs client certificates are checked against: tls-ca-cert-file, and every PEM file
     /// of tls-ca-cert-dir (OpenSSL's hashed names or any other).
     fn ca_roots(&self) -> Result<RootCertStore, String> {
@@ -192,6 +166,28 @@ impl TlsSettings {
         }
         Ok(roots)
     }
+}
+
+/// The certificate chain of a PEM file (at least one certificate).
+fn read_certs(file: &str) -> Result<Vec<CertificateDer<'static>>, String> {
+    let certs = CertificateDer::pem_file_iter(file)
+        .and_then(|it| it.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| format!("Failed to load certificate: {file}: {e}"))?;
+    if certs.is_empty() {
+        return Err(format!("Failed to load certificate: {file}: no certificate in the file"));
+    }
+    Ok(certs)
+}
+
+/// A PEM private key (PKCS#8, PKCS#1 or SEC1, not encrypted).
+fn read_key(key_file: &str) -> Result<PrivateKeyDer<'static>, String> {
+    let fail = |why: &dyn std::fmt::Display| format!("Failed to load private key: {key_file}: {why}");
+    let pem = std::fs::read(key_file).map_err(|e| fail(&e))?;
+    if pem.windows(9).any(|w| w == b"ENCRYPTED") {
+        // rustls reads plain PKCS#8/PKCS#1/SEC1 keys only.
+        return Err(fail(&"encrypted keys (tls-key-file-pass) are not supported: decrypt it with `openssl pkey`"));
+    }
+    PrivateKeyDer::from_pem_slice(&pem).map_err(|e| fail(&e))
 }
 
 /// The server name a replica checks nothing against: the master's address.

@@ -70,7 +70,8 @@ impl Server {
     /// message to exit with (the reasons are logged, Redis's own line last).
     pub(crate) fn load_dataset(&mut self) -> Result<(), String> {
         let cfg = self.cfg.engine.clone();
-        self.loading = Some(crate::loading::Loading::start(&cfg));
+        let turn_every = self.cfg.get("loading-process-events-interval-bytes").and_then(|v| v.parse().ok());
+        self.loading = Some(crate::loading::Loading::start(&cfg, turn_every.unwrap_or(2 << 20)));
         let loaded = {
             let mut progress = |bytes: u64| self.serve_while_loading(bytes);
             Engine::open_watched(cfg, Clock::System, &mut progress)
@@ -100,9 +101,8 @@ impl Server {
 
     /// The loader read `bytes` more: the clients' turn when it is due.
     fn serve_while_loading(&mut self, bytes: u64) {
-        let interval = self.cfg.get("loading-process-events-interval-bytes").and_then(|v| v.parse().ok());
         let Some(l) = &mut self.loading else { return };
-        if !l.read(bytes, interval.unwrap_or(2 << 20)) {
+        if !l.read(bytes) {
             return;
         }
         self.refresh_time();

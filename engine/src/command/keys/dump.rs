@@ -36,10 +36,11 @@ fn payload_ok(p: &[u8], rdb_version: u32, skip_crc: bool) -> bool {
     u32::from(version) <= rdb_version && (skip_crc || u64::from_le_bytes(crc) == crc64(&p[..n - 8]))
 }
 
-/// The payload's value as loading builds it (the payload's element order kept); Err: why
-/// it is refused.
+/// The value of a payload whose footer [`payload_ok`] accepted, as loading builds it (the
+/// payload's element order kept); Err: why it is refused.
 fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Result<Value, String> {
-    let v = read_dump_payload_with(p, Family::Redis, !ctx.cfg.skip_checksum_validation).map_err(|e| e.to_string())?;
+    // The footer was checked by payload_ok: the CRC is not computed twice.
+    let v = read_dump_payload_with(p, Family::Redis, false).map_err(|e| e.to_string())?;
     // What Redis's loader checks of every value (RESTORE loads as loading does).
     v.loader_check().map_err(|e| e.to_string())?;
     let v = Value::from_rdb_checked(&v, &ctx.cfg.limits, ctx.cfg.sanitize_dump_payload).map_err(|e| e.to_string())?;
