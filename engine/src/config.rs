@@ -96,6 +96,7 @@ impl Config {
         self.limits.zset_created_by_size = version.behaves_as() >= ServerVersion::Redis72;
         self.limits.list_packed = version.behaves_as() >= ServerVersion::Redis72;
         self.limits.zset_sized_by_longest = version == ServerVersion::Valkey80;
+        self.limits.hash_ziplist_keeps_long = version == ServerVersion::Redis62;
     }
 
     /// What this version's SAVE and DUMP write (Valkey 7.2 and 8.0 write RDB 11 as Redis

@@ -95,8 +95,28 @@ fn asks_for_too_much(argv: &[Vec<u8>]) -> bool {
             int(2).is_some_and(|off| off > MAX_ASKED && off.saturating_add(len) <= 512 << 20)
         }
         b"setbit" => int(2).is_some_and(|bit| bit > MAX_ASKED * 8 && bit < 1 << 32),
+        b"bitfield" => bitfield_grows_past(argv, MAX_ASKED * 8),
         _ => false,
     }
+}
+
+/// Whether a BITFIELD SET or INCRBY writes a field at a bit offset past `bits` (and below
+/// Redis's 2^32 limit): `#n` offsets count in fields of the type's width.
+fn bitfield_grows_past(argv: &[Vec<u8>], bits: i64) -> bool {
+    let text = |a: &Vec<u8>| String::from_utf8_lossy(a).to_ascii_lowercase();
+    argv.windows(3).skip(2).any(|w| {
+        let op = text(&w[0]);
+        if op != "set" && op != "incrby" {
+            return false;
+        }
+        let width = text(&w[1]).get(1..).and_then(|n| n.parse::<i64>().ok()).unwrap_or(1);
+        let off = text(&w[2]);
+        let bit = match off.strip_prefix('#') {
+            Some(n) => n.parse::<i64>().ok().map(|n| n.saturating_mul(width)),
+            None => off.parse::<i64>().ok(),
+        };
+        bit.is_some_and(|b| b > bits && b < 1 << 32)
+    })
 }
 
 /// Every key's DUMP restores (in a second engine) to a value with the same digest.
@@ -234,7 +254,13 @@ pub fn run_aof(data: &[u8]) {
     if let Some(m) = parsed.filter(|m| m.base.is_some() || !m.history.is_empty() || !m.incr.is_empty()) {
         let text = m.to_text();
         let again = Manifest::parse(text.as_bytes());
-        assert_eq!(again.as_ref(), Ok(&m), "manifest text {text:?}");
+        // A quoted name can grow past the 1024 bytes a line may hold: Redis writes such a
+        // line too and then refuses it the same way.
+        if text.lines().any(|l| l.len() >= 1024) {
+            assert!(matches!(&again, Err((_, e)) if e.contains("too long line")), "manifest text {text:?}");
+        } else {
+            assert_eq!(again.as_ref(), Ok(&m), "manifest text {text:?}");
+        }
     }
 }
 

@@ -19,7 +19,7 @@ impl Server {
     pub fn dispatch(&mut self, c: &mut Client, argv: &mut Argv) {
         self.stats.commands_processed += 1;
         let Some(found) = cmd::lookup(&argv[0]) else {
-            self.reject(c, ferrokv::command::unknown_command(argv), None);
+            self.reject(c, ferrokv::command::unknown_command(argv, crate::version::version()), None);
             return;
         };
         c.last_cmd = match (found, argv.get(1)) {

@@ -198,7 +198,8 @@ impl Gen {
             22..=33 => self.list(),
             34..=44 => return self.set(out, in_multi),
             45..=55 => return self.hash(out, in_multi),
-            56..=69 => self.zset(),
+            56..=66 => self.zset(),
+            67..=69 => self.geo(),
             70..=76 => self.stream(),
             77..=80 => self.hll(),
             81..=85 => self.bits(),
@@ -521,6 +522,91 @@ impl Gen {
             18 => vec!["ZRANDMEMBER".into(), k, "-0".into()],
             _ => vec!["ZMSCORE".into(), k, self.elem(), self.elem()],
         };
+        Cmd::new(args)
+    }
+
+    /// A longitude and latitude near one of a few centres (so searches find members),
+    /// sometimes out of range or not a number.
+    fn lon_lat(&mut self) -> [String; 2] {
+        if self.chance(3) {
+            return [self.pick(&["181", "-180", "nan", "x"]).into(), self.pick(&["85.06", "-85.05112878", "1"]).into()];
+        }
+        let (lon, lat) = [(13.36, 38.11), (-122.27, 37.8), (179.99, 84.9), (0.0, 0.0)][self.rng.random_range(0..4)];
+        let spread = [0.0, 0.001, 0.5, 20.0][self.rng.random_range(0..4)];
+        let lon = (lon + self.rng.random_range(-1.0f64..=1.0) * spread).clamp(-180.0, 180.0);
+        let lat = (lat + self.rng.random_range(-1.0f64..=1.0) * spread).clamp(-85.0, 85.0);
+        [format!("{lon:.6}"), format!("{lat:.6}")]
+    }
+
+    /// GEOADD and every search, on geo sets and (sometimes) on zsets of other scores.
+    fn geo(&mut self) -> Cmd {
+        let k = if self.chance(85) { format!("geo:{}", self.rng.random_range(0..3)) } else { self.key("zset") };
+        let unit = self.pick(&["m", "km", "mi", "ft", "KM", "parsec"]).to_string();
+        let member = format!("{}", (b'a' + self.rng.random_range(0..12u8)) as char);
+        let radius = self.pick(&["0", "10", "1500", "80000", "900000", "7000000", "-1", "1e", "inf"]).to_string();
+        let mut args: Vec<String> = match self.rng.random_range(0..12) {
+            0..=2 => {
+                let mut a = vec!["GEOADD".into(), k];
+                for opt in ["NX", "XX", "CH"] {
+                    if self.chance(5) {
+                        a.push(opt.into());
+                    }
+                }
+                for _ in 0..self.rng.random_range(1..6) {
+                    let [lon, lat] = self.lon_lat();
+                    let m = format!("{}", (b'a' + self.rng.random_range(0..12u8)) as char);
+                    a.extend([lon, lat, m]);
+                }
+                return Cmd::new(a);
+            }
+            3 => vec!["GEODIST".into(), k, member, "b".into(), unit],
+            4 => vec![self.pick(&["GEOPOS", "GEOHASH"]).into(), k, member, "zz".into()],
+            5 | 6 => {
+                let name = self.pick(&["GEORADIUS", "GEORADIUS_RO"]).to_string();
+                let [lon, lat] = self.lon_lat();
+                vec![name, k, lon, lat, radius, unit]
+            }
+            7 => vec![self.pick(&["GEORADIUSBYMEMBER", "GEORADIUSBYMEMBER_RO"]).into(), k, member, radius, unit],
+            _ => {
+                let store = self.chance(30);
+                let mut a = if store {
+                    vec!["GEOSEARCHSTORE".into(), format!("geo:{}", self.rng.random_range(0..3)), k]
+                } else {
+                    vec!["GEOSEARCH".into(), k]
+                };
+                if self.chance(50) {
+                    a.extend(["FROMMEMBER".into(), member]);
+                } else if self.chance(95) {
+                    let [lon, lat] = self.lon_lat();
+                    a.extend(["FROMLONLAT".into(), lon, lat]);
+                }
+                if self.chance(50) {
+                    a.extend(["BYRADIUS".into(), radius, unit]);
+                } else if self.chance(95) {
+                    let h = self.pick(&["100", "5000", "300000", "-3"]).to_string();
+                    a.extend(["BYBOX".into(), radius, h, unit]);
+                }
+                if store && self.chance(30) {
+                    a.push("STOREDIST".into());
+                }
+                a
+            }
+        };
+        for opt in ["WITHDIST", "WITHHASH", "WITHCOORD", "ASC", "DESC"] {
+            if self.chance(20) {
+                args.push(opt.into());
+            }
+        }
+        if self.chance(30) {
+            args.extend(["COUNT".into(), self.pick(&["1", "3", "0", "x"]).into()]);
+            if self.chance(30) {
+                args.push("ANY".into());
+            }
+        }
+        if args[0].starts_with("GEORADIUS") && self.chance(15) {
+            let store = self.pick(&["STORE", "STOREDIST"]).to_string();
+            args.extend([store, format!("geo:{}", self.rng.random_range(0..3))]);
+        }
         Cmd::new(args)
     }
 

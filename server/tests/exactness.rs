@@ -190,3 +190,63 @@ fn geo_and_bitmap_replies_as_redis_6_2_7_4_and_valkey_8_0() {
         }
     }
 }
+
+/// Where Redis 6.2's words and encodings differ from 7.0's (found by the differential
+/// fuzzer against 6.2.16): each reply as a real Redis 6.2 gives it (`make compat`).
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn replies_as_redis_6_2() {
+    let Some(bin) = support::shared_bin("redis-server-6.2.16") else {
+        eprintln!("skipped: ../shared/bin/redis-server-6.2.16 is absent");
+        return;
+    };
+    let long = "f".repeat(70);
+    let session: Vec<Vec<&str>> = vec![
+        vec!["SET", "k", "v", "NX", "GET"],
+        vec!["SET", "k", "v", "GET", "NX"],
+        vec!["SETEX", "k", "-1", "v"],
+        vec!["SET", "k", "v", "EX", "0"],
+        vec!["EXPIRE", "k", "9223372036854775807"],
+        vec!["RPUSH", "l", "a"],
+        vec!["LPOS", "l", "a", "RANK", "0"],
+        vec!["DECRBY", "n", "-9223372036854775808"],
+        vec!["HINCRBY", "h", &long, "1"],
+        vec!["OBJECT", "ENCODING", "h"],
+        vec!["HINCRBYFLOAT", "h2", "f", "1e308"],
+        vec!["OBJECT", "ENCODING", "h2"],
+        vec!["HSET", "h3", "a", "b"],
+        vec!["HSETNX", "h3", "a", &long],
+        vec!["OBJECT", "ENCODING", "h3"],
+        vec!["SETBIT", "b", "100", "0"],
+        vec!["NOSUCH", "a", "b"],
+        vec!["SET", "s", "abc"],
+        vec!["EVAL", "return redis.call('INCR', KEYS[1])", "1", "s"],
+        vec!["EVAL", "return error('boom')", "0"],
+        vec!["EVAL", "return redis.call('nosuchcmd')", "0"],
+        vec!["EVAL", "return redis.pcall('nosuchcmd')", "0"],
+        vec!["EVAL", "return redis.call('get')", "0"],
+        vec!["EVAL", "return redis.pcall('INCR', KEYS[1])", "1", "s"],
+        vec!["XADD", "x", "MAXLEN", "0", "1-1", "f", "v"],
+        vec!["DEBUG", "RELOAD"],
+        vec!["OBJECT", "ENCODING", "h"],
+        vec!["XINFO", "STREAM", "x"],
+        vec!["XADD", "x", "2-1", "f", "v"],
+        vec!["XGROUP", "CREATE", "x", "g", "0"],
+        vec!["XINFO", "GROUPS", "x"],
+        vec!["XINFO", "STREAM", "x", "FULL"],
+    ];
+    let dir = TempDir::new("r62-real");
+    let real = support::start_shared(&bin, dir.path(), &[]);
+    let ours_dir = TempDir::new("r62-ours");
+    let ours = Ours::start(ours_dir.path(), &["--redis-version", "6.2", "--enable-debug-command", "yes"]);
+    let (mut r, mut o) = (Client::connect(real.port), Client::connect(ours.port));
+    for a in &session {
+        let a = argv(a);
+        assert_eq!(
+            String::from_utf8_lossy(&o.call(&a)),
+            String::from_utf8_lossy(&r.call(&a)),
+            "{:?}",
+            a.iter().map(|x| String::from_utf8_lossy(x).into_owned()).collect::<Vec<_>>()
+        );
+    }
+}

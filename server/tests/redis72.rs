@@ -63,6 +63,12 @@ const SESSION: &[&[&str]] = &[
     &["EVAL", "return redis.call('ZSCORE', KEYS[1], 'a')", "1", "zd"],
     &["EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')", "1", "zd"],
     &["DUMP", "zd"],
+    // Grisu2's digits, not the shortest: 17 where 16 would read back the same.
+    &["ZADD", "zg", "49.327663132303456", "a", "2.0109665394744898", "b", "0.07535929339681641", "c"],
+    &["ZADD", "zg", "630889.8093865654", "d", "1e-320", "e", "-123456789012345680000", "f"],
+    &["ZRANGE", "zg", "0", "-1", "WITHSCORES"],
+    &["ZINCRBY", "zg", "0.1", "c"],
+    &["DEBUG", "DIGEST-VALUE", "zg"],
     // 7.2's DEBUG DIGEST writes scores with fpconv_dtoa too.
     &["DEBUG", "DIGEST-VALUE", "zd"],
     &["DEBUG", "DIGEST"],

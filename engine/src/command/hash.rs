@@ -185,6 +185,10 @@ fn hsetnx(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Ok(h) => h,
         Err(e) => return e,
     };
+    // Redis 6.2 converts for a long field or value even when the field exists.
+    if limits.hash_ziplist_keeps_long && hash.args_too_long([a[2].as_slice(), a[3].as_slice()], &limits) {
+        hash.convert();
+    }
     if lazy == Lazy::NotExpired && hash.contains(&a[2]) {
         return Reply::Int(0);
     }

@@ -4,7 +4,7 @@
 mod dump;
 mod sort;
 
-use super::{arg_i64, eq_ic, notify, Ctx, Reply, Spec};
+use super::{arg_i64, eq_ic, invalid_expire_time, notify, Ctx, Reply, Spec};
 use crate::keyspace::NO_EXPIRE;
 use crate::value::{Str, Value};
 
@@ -160,7 +160,7 @@ fn expire_flags(opts: &[Vec<u8>]) -> Result<ExpireFlags, Reply> {
 
 fn expire_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], base: Base, unit: i64) -> Reply {
     let name = String::from_utf8_lossy(&a[0]).to_ascii_lowercase();
-    let bad_time = || Reply::error(format!("ERR invalid expire time in '{name}' command"));
+    let bad_time = || invalid_expire_time(&name, ctx.cfg.version);
     let flags = match expire_flags(&a[3..]) {
         Ok(f) => f,
         Err(e) => return e,

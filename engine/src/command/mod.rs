@@ -18,6 +18,7 @@ pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod long_double;
+mod pqsort;
 pub mod set;
 pub mod stream;
 pub mod string;
@@ -30,6 +31,8 @@ pub use spec::{
     Sub,
 };
 pub use table::{lookup, specs, table, Table};
+
+use catalog::ServerVersion;
 
 /// An argument vector, command name first.
 pub type Argv = Vec<Vec<u8>>;
@@ -176,7 +179,7 @@ pub fn execute(ctx: &mut Ctx<'_>, argv: &[Vec<u8>]) -> Reply {
         return Reply::err("ERR empty command");
     };
     let Some(cmd) = table(ctx.cfg.version).lookup(name) else {
-        return unknown_command(argv);
+        return unknown_command(argv, ctx.cfg.version);
     };
     execute_spec(ctx, cmd, argv)
 }
@@ -200,20 +203,33 @@ pub fn err_arg(b: &[u8], max: usize) -> std::borrow::Cow<'_, str> {
     String::from_utf8_lossy(&b[..b.len().min(max)])
 }
 
-/// Redis's reply to a command it does not know.
-pub fn unknown_command(argv: &[Vec<u8>]) -> Reply {
-    let name = argv.first().map(|n| err_arg(n, 128).into_owned()).unwrap_or_default();
+/// An expire argument out of range: Redis 7 names the command in quotes.
+pub fn invalid_expire_time(cmd: &str, version: ServerVersion) -> Reply {
+    if version.behaves_as() < ServerVersion::Redis70 {
+        Reply::error(format!("ERR invalid expire time in {cmd}"))
+    } else {
+        Reply::error(format!("ERR invalid expire time in '{cmd}' command"))
+    }
+}
+
+/// Redis's reply to a command it does not know: Redis 7 quotes with `'` and cuts the
+/// name at 128 bytes; Redis 6.2 quotes with backticks and separates with commas.
+pub fn unknown_command(argv: &[Vec<u8>], version: ServerVersion) -> Reply {
+    let redis62 = version.behaves_as() < ServerVersion::Redis70;
+    let name =
+        argv.first().map(|n| err_arg(n, if redis62 { usize::MAX } else { 128 }).into_owned()).unwrap_or_default();
+    let (open, close) = if redis62 { ("`", "`, ") } else { ("'", "' ") };
     let mut args = String::new();
     for a in argv.iter().skip(1) {
         if args.len() >= 128 {
             break;
         }
         let room = 128 - args.len();
-        args.push('\'');
+        args.push_str(open);
         args.push_str(&err_arg(a, room));
-        args.push_str("' ");
+        args.push_str(close);
     }
-    Reply::error(format!("ERR unknown command '{name}', with args beginning with: {args}"))
+    Reply::error(format!("ERR unknown command {open}{name}{}, with args beginning with: {args}", &close[..1]))
 }
 
 /// Parse an integer argument as Redis's string2ll does.

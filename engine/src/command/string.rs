@@ -2,7 +2,7 @@
 
 use super::catalog::ServerVersion;
 use super::long_double::LongDouble;
-use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
+use super::{arg_i64, eq_ic, invalid_expire_time, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
 use crate::value::{Str, Value};
 
 pub const SPECS: &[Spec] = &[
@@ -94,8 +94,9 @@ struct SetOptions<'a> {
 }
 
 /// Parse SET (from argv[3]) or GETEX (from argv[2]) options as Redis 7.0 does: each option
-/// only where it does not conflict with one already given.
-fn parse_set_options(opts: &[Vec<u8>], for_set: bool) -> Result<SetOptions<'_>, Reply> {
+/// only where it does not conflict with one already given (and, in Redis 6.2, NX and GET
+/// conflict too).
+fn parse_set_options(opts: &[Vec<u8>], for_set: bool, redis62: bool) -> Result<SetOptions<'_>, Reply> {
     let mut o = SetOptions::default();
     let mut j = 0;
     while j < opts.len() {
@@ -109,11 +110,11 @@ fn parse_set_options(opts: &[Vec<u8>], for_set: bool) -> Result<SetOptions<'_>, 
                     .iter()
                     .all(|&(u, r)| (u, r) == (unit, rel) || !has(o, u, r))
         };
-        if for_set && eq_ic(opt, "nx") && !o.xx {
+        if for_set && eq_ic(opt, "nx") && !o.xx && !(redis62 && o.get) {
             o.nx = true;
         } else if for_set && eq_ic(opt, "xx") && !o.nx {
             o.xx = true;
-        } else if for_set && eq_ic(opt, "get") {
+        } else if for_set && eq_ic(opt, "get") && !(redis62 && o.nx) {
             o.get = true;
         } else if for_set && eq_ic(opt, "keepttl") && !o.persist && o.expire.is_none() {
             o.keep_ttl = true;
@@ -146,7 +147,7 @@ fn expire_option(opt: &[u8]) -> Option<(Unit, bool)> {
 
 /// The absolute expiry in ms an expire argument gives (getExpireMillisecondsOrReply).
 fn expire_ms(ctx: &Ctx<'_>, arg: &[u8], unit: Unit, relative: bool, cmd: &str) -> Result<i64, Reply> {
-    let bad = || Reply::error(format!("ERR invalid expire time in '{cmd}' command"));
+    let bad = || invalid_expire_time(cmd, ctx.cfg.version);
     let v = arg_i64(arg)?;
     if v <= 0 {
         return Err(bad());
@@ -209,7 +210,7 @@ fn set_generic(
 }
 
 fn set(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    match parse_set_options(&a[3..], true) {
+    match parse_set_options(&a[3..], true, ctx.cfg.version.behaves_as() < ServerVersion::Redis70) {
         Ok(o) => set_generic(ctx, a, &a[1], &a[2], &o, Reply::ok(), Reply::Nil),
         Err(e) => e,
     }
@@ -258,7 +259,7 @@ fn getdel(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 }
 
 fn getex(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    let o = match parse_set_options(&a[2..], false) {
+    let o = match parse_set_options(&a[2..], false, false) {
         Ok(o) => o,
         Err(e) => return e,
     };
@@ -492,7 +493,11 @@ fn incrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 fn decrby(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     match arg_i64(&a[2]) {
-        Ok(i64::MIN) => Reply::err("ERR decrement would overflow"),
+        // Redis 6.2 negates it as C does, to itself.
+        Ok(i64::MIN) if ctx.cfg.version.behaves_as() >= ServerVersion::Redis70 => {
+            Reply::err("ERR decrement would overflow")
+        }
+        Ok(i64::MIN) => incr_generic(ctx, &a[1], i64::MIN),
         Ok(by) => incr_generic(ctx, &a[1], -by),
         Err(e) => e,
     }
@@ -694,7 +699,9 @@ fn setbit(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             (old, grown || old != on)
         }
     };
-    if changed {
+    // Redis 6.2 counts every SETBIT as a change (propagated, notified) even when the bit
+    // already had that value.
+    if changed || ctx.cfg.version.behaves_as() < ServerVersion::Redis70 {
         ctx.signal_modified(key);
         ctx.notify(notify::STRING, "setbit", key);
         ctx.dirty += 1;

@@ -1,6 +1,6 @@
 //! Doubles as each Redis version writes them (replies, files, DEBUG DIGEST): C's `%.17g`
-//! (Redis 6.2 and 7.0) and the layout of fpconv_dtoa (Redis 7.2+), which prints the
-//! shortest digits that read back to the same double.
+//! (Redis 6.2 and 7.0) and fpconv_dtoa (Redis 7.2+): Grisu2's digits, which read back to
+//! the same double (and are nearly always the shortest that do).
 
 /// C's `%.{prec}g`.
 pub fn fmt_g(d: f64, prec: usize) -> String {
@@ -27,17 +27,15 @@ fn strip_zeros(s: &str) -> &str {
     }
 }
 
-/// The shortest digits of a finite, non-zero `d`, laid out as fpconv_dtoa lays them out:
+/// Grisu2's digits of a finite, non-zero `d`, laid out as fpconv_dtoa lays them out:
 /// plain up to six zeros past the digits, `0.000ddd` down to 1e-7 (or any exponent under
 /// 4), else `d.ddde+X` with the exponent unpadded.
 pub fn fpconv_layout(d: f64) -> String {
-    let sci = format!("{:e}", d.abs());
-    let (mant, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mant.chars().filter(char::is_ascii_digit).collect();
+    let (digits, k) = super::grisu::grisu2(d);
+    let mut digits = String::from_utf8_lossy(&digits).into_owned();
     let n = digits.len() as i32;
-    // The power of ten of the last digit.
-    let k = exp - (n - 1);
+    // The power of ten of the first digit; `k` is the last's.
+    let exp = k + n - 1;
     let sign = if d < 0.0 { "-" } else { "" };
     let e = exp.abs();
     if k >= 0 && e < n + 7 {
@@ -51,7 +49,9 @@ pub fn fpconv_layout(d: f64) -> String {
             format!("{sign}{}.{}", &digits[..point as usize], &digits[point as usize..])
         };
     }
-    let rest = if n > 1 { format!(".{}", &digits[1..]) } else { String::new() };
+    // fpconv keeps at most 18 characters of digits and sign.
+    digits.truncate(if d < 0.0 { 17 } else { 18 });
+    let rest = if digits.len() > 1 { format!(".{}", &digits[1..]) } else { String::new() };
     format!("{sign}{}{rest}e{}{e}", &digits[..1], if exp < 0 { '-' } else { '+' })
 }
 

@@ -5,6 +5,7 @@ pub mod args;
 pub mod blob;
 pub mod crc;
 pub mod double;
+pub mod grisu;
 pub mod input;
 pub mod intset;
 pub mod listpack;

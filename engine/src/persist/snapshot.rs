@@ -223,7 +223,15 @@ impl<W: Write> KeySink for RdbSink<W> {
 /// Redis 7.4 listpackex as itself (type 25 with the time it is registered under), the
 /// rest from its element view.
 pub fn encode_value(enc: &Encoder, value: &Value, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
-    let logical = value.to_logical_in_order();
+    let mut logical = value.to_logical_in_order();
+    if let crate::format::logical::Logical::Stream(s) = &mut logical {
+        if enc.target == Target::Redis62 {
+            // The engine writes RDB 9 only when it stands in for Redis 6.2, whose streams
+            // have no entries-added or max-deleted-id: nothing is dropped.
+            s.meta.entries_added = None;
+            s.meta.max_deleted_id = None;
+        }
+    }
     match (value, &logical) {
         (Value::Hash(h), crate::format::logical::Logical::Hash(fields))
             if enc.target == Target::Redis74 && matches!(**h, crate::value::Hash::ListpackEx(_)) =>

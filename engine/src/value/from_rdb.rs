@@ -197,12 +197,14 @@ pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result
                 return Ok(Value::Hash(Box::new(Hash::from_entries_with_ttls(entries, keep_order, limits))));
             }
             let mut h = Hash::with_capacity(n, limits);
+            let compact = matches!(v.vtype, ValueType::HashZiplist | ValueType::HashListpack);
             for f in fields {
                 let f = f?;
                 if f.expire_ms.is_some() {
                     return Err(FromRdbError::Unsupported("hash field TTLs in a type without them".into()));
                 }
-                let new = h.insert(ElemBytes::new(f.field).as_ref(), ElemBytes::new(f.value).as_ref(), limits);
+                let (field, value) = (ElemBytes::new(f.field), ElemBytes::new(f.value));
+                let new = h.insert_loaded(field.as_ref(), value.as_ref(), compact, limits);
                 if !new {
                     if let Some(e) = refuse_duplicate(v.vtype, deep) {
                         return Err(e);

@@ -364,16 +364,23 @@ impl Hash {
     /// Set a field as HSET does: true when it is new; a TTL it had is dropped. Converts
     /// to a hashtable when a limit is passed.
     pub fn insert(&mut self, field: &[u8], value: &[u8], limits: &Limits) -> bool {
-        self.set_value(field, value, false, limits)
+        self.set_value(field, value, false, true, limits)
     }
 
     /// Set a field's value keeping its TTL (HINCRBY, HINCRBYFLOAT); true when it is new.
     pub fn insert_keep_ttl(&mut self, field: &[u8], value: &[u8], limits: &Limits) -> bool {
-        self.set_value(field, value, true, limits)
+        self.set_value(field, value, true, !limits.hash_ziplist_keeps_long, limits)
     }
 
-    fn set_value(&mut self, field: &[u8], value: &[u8], keep_ttl: bool, limits: &Limits) -> bool {
-        let too_long = field.len() > limits.hash_max_listpack_value || value.len() > limits.hash_max_listpack_value;
+    /// Add a field loaded from an RDB value of the compact type (ziplist/listpack) or not.
+    pub fn insert_loaded(&mut self, field: &[u8], value: &[u8], compact: bool, limits: &Limits) -> bool {
+        self.set_value(field, value, false, !(compact && limits.hash_ziplist_keeps_long), limits)
+    }
+
+    /// `check_lengths`: a field or value past the listpack limit converts the hash.
+    fn set_value(&mut self, field: &[u8], value: &[u8], keep_ttl: bool, check_lengths: bool, limits: &Limits) -> bool {
+        let too_long = check_lengths
+            && (field.len() > limits.hash_max_listpack_value || value.len() > limits.hash_max_listpack_value);
         match self {
             Hash::Listpack(v) => {
                 if too_long {

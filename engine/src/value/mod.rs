@@ -64,6 +64,10 @@ pub struct Limits {
     /// Valkey 8.0's ZADD sizes the zset by its longest member, where Redis looks at the
     /// first one when creating it and at none after.
     pub zset_sized_by_longest: bool,
+    /// Redis 6.2 converts a ziplist hash for a long field or value only in HSET and kin
+    /// (HSETNX even when the field exists): HINCRBY, HINCRBYFLOAT and an RDB's ziplist
+    /// leave it a ziplist; Redis 7 converts.
+    pub hash_ziplist_keeps_long: bool,
 }
 
 impl Default for Limits {
@@ -85,6 +89,7 @@ impl Default for Limits {
             zset_created_by_size: false,
             list_packed: false,
             zset_sized_by_longest: false,
+            hash_ziplist_keeps_long: false,
         }
     }
 }

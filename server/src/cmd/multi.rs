@@ -53,7 +53,7 @@ pub fn exec(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
                 Some(refused) => refused,
                 None => s.call(c, found, argv),
             },
-            None => ferrokv::command::unknown_command(argv),
+            None => ferrokv::command::unknown_command(argv, crate::version::version()),
         };
         if std::mem::take(&mut c.raw_reply) {
             raw.push((replies.len(), c.out.split_off(mark)));

@@ -3,6 +3,7 @@
 
 use std::cell::RefCell;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::flags;
 use ferrokv::{Reply, Session};
 use mlua::{Lua, MultiValue, Value};
@@ -68,6 +69,37 @@ pub(super) const NOSCRIPT_ELSEWHERE: &[&str] = &[
     "failover",
 ];
 
+/// Redis 6.2's words for refusals of a redis.call, which it prefixes with the place.
+const REFUSALS_62: &[(&str, &str)] = &[
+    (
+        "ERR Please specify at least one argument for this redis lib call",
+        "Please specify at least one argument for redis.call()",
+    ),
+    (
+        "ERR Lua redis lib command arguments must be strings or integers",
+        "Lua redis() command arguments must be strings or integers",
+    ),
+    ("ERR Unknown Redis command called from script", "Unknown Redis command called from Lua script"),
+    (
+        "ERR Wrong number of args calling Redis command from script",
+        "Wrong number of args calling Redis command From Lua script",
+    ),
+    ("ERR This Redis command is not allowed from script", "This Redis command is not allowed from scripts"),
+];
+
+/// The error table of a refused redis.call: Redis 7's text, or Redis 6.2's as its
+/// luaPushError writes it (`@user_script: 1: Unknown Redis command called from Lua script`).
+fn refusal_table(lua: &Lua, text: &str) -> mlua::Result<mlua::Table> {
+    if crate::version::version().behaves_as() >= ServerVersion::Redis70 {
+        return convert::error_table(lua, text);
+    }
+    let text = REFUSALS_62.iter().find(|(new, _)| *new == text).map_or(text, |(_, old)| old);
+    match super::vm::script_place(lua) {
+        Some((source, Some(line))) => convert::error_table(lua, &format!("{source}: {line}: {text}")),
+        _ => convert::error_table(lua, text),
+    }
+}
+
 pub(super) fn script_call(
     lua: &Lua,
     s: &mut Server,
@@ -79,7 +111,7 @@ pub(super) fn script_call(
 ) -> mlua::Result<(bool, Value)> {
     let argv = match argv {
         Ok(argv) => argv,
-        Err(e) => return Ok((true, Value::Table(convert::error_table(lua, e)?))),
+        Err(e) => return Ok((true, Value::Table(refusal_table(lua, e)?))),
     };
     // From here on a refusal counts in INFO errorstats, and as a rejected call of the
     // command when there is one (Redis's scriptCall).
@@ -89,7 +121,7 @@ pub(super) fn script_call(
         if let Some(found) = found {
             s.stats.commands.entry(found.name).or_default().rejected += 1;
         }
-        let t = convert::error_table(lua, text)?;
+        let t = refusal_table(lua, text)?;
         t.raw_set(convert::STATS_COUNTED, true)?;
         Ok((true, Value::Table(t)))
     };

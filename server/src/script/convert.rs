@@ -257,11 +257,16 @@ fn table_to_reply(t: &Table, resp3: bool, depth: usize) -> Reply {
 /// The text of an error value a failed script left (its `err`, or the value itself).
 pub fn error_parts(v: &Value) -> (Option<String>, Option<String>, Option<String>) {
     match v {
-        Value::Table(t) => {
-            let text = |key| as_text(&raw(t, key)).map(|b| String::from_utf8_lossy(&b).into_owned());
-            (text("err"), text("source"), text("line"))
-        }
+        Value::Table(_) => (error_field(v, "err"), error_field(v, "source"), error_field(v, "line")),
         other => (as_text(other).map(|b| format!("ERR {}", String::from_utf8_lossy(&b))), None, None),
+    }
+}
+
+/// One field of an error table, as text.
+pub fn error_field(v: &Value, key: &str) -> Option<String> {
+    match v {
+        Value::Table(t) => as_text(&raw(t, key)).map(|b| String::from_utf8_lossy(&b).into_owned()),
+        _ => None,
     }
 }
 

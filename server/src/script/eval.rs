@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::keyspace::Clock;
 use ferrokv::Reply;
@@ -211,9 +212,18 @@ pub(super) fn run_script(
     }
 }
 
-/// The reply for a script that raised an error: its message, and where it was raised.
+/// The reply for a script that raised an error: its message, and where it was raised
+/// (Redis 6.2 puts the place first, in its own words, after the script's function name).
 pub(super) fn failure_reply(v: &Value, sha: &str) -> Reply {
     let (msg, source, line) = convert::error_parts(v);
+    if crate::version::version().behaves_as() < ServerVersion::Redis70 {
+        let raised = convert::error_field(v, "plain").or(msg).unwrap_or_default();
+        let place = match (source, line) {
+            (Some(src), Some(line)) => format!("{src}:{line}: "),
+            _ => String::new(),
+        };
+        return Reply::error(format!("ERR Error running script (call to f_{sha}): {place}{raised}"));
+    }
     let msg = msg.unwrap_or_else(|| "ERR unknown error".into());
     match (source, line) {
         (Some(src), Some(line)) => Reply::error(format!("{msg} script: {sha}, on {src}:{line}.")),

@@ -239,7 +239,8 @@ local function err_handler(err)
     local source, line = native.where()
     err = unwrap(err)
     if type(err) ~= "table" then
-        err = { err = "ERR " .. tostring(err) }
+        -- `plain`: the message as raised, which Redis 6.2 replies with.
+        err = { err = "ERR " .. tostring(err), plain = tostring(err) }
     end
     if source then
         err.source = source

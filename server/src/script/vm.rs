@@ -241,18 +241,7 @@ impl Vm {
         native.raw_set(
             "where",
             lua.create_function(|lua, ()| {
-                let mut level = 1;
-                while let Some((what, source, line)) = lua.inspect_stack(level, |d| {
-                    let s = d.source();
-                    (s.what, s.source.map(|x| x.into_owned()).unwrap_or_default(), d.current_line())
-                }) {
-                    // Skip C functions, the sandbox's own Lua and tail-call placeholders.
-                    if what != "C" && what != "tail" && !source.starts_with("=ferrokv") && source != "=(tail call)" {
-                        return Ok((Some(source), line.map(|l| l as f64)));
-                    }
-                    level += 1;
-                }
-                Ok((None, None))
+                Ok(script_place(lua).map_or((None, None), |(source, line)| (Some(source), line.map(|l| l as f64))))
             })?,
         )?;
         let (random, seed) = libs::random_functions(&lua, &rng)?;
@@ -393,6 +382,22 @@ pub(super) fn lua_text(v: &Value) -> Option<String> {
         Value::Number(n) => Some(convert::lua_number_text(*n)),
         _ => None,
     }
+}
+
+/// Where the script's own code is running: its source name and line (C functions, the
+/// sandbox's own Lua and tail-call placeholders skipped).
+pub(super) fn script_place(lua: &Lua) -> Option<(String, Option<usize>)> {
+    let mut level = 1;
+    while let Some((what, source, line)) = lua.inspect_stack(level, |d| {
+        let s = d.source();
+        (s.what, s.source.map(|x| x.into_owned()).unwrap_or_default(), d.current_line())
+    }) {
+        if what != "C" && what != "tail" && !source.starts_with("=ferrokv") && source != "=(tail call)" {
+            return Some((source, line));
+        }
+        level += 1;
+    }
+    None
 }
 
 pub(super) fn lua_failure(e: mlua::Error) -> Reply {

@@ -1,6 +1,7 @@
 //! XINFO STREAM / GROUPS / CONSUMERS / HELP.
 
 use super::common::{check_subcommand, entry_reply, help_reply, id_bulk, no_such_key, read_stream, subcommand_syntax};
+use crate::command::catalog::ServerVersion;
 use crate::command::{arg_i64, eq_ic, err_arg, Ctx, Reply};
 use crate::value::stream::{Group, MAX_ID, MIN_ID};
 use crate::value::Stream;
@@ -29,6 +30,8 @@ pub(super) fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return help_reply("XINFO", XINFO_HELP);
     }
     let now = ctx.now;
+    // Redis 6.2's streams have no entries-added, max-deleted-id or group lag to report.
+    let redis62 = ctx.cfg.version.behaves_as() < ServerVersion::Redis70;
     let s = match read_stream(ctx, &a[2]) {
         Err(e) => return e,
         Ok(None) => return no_such_key(),
@@ -60,18 +63,21 @@ pub(super) fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             s.groups
                 .iter()
                 .map(|(n, g)| {
-                    Reply::Map(vec![
+                    let mut m = vec![
                         field("name", Reply::bulk(n)),
                         field("consumers", Reply::Int(g.consumers.len() as i64)),
                         field("pending", Reply::Int(g.pel.len() as i64)),
                         field("last-delivered-id", id_bulk(g.last_id)),
-                        field("entries-read", entries_read_reply(g)),
-                        field("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)),
-                    ])
+                    ];
+                    if !redis62 {
+                        m.push(field("entries-read", entries_read_reply(g)));
+                        m.push(field("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)));
+                    }
+                    Reply::Map(m)
                 })
                 .collect(),
         ),
-        _ => xinfo_stream(s, a),
+        _ => xinfo_stream(s, a, redis62),
     }
 }
 
@@ -83,7 +89,7 @@ pub(super) fn entries_read_reply(g: &Group) -> Reply {
     }
 }
 
-pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>]) -> Reply {
+pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>], redis62: bool) -> Reply {
     let opts = &a[3..];
     let mut count: i64 = 10;
     let full = !opts.is_empty();
@@ -107,10 +113,12 @@ pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>]) -> Reply {
         field("radix-tree-keys", Reply::Int(s.node_count() as i64)),
         field("radix-tree-nodes", Reply::Int(s.rax_nodes() as i64)),
         field("last-generated-id", id_bulk(s.last_id)),
-        field("max-deleted-entry-id", id_bulk(s.max_deleted_id)),
-        field("entries-added", Reply::Int(s.entries_added as i64)),
-        field("recorded-first-entry-id", id_bulk(s.first_id)),
     ];
+    if !redis62 {
+        m.push(field("max-deleted-entry-id", id_bulk(s.max_deleted_id)));
+        m.push(field("entries-added", Reply::Int(s.entries_added as i64)));
+        m.push(field("recorded-first-entry-id", id_bulk(s.first_id)));
+    }
     if !full {
         m.push(field("groups", Reply::Int(s.groups.len() as i64)));
         m.push(field("first-entry", s.first_entry().map_or(Reply::Nil, |(id, f)| entry_reply(*id, f))));
@@ -164,15 +172,15 @@ pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>]) -> Reply {
                     ])
                 })
                 .collect();
-            Reply::Map(vec![
-                field("name", Reply::bulk(name)),
-                field("last-delivered-id", id_bulk(g.last_id)),
-                field("entries-read", entries_read_reply(g)),
-                field("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)),
-                field("pel-count", Reply::Int(g.pel.len() as i64)),
-                field("pending", Reply::Array(pending)),
-                field("consumers", Reply::Array(consumers)),
-            ])
+            let mut m = vec![field("name", Reply::bulk(name)), field("last-delivered-id", id_bulk(g.last_id))];
+            if !redis62 {
+                m.push(field("entries-read", entries_read_reply(g)));
+                m.push(field("lag", s.group_lag(g).map_or(Reply::Nil, Reply::Int)));
+            }
+            m.push(field("pel-count", Reply::Int(g.pel.len() as i64)));
+            m.push(field("pending", Reply::Array(pending)));
+            m.push(field("consumers", Reply::Array(consumers)));
+            Reply::Map(m)
         })
         .collect();
     m.push(field("groups", Reply::Array(groups)));

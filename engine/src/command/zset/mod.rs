@@ -500,16 +500,23 @@ fn zrange_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], at: usize, store: bool, by: 
     for (m, s) in &items {
         out.insert(m, *s, &limits);
     }
-    store_result(ctx, &a[1], out, "zrangestore")
+    store_result(ctx, &a[1], out, "zrangestore", 1)
 }
 
-/// Store a computed zset at `dst`, or delete `dst` when the result is empty.
-fn store_result(ctx: &mut Ctx<'_>, dst: &[u8], z: Zset, event: &'static str) -> Reply {
+/// Store a computed zset at `dst` (counting `dirty` changes), or delete `dst` when the
+/// result is empty.
+pub(in crate::command) fn store_result(
+    ctx: &mut Ctx<'_>,
+    dst: &[u8],
+    z: Zset,
+    event: &'static str,
+    dirty: u64,
+) -> Reply {
     let n = z.len();
     if n > 0 {
         ctx.db_set(dst, Value::Zset(Box::new(z)), false);
         ctx.notify(notify::ZSET, event, dst);
-        ctx.dirty += 1;
+        ctx.dirty += dirty;
     } else if ctx.db_delete(dst) {
         // As Redis's dbDelete: no expiry check, so an expired destination is a change.
         ctx.notify(notify::GENERIC, "del", dst);
@@ -908,7 +915,7 @@ fn zset_op(ctx: &mut Ctx<'_>, a: &[Vec<u8>], op: ZsetOp, store: bool, card: bool
             ZsetOp::Inter => "zinterstore",
             ZsetOp::Diff => "zdiffstore",
         };
-        return store_result(ctx, &a[1], result, event);
+        return store_result(ctx, &a[1], result, event, 1);
     }
     entries_reply(result.iter().map(|(m, s)| (m.clone(), s)).collect(), args.withscores)
 }
