@@ -77,6 +77,8 @@ pub struct Client {
     pub reply_off: bool,
     /// Attached as a replica (SYNC/PSYNC): fed the replication stream.
     pub replica: bool,
+    /// In MONITOR mode (crate::monitor).
+    pub monitor: bool,
     /// CLIENT SETINFO LIB-NAME / LIB-VER (Redis 7.2).
     pub lib_name: Vec<u8>,
     pub lib_ver: Vec<u8>,
@@ -136,6 +138,7 @@ impl Client {
             deny_blocking: false,
             reply_off: false,
             replica: false,
+            monitor: false,
             replica_port: 0,
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
@@ -265,7 +268,9 @@ impl Client {
     /// Flag letters as CLIENT LIST prints them.
     pub fn flags(&self) -> String {
         let mut f = String::new();
-        if self.replica {
+        if self.monitor {
+            f.push('O');
+        } else if self.replica {
             f.push('S');
         }
         if self.master {
@@ -298,13 +303,15 @@ impl Client {
         f
     }
 
-    /// One CLIENT LIST / CLIENT INFO line (without the newline).
-    pub fn info_line(&self, now: Instant) -> String {
+    /// One CLIENT LIST / CLIENT INFO line (without the newline). `executing`: this client
+    /// runs the command asking, and its query buffer still holds what it has run since the
+    /// last read (as Redis's does until the batch is processed).
+    pub fn info_line(&self, now: Instant, executing: bool) -> String {
         let addr = self.addr.map(|a| a.to_string()).unwrap_or_default();
         let laddr = self.laddr.map(|a| a.to_string()).unwrap_or_default();
         let name = self.name.as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
         let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
-        let qbuf = self.query.len() - self.qpos;
+        let qbuf = if executing { self.query.len() } else { self.query.len() - self.qpos };
         // Redis 7.2 added the watched keys and the library a client names.
         let since_72 = crate::version::version().behaves_as() >= ServerVersion::Redis72;
         let watch = if since_72 { format!(" watch={}", self.watched.len()) } else { String::new() };

@@ -58,6 +58,13 @@ impl Server {
             self.reject(c, e, Some(found.name));
             return;
         }
+        // A client in MONITOR mode counts as a replica: the keyspace is not for it.
+        let keyspace =
+            ferrokv::command::flags::WRITE | ferrokv::command::flags::READONLY | ferrokv::command::flags::MAY_REPLICATE;
+        if c.monitor && found.flags_for(argv) & keyspace != 0 {
+            self.reject(c, Reply::err("ERR Replica can't interact with the keyspace"), Some(found.name));
+            return;
+        }
         if let Some(e) = crate::admission::loading_refusal(self, c, found, argv) {
             self.reject(c, e, Some(found.name));
             return;
@@ -111,6 +118,10 @@ impl Server {
             self.time.set_ms(self.wall.unix_ms(start));
         }
         self.call_depth += 1;
+        if crate::monitor::shown_before(found.name) {
+            // So the script's own commands follow it.
+            self.feed_monitors(c, argv);
+        }
         // SORT's BY and GET need read access to every key (an error SORT itself answers).
         let refused = self.sort_pattern_refusal(c, found, argv);
         let reply = match (refused, found.run) {
@@ -136,6 +147,9 @@ impl Server {
             }
         };
         self.call_depth -= 1;
+        if crate::monitor::shown_after(found.flags_for(argv)) {
+            self.feed_monitors(c, argv);
+        }
         let end = Instant::now();
         if top {
             self.fresh = Some(end);

@@ -71,6 +71,7 @@ impl Server {
             last_cron: Instant::now(),
             run_id,
             pubsub: Default::default(),
+            monitors: Default::default(),
             blocking: Default::default(),
             woken: HashSet::new(),
             scripts: crate::script::Scripts::new()?,
@@ -410,6 +411,7 @@ impl Server {
 
     pub(crate) fn drop_client(&mut self, mut c: Box<Client>) {
         self.forget_client(&mut c);
+        self.monitors.remove(c.id);
         self.forget_replica(&c);
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);

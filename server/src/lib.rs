@@ -17,6 +17,7 @@ mod loading;
 pub mod log;
 pub mod maxmemory;
 pub mod memory_value;
+pub mod monitor;
 mod net;
 pub mod notify;
 pub mod obuf;

@@ -25,3 +25,12 @@ pub fn log_crash_reports() {
         log("=== REDIS BUG REPORT END. Make sure to include from START to END. ===");
     }));
 }
+
+/// An I/O error as C's strerror words it (Rust's text without its " (os error N)").
+pub fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
+}

@@ -93,7 +93,7 @@ pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
         // Redis describes the client as it was before the flag.
         log(&format!(
             "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",
-            c.info_line(Instant::now())
+            c.info_line(Instant::now(), false)
         ));
         c.close_asap = true;
     }

@@ -67,6 +67,7 @@ pub struct Server {
     pub(crate) last_cron: Instant,
     pub run_id: String,
     pub pubsub: crate::pubsub::PubSub,
+    pub monitors: crate::monitor::Monitors,
     pub blocking: crate::blocking::Blocking,
     /// Clients given new output or unblocked by someone else's command: they get a turn.
     pub woken: HashSet<u64>,
@@ -104,6 +105,10 @@ pub(crate) struct WallAnchor {
 impl WallAnchor {
     pub(crate) fn now() -> WallAnchor {
         WallAnchor { at: Instant::now(), unix_us: unix_us() }
+    }
+
+    pub(crate) fn unix_us(&self, t: Instant) -> i64 {
+        self.unix_us + t.saturating_duration_since(self.at).as_micros() as i64
     }
 
     pub(crate) fn unix_ms(&self, t: Instant) -> i64 {

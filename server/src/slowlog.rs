@@ -90,10 +90,11 @@ impl SlowLog {
 }
 
 /// The positions of `argv` that hold secrets Redis hides from the slow log (and MONITOR)
-/// as `(redacted)`: AUTH's arguments, HELLO's AUTH pair, ACL SETUSER's rules (and from 7.4
+/// as `(redacted)`: AUTH's arguments, HELLO's AUTH pair, MIGRATE's AUTH and AUTH2 secrets,
+/// ACL SETUSER's rules (and from 7.4
 /// the user names of ACL GETUSER and DELUSER), the values of CONFIG SET's sensitive
 /// parameters.
-fn redacted(argv: &[Vec<u8>]) -> Vec<usize> {
+pub(crate) fn redacted(argv: &[Vec<u8>]) -> Vec<usize> {
     let since_74 = crate::version::version() >= ferrokv::command::catalog::ServerVersion::Redis74;
     let is = |i: usize, s: &str| argv.get(i).is_some_and(|a| a.eq_ignore_ascii_case(s.as_bytes()));
     let mut hidden = Vec::new();
@@ -116,6 +117,21 @@ fn redacted(argv: &[Vec<u8>]) -> Vec<usize> {
         hidden.extend(2..argv.len());
     } else if since_74 && is(0, "acl") && is(1, "getuser") && argv.len() == 3 {
         hidden.push(2);
+    } else if is(0, "migrate") {
+        // AUTH password, AUTH2 username password (up to the KEYS list).
+        let mut j = 6;
+        while j < argv.len() {
+            if is(j, "keys") {
+                break;
+            } else if is(j, "auth") && j + 1 < argv.len() {
+                hidden.push(j + 1);
+                j += 1;
+            } else if is(j, "auth2") && j + 2 < argv.len() {
+                hidden.extend([j + 1, j + 2]);
+                j += 2;
+            }
+            j += 1;
+        }
     } else if is(0, "config") && is(1, "set") {
         let sensitive: &[&str] = if since_74 {
             &["requirepass", "masterauth", "masteruser", "tls-key-file-pass", "tls-client-key-file-pass"]

@@ -318,6 +318,13 @@ impl Client {
     pub fn call_str(&mut self, args: &[&str]) -> Vec<u8> {
         self.call(&args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>())
     }
+
+    /// The next reply the server sends unasked (MONITOR lines, pushes).
+    pub fn read(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        read_reply(&mut self.r, &mut out);
+        out
+    }
 }
 
 /// A command as a RESP multibulk.

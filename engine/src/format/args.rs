@@ -1,6 +1,36 @@
 //! Redis's sdssplitargs: how redis-cli, inline commands, redis.conf and the AOF manifest
 //! split a line into arguments. One implementation for all of them.
 
+/// A string quoted as Redis's sdscatrepr quotes it (what [`split_args`] reads back): in
+/// double quotes, with `\\ \" \n \r \t \a \b` escapes and other bytes outside printable
+/// ASCII as `\xNN`.
+pub fn repr(b: &[u8]) -> String {
+    let mut out = String::with_capacity(b.len() + 2);
+    repr_into(&mut out, b);
+    out
+}
+
+/// [`repr`] appended to `out`.
+pub fn repr_into(out: &mut String, b: &[u8]) {
+    out.push('"');
+    for &c in b {
+        match c {
+            b'\\' => out.push_str("\\\\"),
+            b'"' => out.push_str("\\\""),
+            b'\n' => out.push_str("\\n"),
+            b'\r' => out.push_str("\\r"),
+            b'\t' => out.push_str("\\t"),
+            7 => out.push_str("\\a"),
+            8 => out.push_str("\\b"),
+            0x20..=0x7e => out.push(c as char),
+            _ => {
+                let _ = std::fmt::Write::write_fmt(out, format_args!("\\x{c:02x}"));
+            }
+        }
+    }
+    out.push('"');
+}
+
 /// Split a line as Redis's sdssplitargs does: spaces separate arguments;
 /// "double quotes" take \n \r \t \b \a \\ \" and \xHH escapes; 'single quotes' take \';
 /// a closing quote must be followed by a space or the end. None for unbalanced quotes.

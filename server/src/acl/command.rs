@@ -79,19 +79,7 @@ pub fn acl(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"deluser" => deluser(s, c, a),
         b"getuser" if a.len() == 3 => getuser(s, &a[2]),
         b"users" if a.len() == 2 => Reply::Array(s.acl.users.keys().map(|n| Reply::Bulk(n.clone())).collect()),
-        b"list" if a.len() == 2 => Reply::Array(
-            s.acl
-                .users
-                .values()
-                .map(|u| {
-                    let mut line = b"user ".to_vec();
-                    line.extend_from_slice(&u.name);
-                    line.push(b' ');
-                    line.extend_from_slice(&u.describe());
-                    Reply::Bulk(line)
-                })
-                .collect(),
-        ),
+        b"list" if a.len() == 2 => Reply::Array(s.acl.list_lines().into_iter().map(Reply::Bulk).collect()),
         b"whoami" if a.len() == 2 => Reply::Bulk(c.user.clone()),
         b"load" | b"save" if acl_file(s).is_none() => Reply::err(NO_ACL_FILE),
         b"load" if a.len() == 2 => load(s, c),
@@ -279,21 +267,12 @@ fn dryrun(s: &Server, name: &[u8], argv: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// The strerror text Redis would print.
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "No such file or directory".into(),
-        std::io::ErrorKind::PermissionDenied => "Permission denied".into(),
-        _ => e.to_string(),
-    }
-}
-
 /// Read the ACL file into a new user set (nothing changes on an error).
 pub fn read_acl_file(s: &Server) -> Result<Option<Acl>, String> {
     let Some(path) = acl_file(s) else { return Ok(None) };
     let name = s.cfg.get("aclfile").unwrap_or_default();
-    let text =
-        std::fs::read(&path).map_err(|e| format!("Error loading ACLs, opening file '{}': {}", name, io_reason(&e)))?;
+    let text = std::fs::read(&path)
+        .map_err(|e| format!("Error loading ACLs, opening file '{}': {}", name, crate::log::strerror(&e)))?;
     let users = Acl::parse_file(&text, &name, all_channels_default(s))?;
     Ok(Some(Acl { users, ..Acl::default() }))
 }

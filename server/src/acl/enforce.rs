@@ -128,7 +128,7 @@ impl Server {
             object,
             username,
             ctime: Clock::System.now_ms(),
-            client_info: c.info_line(std::time::Instant::now()),
+            client_info: c.info_line(std::time::Instant::now(), true),
             entry_id: 0,
             created: 0,
         };

@@ -769,6 +769,20 @@ impl Default for Acl {
 }
 
 impl Acl {
+    /// Every user as a `user <name> <rules>` line (ACL LIST, CONFIG REWRITE).
+    pub fn list_lines(&self) -> Vec<Vec<u8>> {
+        self.users
+            .values()
+            .map(|u| {
+                let mut line = b"user ".to_vec();
+                line.extend_from_slice(&u.name);
+                line.push(b' ');
+                line.extend_from_slice(&u.describe());
+                line
+            })
+            .collect()
+    }
+
     pub fn default_user(&self) -> Option<&User> {
         self.users.get(b"default".as_slice())
     }

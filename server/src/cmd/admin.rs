@@ -197,6 +197,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             }
             r
         }
+        b"config-rewrite-force-all" if a.len() == 2 => super::config::rewrite(s, true),
         b"set-active-expire" if a.len() == 3 => {
             s.active_expire = super::debug::atoi(&a[2]) != 0;
             Reply::ok()

@@ -21,10 +21,36 @@ pub fn config(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             *s.engine.stats_mut() = Stats { dirty, ..Stats::default() };
             Reply::ok()
         }
-        b"rewrite" if a.len() == 2 => Reply::err("ERR The server is running without a config file"),
+        b"rewrite" if a.len() == 2 => rewrite(s, false),
         b"help" if a.len() == 2 => Reply::bulks(HELP),
         b"get" | b"set" | b"resetstat" | b"rewrite" | b"help" => sub_arity("config", &a[1]),
         _ => unknown_subcommand(&a[1], "config"),
+    }
+}
+
+/// CONFIG REWRITE (and DEBUG CONFIG-REWRITE-FORCE-ALL, `force_all`): the file the server
+/// started from, rewritten with the current values.
+pub fn rewrite(s: &Server, force_all: bool) -> Reply {
+    let Some(path) = s.cfg.config_file.clone() else {
+        return Reply::err("ERR The server is running without a config file");
+    };
+    let users = s
+        .cfg
+        .get("aclfile")
+        .filter(|f| !f.is_empty())
+        .is_none()
+        .then(|| s.acl.list_lines().iter().map(|l| String::from_utf8_lossy(l).into_owned()).collect());
+    match s.cfg.rewrite_file(&path, users, force_all) {
+        Ok(()) => {
+            log("CONFIG REWRITE executed with success.");
+            Reply::ok()
+        }
+        Err(e) => {
+            let why = crate::log::strerror(&e);
+            log(&format!("CONFIG REWRITE failed: {why}"));
+            let what = if force_all { "CONFIG-REWRITE-FORCE-ALL failed" } else { "Rewriting config file" };
+            Reply::error(format!("ERR {what}: {why}"))
+        }
     }
 }
 
@@ -72,7 +98,10 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
         if names.contains(&name) {
             return fail(&raw, "duplicate parameter");
         }
-        if ServerConfig::is_immutable(name) {
+        // ferrokv's own redis-version is not Redis's: setting it to what it is changes
+        // nothing and succeeds, so a client that sets back every CONFIG GET * value works.
+        let unchanged_own = name == "redis-version" && s.cfg.get(name).is_some_and(|v| v.as_bytes() == pair[1]);
+        if ServerConfig::is_immutable(name) && !unchanged_own {
             return fail(&raw, "can't set immutable config");
         }
         if ServerConfig::is_protected(name) && !s.cfg.enable_protected_configs.allows(c.addr) {

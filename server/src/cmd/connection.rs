@@ -125,6 +125,8 @@ pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     c.reset_multi();
     s.unwatch_all(c);
     s.pubsub_forget(c);
+    s.monitors.remove(c.id);
+    c.monitor = false;
     c.reply_off = false;
     c.reply_skip_next = false;
     c.session = Session::default();
@@ -168,7 +170,7 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             c.name = (!a[2].is_empty()).then(|| a[2].clone());
             Reply::ok()
         }
-        b"info" => Reply::Verbatim(format!("{}\n", c.info_line(Instant::now())).into_bytes()),
+        b"info" => Reply::Verbatim(format!("{}\n", c.info_line(Instant::now(), true)).into_bytes()),
         b"list" => client_list(s, c, a),
         b"kill" => client_kill(s, c, a),
         b"unblock" => super::blocking::client_unblock(s, c, a),
@@ -267,7 +269,7 @@ fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         if ids.as_ref().is_some_and(|v| !v.contains(&x.id)) || pubsub_type.is_some_and(|p| p != x.subs.active()) {
             continue;
         }
-        out.push_str(&x.info_line(now));
+        out.push_str(&x.info_line(now, x.id == c.id));
         out.push('\n');
     }
     Reply::Verbatim(out.into_bytes())
@@ -363,7 +365,9 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
 /// CLIENT REPLY ON|OFF|SKIP: OFF and SKIP answer nothing; SKIP drops the next reply.
 fn client_reply(c: &mut Client, mode: &[u8]) -> Reply {
     if eq_ic(mode, "on") {
+        // Its own reply is sent even when a SKIP just before meant to skip it.
         c.reply_off = false;
+        c.reply_skip = false;
         c.reply_skip_next = false;
         Reply::ok()
     } else if eq_ic(mode, "off") {

@@ -99,7 +99,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("configured_hz", s.cfg.engine.hz.to_string());
             kv("lru_clock", Clock::System.lru().to_string());
             kv("executable", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
-            kv("config_file", String::new());
+            kv("config_file", s.cfg.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default());
             kv("io_threads_active", "0".into());
         }
         "clients" => {

@@ -14,6 +14,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("auth", connection::auth),
     cmd("hello", connection::hello),
     cmd("reset", connection::reset),
+    cmd("monitor", |s, c, _| s.monitor(c)),
     cmd("client", connection::client),
     cmd("multi", multi::multi),
     cmd("exec", multi::exec),

@@ -183,6 +183,24 @@ fn configure(cfg: &ServerConfig) -> Result<Arc<rustls::ServerConfig>, ()> {
     TlsSettings::of(cfg).configure().map_err(|e| log(&e))
 }
 
+/// Linux's errno for an address family the machine does not support (no IPv6).
+const EAFNOSUPPORT: i32 = 97;
+
+/// A listening socket at `sock`; an IPv6 one takes IPv6 only (as Redis sets
+/// IPV6_V6ONLY), so `*` and `::*` can both listen on one port.
+fn listen_on(sock: SocketAddr) -> io::Result<TcpListener> {
+    if sock.is_ipv4() {
+        return TcpListener::bind(sock);
+    }
+    let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::STREAM, None)?;
+    s.set_only_v6(true)?;
+    s.set_reuse_address(true)?;
+    s.set_nonblocking(true)?;
+    s.bind(&sock.into())?;
+    s.listen(511)?;
+    Ok(TcpListener::from_std(s.into()))
+}
+
 /// Listening sockets on `port` at every address of `bind` (none for port 0, as Redis). An
 /// address written `-addr` may be missing from the machine.
 fn bind_all(bind: &[String], port: u16, tls: bool) -> Result<Vec<Listener>, String> {
@@ -193,14 +211,21 @@ fn bind_all(bind: &[String], port: u16, tls: bool) -> Result<Vec<Listener>, Stri
     for addr in bind {
         let optional = addr.starts_with('-');
         let host = addr.trim_start_matches('-');
-        let host = if host == "*" { "0.0.0.0" } else { host };
+        // `*` and `::*` are every IPv4 and every IPv6 address.
+        let host = match host {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            h => h,
+        };
         let sock: SocketAddr = format!("{host}:{port}")
             .parse()
             .or_else(|_| format!("[{host}]:{port}").parse())
             .map_err(|e| format!("Could not create server TCP listening socket {addr}:{port}: {e}"))?;
-        match TcpListener::bind(sock) {
+        match listen_on(sock) {
             Ok(l) => out.push(Listener { sock: l, tls }),
-            Err(e) if optional && e.kind() == ErrorKind::AddrNotAvailable => {}
+            // An optional address the machine lacks (or IPv6 it does not have).
+            Err(e) if optional && matches!(e.kind(), ErrorKind::AddrNotAvailable | ErrorKind::Unsupported) => {}
+            Err(e) if optional && e.raw_os_error() == Some(EAFNOSUPPORT) => {}
             Err(e) => return Err(format!("Could not create server TCP listening socket {sock}: {e}")),
         }
     }

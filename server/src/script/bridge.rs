@@ -60,7 +60,6 @@ pub(super) const NOSCRIPT_ELSEWHERE: &[&str] = &[
     "ssubscribe",
     "sunsubscribe",
     "cluster",
-    "monitor",
     "sync",
     "psync",
     "replicaof",

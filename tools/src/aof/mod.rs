@@ -97,21 +97,10 @@ pub(crate) fn file_name(p: &std::path::Path) -> String {
     p.file_name().map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// An argument as redis-cli shows it: double-quoted, non-printable bytes as `\xNN`.
+/// An argument as redis-cli shows it (sdscatrepr): double-quoted, non-printable bytes as
+/// `\xNN`.
 pub fn repr(out: &mut String, b: &[u8]) {
-    out.push('"');
-    for &c in b {
-        match c {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            0x20..=0x7e => out.push(c as char),
-            _ => out.push_str(&format!("\\x{c:02x}")),
-        }
-    }
-    out.push('"');
+    ferrokv::format::args::repr_into(out, b);
 }
 
 /// `argv` shown on one line, long arguments and long commands shortened.

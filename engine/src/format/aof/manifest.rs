@@ -60,7 +60,8 @@ impl Manifest {
     pub fn to_text(&self) -> String {
         let mut s = String::new();
         for ai in self.base.iter().chain(&self.history).chain(&self.incr) {
-            let name = if needs_repr(&ai.name) { repr(&ai.name) } else { ai.name.clone() };
+            let name =
+                if needs_repr(&ai.name) { crate::format::args::repr(ai.name.as_bytes()) } else { ai.name.clone() };
             let _ = writeln!(s, "file {name} seq {} type {}", ai.seq, ai.kind.letter());
         }
         s
@@ -199,28 +200,6 @@ fn atoll(s: &str) -> i64 {
 /// Whether sdscatrepr would be needed (sdsneedsrepr).
 fn needs_repr(s: &str) -> bool {
     s.bytes().any(|c| matches!(c, b'\\' | b'"') || !(0x21..=0x7e).contains(&c))
-}
-
-/// sdscatrepr: a double-quoted string with C escapes.
-fn repr(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.bytes() {
-        match c {
-            b'\\' => out.push_str("\\\\"),
-            b'"' => out.push_str("\\\""),
-            b'\n' => out.push_str("\\n"),
-            b'\r' => out.push_str("\\r"),
-            b'\t' => out.push_str("\\t"),
-            7 => out.push_str("\\a"),
-            8 => out.push_str("\\b"),
-            0x20..=0x7e => out.push(c as char),
-            _ => {
-                let _ = write!(out, "\\x{c:02x}");
-            }
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// A manifest line's words, split as Redis's sdssplitargs splits them.

@@ -78,6 +78,8 @@ pub struct ServerConfig {
     pub acl_users: Vec<Vec<String>>,
     /// `replicaof host port`: the master to replicate from at startup.
     pub replicaof: Option<(String, u16)>,
+    /// The configuration file the server started from (absolute): CONFIG REWRITE's target.
+    pub config_file: Option<std::path::PathBuf>,
 }
 
 impl Default for ServerConfig {
@@ -88,7 +90,9 @@ impl Default for ServerConfig {
         ServerConfig {
             engine,
             port: 6379,
-            bind: vec!["127.0.0.1".into()],
+            // Redis's compiled-in default (protected mode refuses remote clients without a
+            // password); the embedded configuration binds 127.0.0.1.
+            bind: vec!["*".into(), "-::*".into()],
             protected_mode: true,
             requirepass: None,
             maxclients: 10000,
@@ -117,6 +121,7 @@ impl Default for ServerConfig {
             busy_reply_threshold: 5000,
             acl_users: Vec::new(),
             replicaof: None,
+            config_file: None,
         }
     }
 }
@@ -257,6 +262,7 @@ const PARAMS: &[Param] = &[
     p("slowlog-log-slower-than", Kind::Int { min: -1, max: i64::MAX }),
     p("slowlog-max-len", Kind::Int { min: 0, max: i64::MAX }),
     stored("latency-tracking", None, Kind::Bool, "yes"),
+    stored("latency-tracking-info-percentiles", None, Kind::Str, "50 99 99.9"),
     stored("latency-monitor-threshold", None, Kind::Int { min: 0, max: i64::MAX }, "0"),
     stored("active-expire-effort", None, Kind::Int { min: 1, max: 10 }, "1"),
     stored("activerehashing", None, Kind::Bool, "yes"),
@@ -358,6 +364,8 @@ const PARAMS: &[Param] = &[
     p("lfu-decay-time", Kind::Int { min: 0, max: INT_MAX }),
     alias("busy-reply-threshold", "lua-time-limit", Kind::Int { min: 0, max: i64::MAX }),
 ];
+
+mod rewrite;
 
 fn find(name: &str) -> Option<&'static Param> {
     let name = name.to_ascii_lowercase();
@@ -491,8 +499,17 @@ impl ServerConfig {
         if let Kind::Special = p.kind {
             return self.set_special(p.name, args);
         }
-        let [v] = args else {
-            return Err("wrong number of arguments".into());
+        // Redis's multi-argument configs take their words as separate arguments in a file
+        // and as one in CONFIG SET.
+        let multi_arg = matches!(p.kind, Kind::Flags(_)) || p.stored.is_some_and(|d| d.contains(' '));
+        let joined;
+        let v = match args {
+            [v] => v,
+            _ if multi_arg && !args.is_empty() => {
+                joined = args.join(" ");
+                &joined
+            }
+            _ => return Err("wrong number of arguments".into()),
         };
         if p.stored.is_some() {
             let canonical = validate(p.kind, v)?;
@@ -678,8 +695,9 @@ impl ServerConfig {
                 };
             }
             "bind" => {
+                // One empty argument: no address at all.
                 let addrs: Vec<String> = args.iter().flat_map(|a| a.split_whitespace()).map(str::to_string).collect();
-                if addrs.is_empty() {
+                if addrs.len() > 16 {
                     return Err("Too many bind addresses specified.".into());
                 }
                 self.bind = addrs;
@@ -689,7 +707,7 @@ impl ServerConfig {
                     return Err("wrong number of arguments".into());
                 };
                 let path = PathBuf::from(d);
-                let abs = std::fs::canonicalize(&path).map_err(|e| io_reason(&e))?;
+                let abs = std::fs::canonicalize(&path).map_err(|e| crate::log::strerror(&e))?;
                 if !abs.is_dir() {
                     return Err("Not a directory".into());
                 }
@@ -764,6 +782,7 @@ impl ServerConfig {
                 let text = std::fs::read_to_string(first)
                     .map_err(|e| format!("Fatal error, can't open config file '{first}': {e}"))?;
                 cfg.load_text(&text, &mut saw_save)?;
+                cfg.config_file = Some(std::path::absolute(first).unwrap_or_else(|_| first.into()));
                 rest = &args[1..];
             }
             _ => {
@@ -855,16 +874,7 @@ fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
 }
 
 /// server/ferrokv.conf, compiled in: the configuration used when no file is given.
-pub const EMBEDDED_CONFIG: &str = include_str!("../ferrokv.conf");
-
-/// The strerror-like text Redis gives for a failed chdir.
-fn io_reason(e: &std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => "No such file or directory".into(),
-        std::io::ErrorKind::PermissionDenied => "Permission denied".into(),
-        _ => e.to_string(),
-    }
-}
+pub const EMBEDDED_CONFIG: &str = include_str!("../../ferrokv.conf");
 
 #[cfg(test)]
 mod tests {
@@ -915,6 +925,11 @@ mod tests {
         embedded.load_text(EMBEDDED_CONFIG, &mut false).unwrap();
         let plain = ServerConfig::default();
         for name in ServerConfig::names() {
+            if name == "bind" {
+                // The one difference: loopback only without a file.
+                assert_eq!(embedded.get(name).as_deref(), Some("127.0.0.1"));
+                continue;
+            }
             assert_eq!(embedded.get(name), plain.get(name), "{name}");
         }
     }
