@@ -118,7 +118,7 @@ impl Server {
             self.time.set_ms(self.wall.unix_ms(start));
         }
         self.call_depth += 1;
-        if crate::monitor::shown_before(found.name) {
+        if !self.monitors.is_empty() && crate::monitor::shown_before(found.name) {
             // So the script's own commands follow it.
             self.feed_monitors(c, argv);
         }
@@ -147,7 +147,7 @@ impl Server {
             }
         };
         self.call_depth -= 1;
-        if crate::monitor::shown_after(found.flags_for(argv)) {
+        if !self.monitors.is_empty() && crate::monitor::shown_after(found.flags_for(argv)) {
             self.feed_monitors(c, argv);
         }
         let end = Instant::now();

@@ -24,6 +24,7 @@ impl Server {
     /// Load the data directory and bind the listeners.
     pub fn new(mut cfg: ServerConfig) -> Result<Server, String> {
         cmd::set_version(cfg.engine.version, cmd::table::COMMANDS);
+        cmd::set_renames(&cfg.renames)?;
         log_startup(&cfg);
         if cfg.engine.version.behaves_as() >= ServerVersion::Redis72 && cfg.engine.limits.set_max_listpack_entries == 0
         {

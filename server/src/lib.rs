@@ -23,6 +23,7 @@ pub mod notify;
 pub mod obuf;
 pub mod persistence;
 pub mod pubsub;
+pub mod renames;
 pub mod replication;
 pub mod resp;
 pub mod script;

@@ -159,3 +159,41 @@ mod ferrokv_server_support {
         Running { child, port }
     }
 }
+
+/// `rename-command` lines: the old name unknown, the new one the command, an empty one
+/// removing it, scripts seeing the same names; CONFIG REWRITE keeps the lines (Redis's
+/// own test restarts from the rewritten file), and each server replies the same.
+#[test]
+fn rename_command_as_redis() {
+    let ours_bin = env!("CARGO_BIN_EXE_ferrokv-server");
+    let session: &[&[&str]] = &[
+        &["FLUSHDB"],
+        &["BADGER"],
+        &["SET", "a", "1"],
+        &["GET", "a"],
+        &["get2", "a"],
+        &["EVAL", "return redis.call('get2', 'a')", "0"],
+        &["EVAL", "return redis.pcall('get', 'a')", "0"],
+        &["CONFIG", "GET", "port"],
+        &["RENAMED-CONFIG", "REWRITE"],
+    ];
+    let mut replies = Vec::new();
+    for bin in ["redis-server", ours_bin] {
+        let dir = TempDir::new("rename-command");
+        let conf = dir.path().join("server.conf");
+        std::fs::write(
+            &conf,
+            "rename-command flushdb badger\nrename-command get GET2\nrename-command config renamed-config\n",
+        )
+        .expect("write the file");
+        let mut got = Vec::new();
+        for _restart in 0..2 {
+            let s = start(bin, &conf, dir.path());
+            got.extend(session.iter().map(|a| cli(s.port, a)));
+        }
+        let kept = std::fs::read_to_string(&conf).expect("the file");
+        assert!(kept.contains("rename-command flushdb badger"), "{kept}");
+        replies.push(got);
+    }
+    assert_eq!(replies[1], replies[0]);
+}

@@ -145,7 +145,13 @@ impl Registry {
     /// The command an argument vector runs, as Redis's lookupCommand: a container's
     /// subcommand when there is one. None for an unknown subcommand.
     pub fn resolve(&self, argv: &[Vec<u8>]) -> Option<usize> {
-        let top = *self.by_name.get(&String::from_utf8_lossy(argv.first()?).to_ascii_lowercase())?;
+        let typed = argv.first()?;
+        // A renamed command is known by its new name only.
+        let name = match crate::renames::get(typed) {
+            Some(now) => now?.to_string(),
+            None => String::from_utf8_lossy(typed).to_ascii_lowercase(),
+        };
+        let top = *self.by_name.get(&name)?;
         let e = &self.entries[top];
         if e.subs.is_empty() || argv.len() < 2 {
             return Some(top);

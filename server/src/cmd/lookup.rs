@@ -2,6 +2,7 @@
 //! server's own commands (cmd/table.rs) joined with the engine's, each with that
 //! version's facts from the catalog.
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use ferrokv::command::catalog::{Catalog, ServerVersion};
@@ -32,6 +33,36 @@ pub type Found = &'static Command<Run>;
 
 static TABLE: OnceLock<Table<Run>> = OnceLock::new();
 
+/// Apply the configuration's `rename-command old new` lines in order (an empty `new`
+/// removes the command), with Redis's errors; once, after [`set_version`].
+pub fn set_renames(renames: &[(String, String)]) -> Result<(), String> {
+    let mut map: HashMap<Vec<u8>, Option<&'static str>> = HashMap::new();
+    for (old, new) in renames {
+        let old = old.to_ascii_lowercase().into_bytes();
+        let found = match map.get(&old) {
+            Some(over) => over.and_then(|name| table().lookup(name.as_bytes())),
+            None => table().lookup(&old),
+        };
+        let Some(found) = found else {
+            return Err("No such command in rename-command".into());
+        };
+        map.insert(old, None);
+        if !new.is_empty() {
+            let new = new.to_ascii_lowercase().into_bytes();
+            let taken = match map.get(&new) {
+                Some(over) => over.is_some(),
+                None => table().lookup(&new).is_some(),
+            };
+            if taken {
+                return Err("Target command name already exists".into());
+            }
+            map.insert(new, Some(found.name));
+        }
+    }
+    crate::renames::set(map);
+    Ok(())
+}
+
 /// Set the version and the server's own commands, once, at start: the table holds the
 /// commands the version has (a command of a later version is unknown to its clients).
 pub fn set_version(v: ServerVersion, server_commands: &'static [Cmd]) {
@@ -56,9 +87,13 @@ pub fn skips_slowlog(found: Found) -> bool {
     found.has(ferrokv::command::flags::SKIP_SLOWLOG)
 }
 
-/// The command named `name` (any case), if the version has it.
+/// The command named `name` (any case), if the version has it (under that name, after
+/// rename-command).
 pub fn lookup(name: &[u8]) -> Option<Found> {
-    table().lookup(name)
+    match crate::renames::get(name) {
+        Some(now) => now.and_then(|real| table().lookup(real.as_bytes())),
+        None => table().lookup(name),
+    }
 }
 
 /// Every command the version has, the server's then the engine's.

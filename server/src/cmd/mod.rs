@@ -19,5 +19,5 @@ pub mod slowlog;
 pub mod table;
 pub mod xread;
 
-pub use lookup::{all, lookup, set_version, skips_slowlog, Cmd, Found, Run};
+pub use lookup::{all, lookup, set_renames, set_version, skips_slowlog, Cmd, Found, Run};
 pub use replies::{sub_arity, text, unknown_subcommand};

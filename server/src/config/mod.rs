@@ -80,6 +80,8 @@ pub struct ServerConfig {
     pub replicaof: Option<(String, u16)>,
     /// The configuration file the server started from (absolute): CONFIG REWRITE's target.
     pub config_file: Option<std::path::PathBuf>,
+    /// `rename-command old new` lines, in order (an empty new name removes the command).
+    pub renames: Vec<(String, String)>,
 }
 
 impl Default for ServerConfig {
@@ -122,6 +124,7 @@ impl Default for ServerConfig {
             acl_users: Vec::new(),
             replicaof: None,
             config_file: None,
+            renames: Vec::new(),
         }
     }
 }
@@ -751,6 +754,10 @@ impl ServerConfig {
                 ));
             }
             self.acl_users.push(args.to_vec());
+            return Ok(());
+        }
+        if name.eq_ignore_ascii_case("rename-command") && args.len() == 2 {
+            self.renames.push((args[0].clone(), args[1].clone()));
             return Ok(());
         }
         if !ServerConfig::knows(name) {
