@@ -132,6 +132,15 @@ impl Server {
                 crate::cmd::xread::xread(self, c, argv)
             }
             (None, Run::Engine(spec)) => {
+                // A command called by a rename-command name is logged (AOF, replicas)
+                // under its own, which every loader knows.
+                let own;
+                let argv = if argv[0].eq_ignore_ascii_case(found.name.as_bytes()) {
+                    argv
+                } else {
+                    own = [vec![found.name.as_bytes().to_vec()], argv[1..].to_vec()].concat();
+                    &own[..]
+                };
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
                     self.engine.call_spec(&mut c.session, spec, argv)

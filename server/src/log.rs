@@ -26,11 +26,4 @@ pub fn log_crash_reports() {
     }));
 }
 
-/// An I/O error as C's strerror words it (Rust's text without its " (os error N)").
-pub fn strerror(e: &std::io::Error) -> String {
-    let text = e.to_string();
-    match text.rfind(" (os error ") {
-        Some(at) => text[..at].to_string(),
-        None => text,
-    }
-}
+pub use ferrokv::persist::disk::strerror;

@@ -197,3 +197,18 @@ fn rename_command_as_redis() {
     }
     assert_eq!(replies[1], replies[0]);
 }
+
+/// A write made under a rename-command name is in the AOF under the command's own name:
+/// the server loads it back at restart.
+#[test]
+fn renamed_writes_survive_a_restart() {
+    let dir = TempDir::new("rename-aof");
+    let conf = dir.path().join("server.conf");
+    std::fs::write(&conf, "rename-command set xset\nappendonly yes\nappendfsync always\n").expect("write the file");
+    let s = start(env!("CARGO_BIN_EXE_ferrokv-server"), &conf, dir.path());
+    assert_eq!(cli(s.port, &["XSET", "k", "v"]), "OK");
+    assert_eq!(cli(s.port, &["EVAL", "return redis.call('xset', 'k2', 'v2')", "0"]), "OK");
+    drop(s);
+    let s = start(env!("CARGO_BIN_EXE_ferrokv-server"), &conf, dir.path());
+    assert_eq!(cli(s.port, &["MGET", "k", "k2"]), "v\nv2");
+}

@@ -287,7 +287,7 @@ fn hincrbyfloat(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 fn set_field(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8], value: &[u8]) {
     let limits = ctx.cfg.limits;
     if let Ok(h) = hash_or_create(ctx, key) {
-        h.insert_keep_ttl(field, value, &limits);
+        h.insert_incremented(field, value, &limits);
     }
 }
 

@@ -367,8 +367,9 @@ impl Hash {
         self.set_value(field, value, false, true, limits)
     }
 
-    /// Set a field's value keeping its TTL (HINCRBY, HINCRBYFLOAT); true when it is new.
-    pub fn insert_keep_ttl(&mut self, field: &[u8], value: &[u8], limits: &Limits) -> bool {
+    /// Set the value HINCRBY or HINCRBYFLOAT computed, keeping the field's TTL (and, as
+    /// Redis 6.2, leaving a listpack a listpack whatever the lengths); true when it is new.
+    pub fn insert_incremented(&mut self, field: &[u8], value: &[u8], limits: &Limits) -> bool {
         self.set_value(field, value, true, !limits.hash_ziplist_keeps_long, limits)
     }
 
@@ -805,7 +806,7 @@ mod tests {
         assert_eq!(order(&h), "a c b d", "the latest set goes first among equal TTLs");
         h.set_field_ttl(b"d", 50);
         assert_eq!(order(&h), "d a c b");
-        h.insert_keep_ttl(b"a", b"6", &l);
+        h.insert_incremented(b"a", b"6", &l);
         assert_eq!(order(&h), "d a c b", "HINCRBY changes a value in place");
         assert!(!h.insert(b"a", b"9", &l));
         assert_eq!(order(&h), "d c b a", "HSET drops the TTL and moves the field last");

@@ -140,6 +140,8 @@ pub fn replicaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             }
             log("MASTER MODE enabled (user request from client)");
         }
+        // CONFIG GET and CONFIG REWRITE report the master followed now.
+        s.cfg.replicaof = None;
         return Reply::ok();
     }
     if c.replica {
@@ -167,6 +169,7 @@ impl Server {
         if let Some(LinkState::Up { id }) = self.link.take().map(|l| l.state) {
             self.kill_client(id);
         }
+        self.cfg.replicaof = Some((host.clone(), port));
         let now = Instant::now();
         self.link = Some(MasterLink {
             host,

@@ -167,8 +167,13 @@ fn salvage_plan(part: &AofPart, data: &[u8]) -> Result<Option<Plan>, ToolError> 
 
 /// Salvage one file's bytes: the byte ranges to keep, in order, and the regions lost.
 /// The kept bytes put together verify without a problem. An RDB part that does not
-/// decode is the error.
+/// decode is the error. A file that verifies is kept whole: its warnings (an EXEC without
+/// MULTI, a MULTI inside MULTI) are what Redis's loader takes and goes on from.
 pub fn salvage(data: &[u8]) -> Result<Salvaged, ferrokv::format::rdb::RdbError> {
+    if check_file("salvage", None, data, true).1.is_none() {
+        let whole = if data.is_empty() { Vec::new() } else { vec![(0, data.len())] };
+        return Ok((whole, Vec::new()));
+    }
     let mut start = 0;
     if has_rdb_preamble(data) {
         match walk(data, Depth::Deep, 0) {

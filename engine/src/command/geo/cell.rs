@@ -3,6 +3,8 @@
 //! search reads. Every step follows Redis's floating-point operations in the same order,
 //! so a search finds exactly the members Redis finds.
 
+use std::cmp::Ordering;
+
 /// The coordinates a geohash covers (Web Mercator's latitude limits).
 pub const LON_MAX: f64 = 180.0;
 pub const LAT_MAX: f64 = 85.05112878;
@@ -167,7 +169,10 @@ impl Metric {
     pub fn within(self, shape: &Shape, p: (f64, f64)) -> Option<f64> {
         let c = shape.centre;
         match shape.kind {
-            ShapeKind::Radius(r) => Some(self.distance(c, p)).filter(|&d| d <= r * shape.to_meters),
+            // Redis leaves a point out when `d > r`: a NaN distance stays in.
+            ShapeKind::Radius(r) => {
+                Some(self.distance(c, p)).filter(|d| d.partial_cmp(&(r * shape.to_meters)) != Some(Ordering::Greater))
+            }
             ShapeKind::Box { width, height } => {
                 let (w, h) = (width * shape.to_meters, height * shape.to_meters);
                 if self.meridian_shortcut {
@@ -234,8 +239,8 @@ impl Shape {
         }
     }
 
-    /// The cells a search reads, in Redis's order (the centre's cell, then N, S, E, W,
-    /// NE, NW, SE, SW), `None` for the neighbours the bounding box does not reach.
+    /// The cells a search reads, in Redis's order ([`AROUND`]), `None` for the neighbours
+    /// the bounding box does not reach.
     pub fn cells(&self) -> [Option<Cell>; 9] {
         let (min_lon, min_lat, max_lon, max_lat) = self.bounds();
         let (lon, lat) = self.centre;
@@ -253,16 +258,12 @@ impl Shape {
             cell = Cell::of(lon, lat, LAT_MAX, step);
         }
         let area = cell.area(LAT_MAX);
-        let mut cells = [(0i8, 0i8), (0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1)]
-            .map(|(dx, dy)| Some(cell.moved_x(dx).moved_y(dy)));
+        let mut cells = AROUND.map(|(dx, dy)| Some(cell.moved_x(dx).moved_y(dy)));
         if step >= 2 {
             // Neighbours on a side the box does not cross are not read.
             let (south, north) = (area.lat.0 < min_lat, area.lat.1 > max_lat);
             let (west, east) = (area.lon.0 < min_lon, area.lon.1 > max_lon);
-            for (i, (dx, dy)) in [(0i8, 0i8), (0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1)]
-                .into_iter()
-                .enumerate()
-            {
+            for (i, (dx, dy)) in AROUND.into_iter().enumerate() {
                 if (dy < 0 && south) || (dy > 0 && north) || (dx < 0 && west) || (dx > 0 && east) {
                     cells[i] = None;
                 }
@@ -271,6 +272,10 @@ impl Shape {
         cells
     }
 }
+
+/// The nine cells a search reads as (columns east, rows north) of the centre's, in
+/// Redis's order: the centre, N, S, E, W, NE, NW, SE, SW.
+const AROUND: [(i8, i8); 9] = [(0, 0), (0, 1), (0, -1), (1, 0), (-1, 0), (1, 1), (-1, 1), (1, -1), (-1, -1)];
 
 /// The step whose cells are about as large as a search of `range_m` meters at `lat`.
 fn estimate_step(range_m: f64, lat: f64) -> u32 {

@@ -4,8 +4,6 @@
 //! order, and the members found are sorted by distance only when asked (or when COUNT
 //! needs the nearest), so replies and stored sets come out as Redis's do.
 
-use std::cmp::Ordering;
-
 use super::cell::{c_double_to_i64, decode, Cell, Metric, Shape, ShapeKind};
 use super::{coordinate, fmt_distance, lon_lat, metric, to_meters};
 use crate::command::catalog::ServerVersion;
@@ -223,7 +221,8 @@ fn search(ctx: &mut Ctx<'_>, a: &[Vec<u8>], form: Form) -> Reply {
     if found.is_empty() && opts.store.is_none() {
         return Reply::Array(Vec::new());
     }
-    let asc = |x: &Found, y: &Found| x.dist.partial_cmp(&y.dist).unwrap_or(Ordering::Less);
+    // A total order: a distance can be NaN (antipodes, where rounding takes asin past 1).
+    let asc = |x: &Found, y: &Found| x.dist.total_cmp(&y.dist);
     let desc = |x: &Found, y: &Found| asc(x, y).reverse();
     let returned = if opts.count == 0 { found.len() } else { found.len().min(opts.count as usize) };
     // Redis sorts with the C library's qsort (glibc's is a stable merge sort) or, when

@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use super::super::pqsort::partial_sort;
 use super::super::{eq_ic, notify, parse_i64, Ctx, Reply};
 use crate::value::{sds, List, Value};
 
@@ -249,7 +250,7 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], readonly: bool) -> Reply {
             }
         }
         let (alpha, by, desc) = (o.alpha, o.by.is_some(), o.desc);
-        items.sort_by(|x, y| {
+        let cmp = |x: &Item, y: &Item| {
             let c = if !alpha {
                 x.score.partial_cmp(&y.score).unwrap_or(Ordering::Equal).then_with(|| x.obj.cmp(&y.obj))
             } else if by {
@@ -262,7 +263,14 @@ fn sort_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], readonly: bool) -> Reply {
             } else {
                 c
             }
-        });
+        };
+        // Redis sorts BY with its partial quicksort when LIMIT keeps a part, which leaves
+        // equal elements in its own order; a full sort is glibc's stable one.
+        if by && (start != 0 || end != len - 1) && end >= start {
+            partial_sort(&mut items, (start as usize, end as usize), &cmp);
+        } else {
+            items.sort_by(cmp);
+        }
     }
     if conversion_error {
         return Reply::err("ERR One or more scores can't be converted into double");
