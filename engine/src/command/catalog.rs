@@ -102,6 +102,11 @@ impl ServerVersion {
         }
     }
 
+    /// Redis 6.2, where its words and behaviours differ from every later version's.
+    pub fn is_redis62(self) -> bool {
+        self == ServerVersion::Redis62
+    }
+
     /// Whether BITCOUNT and BITPOS check their range arguments before looking the key up
     /// (Redis 7.4, and Valkey 8.0, which took the change).
     pub fn checks_bit_ranges_first(self) -> bool {

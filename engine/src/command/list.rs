@@ -235,7 +235,7 @@ fn lpos(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         if eq_ic(&a[i], "rank") && more {
             rank =
                 match arg_i64(&a[i + 1]) {
-                    Ok(0) if ctx.cfg.version.behaves_as() < ServerVersion::Redis70 => {
+                    Ok(0) if ctx.cfg.version.is_redis62() => {
                         return Reply::err(
                             "ERR RANK can't be zero: use 1 to start from the first match, 2 from the second, ...",
                         )

@@ -205,7 +205,7 @@ pub fn err_arg(b: &[u8], max: usize) -> std::borrow::Cow<'_, str> {
 
 /// An expire argument out of range: Redis 7 names the command in quotes.
 pub fn invalid_expire_time(cmd: &str, version: ServerVersion) -> Reply {
-    if version.behaves_as() < ServerVersion::Redis70 {
+    if version.is_redis62() {
         Reply::error(format!("ERR invalid expire time in {cmd}"))
     } else {
         Reply::error(format!("ERR invalid expire time in '{cmd}' command"))
@@ -215,7 +215,7 @@ pub fn invalid_expire_time(cmd: &str, version: ServerVersion) -> Reply {
 /// Redis's reply to a command it does not know: Redis 7 quotes with `'` and cuts the
 /// name at 128 bytes; Redis 6.2 quotes with backticks and separates with commas.
 pub fn unknown_command(argv: &[Vec<u8>], version: ServerVersion) -> Reply {
-    let redis62 = version.behaves_as() < ServerVersion::Redis70;
+    let redis62 = version.is_redis62();
     let name =
         argv.first().map(|n| err_arg(n, if redis62 { usize::MAX } else { 128 }).into_owned()).unwrap_or_default();
     let (open, close) = if redis62 { ("`", "`, ") } else { ("'", "' ") };

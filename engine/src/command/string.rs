@@ -210,7 +210,7 @@ fn set_generic(
 }
 
 fn set(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    match parse_set_options(&a[3..], true, ctx.cfg.version.behaves_as() < ServerVersion::Redis70) {
+    match parse_set_options(&a[3..], true, ctx.cfg.version.is_redis62()) {
         Ok(o) => set_generic(ctx, a, &a[1], &a[2], &o, Reply::ok(), Reply::Nil),
         Err(e) => e,
     }
@@ -701,7 +701,7 @@ fn setbit(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     };
     // Redis 6.2 counts every SETBIT as a change (propagated, notified) even when the bit
     // already had that value.
-    if changed || ctx.cfg.version.behaves_as() < ServerVersion::Redis70 {
+    if changed || ctx.cfg.version.is_redis62() {
         ctx.signal_modified(key);
         ctx.notify(notify::STRING, "setbit", key);
         ctx.dirty += 1;

@@ -1,6 +1,5 @@
 //! SLOWLOG GET [count] | LEN | RESET | HELP over crate::slowlog.
 
-use ferrokv::command::catalog::ServerVersion;
 use ferrokv::Reply;
 
 use crate::client::Client;
@@ -35,11 +34,7 @@ pub fn slowlog(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
                 None => 10,
                 Some(None) => return Reply::not_integer(),
                 // Redis 6.2 reads any negative count as "all"; 7.0 only -1.
-                Some(Some(n))
-                    if n < 0 && (n == -1 || crate::version::version().behaves_as() < ServerVersion::Redis70) =>
-                {
-                    usize::MAX
-                }
+                Some(Some(n)) if n < 0 && (n == -1 || crate::version::version().is_redis62()) => usize::MAX,
                 Some(Some(n)) if n < 0 => return Reply::err("ERR count should be greater than or equal to -1"),
                 Some(Some(n)) => n as usize,
             };

@@ -5,7 +5,6 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
-use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::keyspace::Clock;
 use ferrokv::Reply;
@@ -216,7 +215,7 @@ pub(super) fn run_script(
 /// (Redis 6.2 puts the place first, in its own words, after the script's function name).
 pub(super) fn failure_reply(v: &Value, sha: &str) -> Reply {
     let (msg, source, line) = convert::error_parts(v);
-    if crate::version::version().behaves_as() < ServerVersion::Redis70 {
+    if crate::version::version().is_redis62() {
         let raised = convert::error_field(v, "plain").or(msg).unwrap_or_default();
         let place = match (source, line) {
             (Some(src), Some(line)) => format!("{src}:{line}: "),

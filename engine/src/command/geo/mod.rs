@@ -39,7 +39,7 @@ fn metric(version: ServerVersion) -> Metric {
 /// A distance as GEODIST prints it: four decimals, Redis 7's fixed point (the value
 /// times 10^4 rounded half to even) or Redis 6.2's `%.4f`.
 fn fmt_distance(d: f64, version: ServerVersion) -> String {
-    if version.behaves_as() < ServerVersion::Redis70 {
+    if version.is_redis62() {
         return format!("{d:.4}");
     }
     let units = (d * 10_000.0).round_ties_even() as i64;
@@ -107,7 +107,7 @@ fn geodist(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 /// any case from Redis 7.0, lower case only before.
 fn to_meters(u: &[u8], version: ServerVersion) -> Result<f64, Reply> {
     let u = &u[..u.iter().position(|&b| b == 0).unwrap_or(u.len())];
-    let redis62 = version.behaves_as() < ServerVersion::Redis70;
+    let redis62 = version.is_redis62();
     let same = |n: &str| if redis62 { u == n.as_bytes() } else { eq_ic(u, n) };
     match [("m", 1.0), ("km", 1000.0), ("ft", 0.3048), ("mi", 1609.34)].into_iter().find(|(n, _)| same(n)) {
         Some((_, m)) => Ok(m),

@@ -189,7 +189,7 @@ fn search(ctx: &mut Ctx<'_>, a: &[Vec<u8>], form: Form) -> Reply {
     }
     if opts.store.is_some() && (opts.with_dist || opts.with_hash || opts.with_coord) {
         return Reply::err(match form {
-            _ if version.behaves_as() < ServerVersion::Redis70 => {
+            _ if version.is_redis62() => {
                 "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and WITHCOORDS options"
             }
             Form::SearchStore => "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options",

@@ -1,7 +1,6 @@
 //! XINFO STREAM / GROUPS / CONSUMERS / HELP.
 
 use super::common::{check_subcommand, entry_reply, help_reply, id_bulk, no_such_key, read_stream, subcommand_syntax};
-use crate::command::catalog::ServerVersion;
 use crate::command::{arg_i64, eq_ic, err_arg, Ctx, Reply};
 use crate::value::stream::{Group, MAX_ID, MIN_ID};
 use crate::value::Stream;
@@ -31,7 +30,7 @@ pub(super) fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
     let now = ctx.now;
     // Redis 6.2's streams have no entries-added, max-deleted-id or group lag to report.
-    let redis62 = ctx.cfg.version.behaves_as() < ServerVersion::Redis70;
+    let redis62 = ctx.cfg.version.is_redis62();
     let s = match read_stream(ctx, &a[2]) {
         Err(e) => return e,
         Ok(None) => return no_such_key(),
