@@ -394,6 +394,18 @@ impl Engine {
         self.fx.propagation_off = false;
         if unlogged {
             self.fx.propagate.clear();
+            return r;
+        }
+        // A command that may touch any key (SCAN, RANDOMKEY: the keys they find expired)
+        // propagates each deletion alone, as active expiry does, not inside MULTI.
+        let arbitrary = spec
+            .or_else(|| argv.first().and_then(|name| command::table::lookup(name)))
+            .is_some_and(|c| c.flags & command::flags::TOUCHES_ARBITRARY_KEYS != 0);
+        if arbitrary && self.fx.propagate.len() > 1 {
+            for op in std::mem::take(&mut self.fx.propagate) {
+                self.fx.propagate.push(op);
+                self.flush();
+            }
         } else {
             self.flush();
         }
@@ -409,6 +421,7 @@ impl Engine {
         self.fx.propagate.clear();
         self.fx.events.clear();
         self.fx.modified.clear();
+        self.fx.flushes.clear();
         r
     }
 

@@ -72,6 +72,30 @@ fn readonly_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> O
     Some(Reply::err("READONLY You can't write against a read only replica."))
 }
 
+pub const MASTERDOWN_ERROR: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
+
+/// A replica whose link is down with replica-serve-stale-data off answers only the
+/// commands flagged `stale`; an EXEC, only when every queued command is.
+fn stale_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+    let down = s.link.as_ref().is_some_and(|l| !l.is_up());
+    if !down || s.cfg.get("replica-serve-stale-data").as_deref() != Some("no") {
+        return None;
+    }
+    let own = command_flags(s, found, argv) & flags::STALE != 0;
+    let queued_ok = found.name != "exec"
+        || c.multi.as_ref().is_none_or(|queue| {
+            queue.iter().all(|q| {
+                q.first()
+                    .and_then(|name| crate::cmd::lookup(name))
+                    .is_some_and(|f| command_flags(s, f, q) & flags::STALE != 0)
+            })
+        });
+    if own && queued_ok {
+        return None;
+    }
+    Some(Reply::err(MASTERDOWN_ERROR))
+}
+
 /// A command's flags as Redis's processCommand judges them: the script's declared flags
 /// for EVAL/FCALL and their variants, the subcommand's for a container (FUNCTION LOAD).
 pub fn command_flags(s: &Server, found: Found, argv: &[Vec<u8>]) -> u32 {
@@ -106,6 +130,14 @@ fn script_command_flags(base: u32, declared: u32) -> u32 {
     f
 }
 
+/// Whether a command may write or replicate (EXEC: any command it runs), as CLIENT PAUSE
+/// WRITE judges it.
+pub fn may_replicate(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> bool {
+    let own = command_flags(s, found, argv);
+    let all = if found.name == "exec" { own | queued_flags(s, c) } else { own };
+    all & (flags::WRITE | flags::MAY_REPLICATE) != 0
+}
+
 /// The flags of the commands queued in MULTI, together (EXEC is judged by them).
 fn queued_flags(s: &Server, c: &Client) -> u32 {
     let Some(queue) = &c.multi else {
@@ -127,6 +159,14 @@ pub fn refusal(s: &mut Server, c: &mut Client, found: Found, argv: &[Vec<u8>]) -
     }
     if let Some(e) = readonly_replica(s, c, found, argv) {
         return Some(e);
+    }
+    if let Some(Reply::Error(text)) = stale_replica(s, c, found, argv) {
+        if found.name == "exec" && c.multi.is_some() {
+            c.reset_multi();
+            s.unwatch_all(c);
+            return Some(Reply::error(format!("EXECABORT Transaction discarded because of: {text}")));
+        }
+        return Some(Reply::Error(text));
     }
     let maxmemory = s.cfg.maxmemory > 0;
     let replicas = replicas_missing(s);

@@ -2,7 +2,6 @@
 //! the connection commands keep (name, protocol, auth, MULTI queue, watched keys).
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use ferrokv::command::catalog::ServerVersion;
@@ -20,8 +19,8 @@ const SHRINK_QUERY_ABOVE: usize = 32 * 1024;
 pub struct Client {
     pub id: u64,
     pub(crate) sock: crate::net::Conn,
-    pub addr: Option<SocketAddr>,
-    pub laddr: Option<SocketAddr>,
+    pub addr: Option<crate::net::Peer>,
+    pub laddr: Option<crate::net::Peer>,
     pub name: Option<Vec<u8>>,
     pub session: Session,
     /// RESP3 (after HELLO 3).
@@ -89,6 +88,10 @@ pub struct Client {
     pub master: bool,
     pub reply_skip: bool,
     pub reply_skip_next: bool,
+    /// CLIENT TRACKING ON: its mode.
+    pub tracking: Option<crate::tracking::ClientTracking>,
+    /// The command that waits for CLIENT PAUSE to end.
+    pub postponed: Option<ferrokv::command::Argv>,
 }
 
 /// What a read from the socket gave.
@@ -99,8 +102,8 @@ pub enum ReadOutcome {
 }
 
 impl Client {
-    pub(crate) fn new(id: u64, sock: crate::net::Conn, addr: Option<SocketAddr>, authenticated: bool) -> Client {
-        let laddr = sock.local_addr().ok();
+    pub(crate) fn new(id: u64, sock: crate::net::Conn, addr: Option<crate::net::Peer>, authenticated: bool) -> Client {
+        let laddr = sock.local_addr();
         let now = Instant::now();
         Client {
             id,
@@ -145,6 +148,8 @@ impl Client {
             master: false,
             reply_skip: false,
             reply_skip_next: false,
+            tracking: None,
+            postponed: None,
         }
     }
 
@@ -282,8 +287,17 @@ impl Client {
         if self.multi.is_some() {
             f.push('x');
         }
-        if self.blocked.is_some() {
+        if self.blocked.is_some() || self.postponed.is_some() {
             f.push('b');
+        }
+        if let Some(t) = &self.tracking {
+            f.push('t');
+            if t.broken_redirect {
+                f.push('R');
+            }
+            if t.bcast {
+                f.push('B');
+            }
         }
         if self.watch_dirty {
             f.push('d');
@@ -293,6 +307,9 @@ impl Client {
         }
         if self.close_asap {
             f.push('A');
+        }
+        if self.sock.is_unix() {
+            f.push('U');
         }
         if self.session.no_touch {
             f.push('T');
@@ -307,8 +324,8 @@ impl Client {
     /// runs the command asking, and its query buffer still holds what it has run since the
     /// last read (as Redis's does until the batch is processed).
     pub fn info_line(&self, now: Instant, executing: bool) -> String {
-        let addr = self.addr.map(|a| a.to_string()).unwrap_or_default();
-        let laddr = self.laddr.map(|a| a.to_string()).unwrap_or_default();
+        let addr = self.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
+        let laddr = self.laddr.as_ref().map(|a| a.to_string()).unwrap_or_default();
         let name = self.name.as_deref().map(|n| String::from_utf8_lossy(n).into_owned()).unwrap_or_default();
         let multi = self.multi.as_ref().map_or(-1, |q| q.len() as i64);
         let qbuf = if executing { self.query.len() } else { self.query.len() - self.qpos };
@@ -327,7 +344,7 @@ impl Client {
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={}{watch} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
-             cmd={} user={} redir=-1 resp={}{lib}",
+             cmd={} user={} redir={} resp={}{lib}",
             self.id,
             addr,
             laddr,
@@ -352,12 +369,12 @@ impl Client {
             self.query.capacity() + self.chunk.len() + self.out.capacity(),
             self.last_cmd,
             String::from_utf8_lossy(&self.user),
+            self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             if self.resp3 { 3 } else { 2 },
         )
     }
 
     fn fd(&self) -> i32 {
-        use std::os::fd::AsRawFd;
-        self.sock.tcp().as_raw_fd()
+        self.sock.fd()
     }
 }

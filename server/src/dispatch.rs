@@ -80,6 +80,12 @@ impl Server {
             self.reject(c, busy, Some(found.name));
             return;
         }
+        if self.tracking.is_active() {
+            self.tracking_limit(Some(c));
+        }
+        if self.postpone_if_paused(c, found, argv) {
+            return;
+        }
         if c.multi.is_some() && !matches!(found.name, "exec" | "discard" | "multi" | "watch" | "quit" | "reset") {
             if let Some(q) = c.multi.as_mut() {
                 q.push(std::mem::take(argv));
@@ -102,6 +108,9 @@ impl Server {
         self.count_reply(&reply);
         if !std::mem::take(&mut c.raw_reply) {
             c.reply(&reply);
+        }
+        if c.tracking.is_some() {
+            self.tracking_after_command(c, found.name);
         }
     }
 
@@ -156,6 +165,9 @@ impl Server {
             }
         };
         self.call_depth -= 1;
+        if c.tracking.is_some() {
+            self.tracking_remember(c, found, argv);
+        }
         if !self.monitors.is_empty() && crate::monitor::shown_after(found.flags_for(argv)) {
             self.feed_monitors(c, argv);
         }
@@ -169,6 +181,9 @@ impl Server {
         st.usec += micros;
         if reply.is_error() {
             st.failed += 1;
+        }
+        if c.blocked.is_none() {
+            self.note_latency(found, argv, end.saturating_duration_since(start));
         }
         // The slow log, as Redis's call(): a client left blocked is logged when it is served
         // (blocking/serve.rs); EXEC is not logged, its commands are, one by one.
@@ -223,7 +238,7 @@ impl Server {
         if threshold < 0 || off || micros < threshold as u64 {
             return;
         }
-        let peer = c.addr.map(|a| a.to_string()).unwrap_or_default();
+        let peer = c.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
         let name = c.name.clone().unwrap_or_default();
         let now = self.wall.unix_ms(Instant::now()) / 1000;
         self.slowlog.note(threshold, self.cfg.slowlog_max_len as usize, micros, argv, now, peer, &name);

@@ -3,7 +3,6 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::ErrorKind;
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use ferrokv::command::catalog::ServerVersion;
@@ -14,8 +13,8 @@ use mio::{Events, Interest, Poll, Token};
 use crate::client::{Client, ReadOutcome};
 use crate::cmd;
 use crate::config::ServerConfig;
-use crate::log::log;
-use crate::net::Conn;
+use crate::log::{log, warn};
+use crate::net::{Conn, Peer};
 use crate::resp::{Limits, Parsed};
 use crate::server::{unix_us, Server, ShutdownMode, WallAnchor};
 use crate::stats::ServerStats;
@@ -35,9 +34,10 @@ impl Server {
         let poll = Poll::new().map_err(|e| e.to_string())?;
         let listeners = crate::net::Listeners::open(poll.registry(), &cfg)?;
         if listeners.is_empty() {
-            log("Configured to not listen anywhere, exiting.");
+            warn("Configured to not listen anywhere, exiting.");
             return Err("Configured to not listen anywhere, exiting.".into());
         }
+        crate::pidfile::write(&cfg.get("pidfile").unwrap_or_default());
         let time = Clock::virtual_at(unix_us() / 1000);
         // Empty until load_dataset installs the loaded one.
         let engine = Engine::with_clock(cfg.engine.clone(), time.clone());
@@ -73,6 +73,10 @@ impl Server {
             run_id,
             pubsub: Default::default(),
             monitors: Default::default(),
+            tracking: Default::default(),
+            latency: Default::default(),
+            pause: Default::default(),
+            histograms: Default::default(),
             blocking: Default::default(),
             woken: HashSet::new(),
             scripts: crate::script::Scripts::new()?,
@@ -83,6 +87,7 @@ impl Server {
             wall: WallAnchor::now(),
             call_depth: 0,
         };
+        server.follow_latency_config();
         crate::acl::command::load_at_startup(&mut server)?;
         server.load_dataset()?;
         crate::script::functions::install(&mut server)?;
@@ -98,6 +103,8 @@ impl Server {
         self.sync_event_tracking();
         loop {
             self.expire_blocked();
+            self.end_pause_when_due();
+            self.tracking_broadcast();
             self.queue_woken();
             let tick = Duration::from_millis(1000 / u64::from(self.cfg.engine.hz.max(1)));
             let mut timeout = if !self.pending.is_empty() {
@@ -110,6 +117,9 @@ impl Server {
                 tick.saturating_sub(self.last_cron.elapsed())
             };
             if let Some(t) = self.blocking.next_deadline() {
+                timeout = timeout.min(t.saturating_duration_since(Instant::now()));
+            }
+            if let Some(t) = self.pause.deadline() {
                 timeout = timeout.min(t.saturating_duration_since(Instant::now()));
             }
             if self.eviction.pending {
@@ -190,7 +200,7 @@ impl Server {
         }
     }
 
-    pub(crate) fn add_client(&mut self, mut sock: Conn, addr: SocketAddr) {
+    pub(crate) fn add_client(&mut self, mut sock: Conn, addr: Peer) {
         if self.clients.len() as u64 >= self.cfg.maxclients {
             self.stats.rejected_connections += 1;
             // Best effort, as Redis: the socket is new, the write almost always fits (over
@@ -199,12 +209,13 @@ impl Server {
             let _ = std::io::Write::flush(&mut sock);
             return;
         }
-        if self.cfg.protected_mode && self.acl.default_user().is_some_and(|u| u.nopass) && !addr.ip().is_loopback() {
+        if self.cfg.protected_mode && self.acl.default_user().is_some_and(|u| u.nopass) && !addr.is_local() {
             self.stats.rejected_connections += 1;
             let _ = std::io::Write::write(&mut sock, PROTECTED_MODE_ERROR.as_bytes());
             let _ = std::io::Write::flush(&mut sock);
             return;
         }
+        sock.set_keepalive(self.cfg.get("tcp-keepalive").and_then(|v| v.parse().ok()).unwrap_or(0));
         let id = self.next_client_id();
         if self.poll.registry().register(&mut sock, Token(id as usize), Interest::READABLE).is_err() {
             return;
@@ -338,6 +349,9 @@ impl Server {
             if c.close_after_reply || c.close_asap || c.blocked.is_some() {
                 return false;
             }
+            if c.postponed.is_some() && !self.resume_postponed(c) {
+                return false;
+            }
             if c.pending_out() >= OUT_SOFT_LIMIT {
                 return true;
             }
@@ -413,6 +427,8 @@ impl Server {
     pub(crate) fn drop_client(&mut self, mut c: Box<Client>) {
         self.forget_client(&mut c);
         self.monitors.remove(c.id);
+        self.tracking_off(&mut c);
+        self.pause.forget(c.id);
         self.forget_replica(&c);
         self.unwatch_all(&mut c);
         let _ = self.poll.registry().deregister(&mut c.sock);
@@ -436,9 +452,15 @@ impl Server {
 
     pub(crate) fn cron(&mut self) {
         self.wall = WallAnchor::now();
-        // A replica's keys expire when its master's DELs come.
-        if self.active_expire && self.link.is_none() {
+        if self.tracking.is_active() {
+            self.tracking_limit(None);
+        }
+        // A replica's keys expire when its master's DELs come; none expire during a pause.
+        if self.active_expire && self.link.is_none() && !self.pause.is_on(Instant::now()) {
+            let started = Instant::now();
             self.engine.active_expire_cycle();
+            let now = self.wall.unix_ms(Instant::now()) / 1000;
+            self.latency.note("expire-cycle", started.elapsed().as_millis() as u64, now);
             self.deliver_events(None);
             // Keys the cycle deleted touch the clients watching them, and a stream deleted
             // here unblocks its XREADGROUP clients.
@@ -503,15 +525,47 @@ pub(super) const PROTECTED_MODE_ERROR: &str = "-DENIED Redis is running in prote
 /// `Server initialized`.
 pub(super) fn log_startup(cfg: &ServerConfig) {
     let pid = std::process::id();
-    log(&format!(
-        "ferrokv-server {} starting, Redis {} compatible, pid={pid}",
+    warn("oO0OoO0OoO0Oo ferrokv is starting oO0OoO0OoO0Oo");
+    warn(&format!(
+        "ferrokv-server version={}, Redis {} compatible, bits=64, pid={pid}, just started",
         env!("CARGO_PKG_VERSION"),
         crate::version::release()
     ));
+    warn("Configuration loaded");
     if cfg.get("always-show-logo").as_deref() == Some("yes") {
         log(&format!("ferrokv-server {}  Port: {}  PID: {pid}", env!("CARGO_PKG_VERSION"), cfg.port));
     } else {
         log(&format!("Running mode=standalone, port={}.", cfg.port));
     }
-    log("Server initialized");
+    warn("Server initialized");
+}
+
+impl Server {
+    /// The lines Redis logs once the data is loaded: one per kind of listener since Redis
+    /// 7.2, `Ready to accept connections` and the unix socket's path before.
+    pub fn log_ready(&self) {
+        let unix = self.listeners.unix_path();
+        if self.cfg.engine.version.behaves_as() >= ServerVersion::Redis72 {
+            if self.cfg.port > 0 {
+                log("Ready to accept connections tcp");
+            }
+            if self.cfg.tls_port() > 0 {
+                log("Ready to accept connections tls");
+            }
+            if unix.is_some() {
+                log("Ready to accept connections unix");
+            }
+        } else {
+            log("Ready to accept connections");
+            if let Some(path) = unix {
+                log(&format!("The server is now ready to accept connections at {path}"));
+            }
+        }
+    }
+
+    /// At shutdown: the pid file and the unix socket's file go, as Redis removes them.
+    pub(crate) fn remove_runtime_files(&mut self) {
+        crate::pidfile::remove(&self.cfg.get("pidfile").unwrap_or_default());
+        self.listeners.remove_unix_socket(self.poll.registry());
+    }
 }

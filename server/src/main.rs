@@ -28,6 +28,10 @@ fn main() {
             std::process::exit(1);
         }
     };
+    if let Err(e) = ferrokv_server::log::configure(&cfg.loglevel, &cfg.get("logfile").unwrap_or_default()) {
+        eprintln!("\n*** FATAL CONFIG FILE ERROR (ferrokv-server) ***\n{e}");
+        std::process::exit(1);
+    }
     // The server runs on a thread whose stack does not depend on `ulimit -s`: a script may
     // return a table nested thousands deep, and its conversion recurses as deep (Redis stops
     // at its Lua stack limit, about 8,000 levels, and so do we). Reserved, not committed.
@@ -77,10 +81,7 @@ fn serve(cfg: ServerConfig) {
             std::process::exit(1);
         }
     };
-    ferrokv_server::log::log(&format!(
-        "Ready to accept connections tcp (port {})",
-        server.local_port().unwrap_or_default()
-    ));
+    server.log_ready();
     if let Err(e) = server.run() {
         eprintln!("{e}");
         std::process::exit(1);

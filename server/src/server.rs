@@ -24,6 +24,9 @@ pub enum ShutdownMode {
     NoSave,
 }
 
+/// The connected clients by id (the one running a command is taken out meanwhile).
+pub type ClientMap = HashMap<u64, Box<Client>, foldhash::fast::FixedState>;
+
 pub struct Server {
     pub engine: Engine,
     pub cfg: ServerConfig,
@@ -31,7 +34,7 @@ pub struct Server {
     pub(crate) listeners: crate::net::Listeners,
     /// Boxed: a client is taken out of the map for its turn and put back, and moving a
     /// pointer is cheaper than moving the struct.
-    pub clients: HashMap<u64, Box<Client>, foldhash::fast::FixedState>,
+    pub clients: ClientMap,
     pub(crate) next_id: u64,
     /// Our master, when this server is a replica (REPLICAOF).
     pub link: Option<crate::replication::MasterLink>,
@@ -67,6 +70,13 @@ pub struct Server {
     pub(crate) last_cron: Instant,
     pub run_id: String,
     pub pubsub: crate::pubsub::PubSub,
+    /// CLIENT PAUSE: what is paused, and the clients waiting.
+    pub(crate) pause: crate::pause::Pause,
+    /// LATENCY: the monitor's events and the per-command histograms.
+    pub(crate) latency: crate::latency::Monitor,
+    pub(crate) histograms: crate::latency::Histograms,
+    /// CLIENT TRACKING: who read what, BCAST prefixes.
+    pub(crate) tracking: crate::tracking::Tracking,
     pub monitors: crate::monitor::Monitors,
     pub blocking: crate::blocking::Blocking,
     /// Clients given new output or unblocked by someone else's command: they get a turn.

@@ -12,11 +12,13 @@ impl Server {
             let ready = std::mem::take(&mut self.engine.effects_mut().ready);
             self.blocking.note_modified(&ready);
         }
-        if self.engine.effects().modified.is_empty() {
+        if self.engine.effects().modified.is_empty() && self.engine.effects().flushes.is_empty() {
             return;
         }
         let modified = std::mem::take(&mut self.engine.effects_mut().modified);
+        let flushes = std::mem::take(&mut self.engine.effects_mut().flushes);
         self.blocking.note_modified(&modified);
+        self.tracking_written(Some(current), &modified, &flushes);
         for (db, key) in modified {
             self.touch_key(Some(current), db, &key);
         }
@@ -25,11 +27,13 @@ impl Server {
     /// Keys the server changed on its own (active expiry, eviction, a lazy expiry while it
     /// serves blocked clients): flag their watchers, and wake the readers of a deleted stream.
     pub(crate) fn touch_modified_here(&mut self) {
-        if self.engine.effects().modified.is_empty() {
+        if self.engine.effects().modified.is_empty() && self.engine.effects().flushes.is_empty() {
             return;
         }
         let modified = std::mem::take(&mut self.engine.effects_mut().modified);
+        let flushes = std::mem::take(&mut self.engine.effects_mut().flushes);
         self.blocking.note_modified(&modified);
+        self.tracking_written(None, &modified, &flushes);
         for (db, key) in modified {
             self.touch_key(None, db, &key);
         }
@@ -163,6 +167,13 @@ impl Server {
             }
         }
         c.watch_dirty = false;
-        self.engine.effects_mut().track_modified = !self.watched.is_empty() || self.blocking.is_active();
+        self.sync_modified_tracking();
+    }
+
+    /// Whether the engine lists the keys commands write: while a client watches keys, is
+    /// blocked on some, or tracks what it reads.
+    pub(crate) fn sync_modified_tracking(&mut self) {
+        let wanted = !self.watched.is_empty() || self.blocking.is_active() || self.tracking.wants_writes();
+        self.engine.effects_mut().track_modified = wanted;
     }
 }

@@ -52,6 +52,9 @@ pub struct Effects {
     /// Keys written (for WATCH), when `track_modified` is on.
     pub modified: Vec<(usize, Sds)>,
     pub track_modified: bool,
+    /// The stretches of `modified` a FLUSHALL or FLUSHDB emptied, one per command (client
+    /// tracking invalidates a flush as a whole), when `track_modified` is on.
+    pub flushes: Vec<std::ops::Range<usize>>,
     /// Databases SWAPDB exchanged (for WATCH: the watcher checks its own keys), when
     /// `track_modified` is on.
     pub swapped_dbs: Vec<(usize, usize)>,

@@ -498,8 +498,10 @@ fn flushdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return Reply::syntax();
     }
     let db = ctx.db;
+    let start = ctx.fx.modified.len();
     // Propagated even when the database was empty already.
     ctx.dirty += empty_db(ctx, db) + 1;
+    note_flush(ctx, start);
     Reply::ok()
 }
 
@@ -507,11 +509,21 @@ fn flushall(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if !flush_mode_ok(a) {
         return Reply::syntax();
     }
+    let start = ctx.fx.modified.len();
     for db in 0..ctx.ks.dbs.len() {
         ctx.dirty += empty_db(ctx, db);
     }
     ctx.dirty += 1;
+    note_flush(ctx, start);
     Reply::ok()
+}
+
+/// The keys signalled from `start` on were emptied by one flush.
+fn note_flush(ctx: &mut Ctx<'_>, start: usize) {
+    if ctx.fx.track_modified {
+        let end = ctx.fx.modified.len();
+        ctx.fx.flushes.push(start..end);
+    }
 }
 
 fn select(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {

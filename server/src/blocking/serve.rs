@@ -198,6 +198,9 @@ impl Server {
                     }
                     self.unblock_served(&mut c);
                     c.reply(&r);
+                    if c.tracking.is_some() {
+                        self.tracking_send_pending(&mut c);
+                    }
                     self.woken.insert(id);
                 }
                 Served::Nothing => skipped.push(id),

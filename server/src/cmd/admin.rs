@@ -133,7 +133,7 @@ pub fn module(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     // LIST is not protected; LOAD, LOADEX and UNLOAD are.
     let protected = matches!(sub.as_slice(), b"load" | b"loadex" | b"unload");
-    if protected && !s.cfg.enable_module_command.allows(c.addr) {
+    if protected && !s.cfg.enable_module_command.allows(c.addr.as_ref()) {
         return protected_refusal("MODULE", "enable-module-command");
     }
     match (sub.as_slice(), a.len()) {
@@ -155,7 +155,7 @@ pub fn time(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
 }
 
 pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    if !s.cfg.enable_debug_command.allows(c.addr) {
+    if !s.cfg.enable_debug_command.allows(c.addr.as_ref()) {
         return protected_refusal("DEBUG", "enable-debug-command");
     }
     let harmless = ["log", "sleep", "help", "protocol", "pause-cron", "segfault", "panic", "set-active-expire"];
@@ -194,10 +194,15 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             // Redis's emptyData signals (unless the load merged into what was there).
             if r == Reply::ok() && !a[2..].iter().any(|o| eq_ic(o, "noflush") || eq_ic(o, "merge")) {
                 s.touch_all_watched(c);
+                s.tracking_flushed(Some(c));
             }
             r
         }
         b"config-rewrite-force-all" if a.len() == 2 => super::config::rewrite(s, true),
+        b"set-disable-deny-scripts" if a.len() == 3 => {
+            s.scripts.disable_deny = super::debug::atoi(&a[2]) != 0;
+            Reply::ok()
+        }
         b"set-active-expire" if a.len() == 3 => {
             s.active_expire = super::debug::atoi(&a[2]) != 0;
             Reply::ok()
@@ -287,11 +292,14 @@ const HELP: &[&str] = &[
 fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
     let mut save = true;
     let mut flush = true;
+    let mut merge = false;
     for o in opts {
         if eq_ic(o, "nosave") {
             save = false;
-        } else if eq_ic(o, "noflush") || eq_ic(o, "merge") {
+        } else if eq_ic(o, "noflush") {
             flush = false;
+        } else if eq_ic(o, "merge") {
+            merge = true;
         } else {
             return Reply::error(format!("ERR unknown DEBUG RELOAD option '{}'", text(o)));
         }
@@ -305,6 +313,16 @@ fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
         Ok(ks) => ks,
         Err(e) => return Reply::error(format!("ERR Error trying to load the RDB dump: {e}")),
     };
+    if !flush && !merge {
+        // Without MERGE a library the server has already fails the load, as in Redis
+        // (its libraries are read before any key).
+        if let Some(name) =
+            loaded.functions.iter().map(|(n, _)| n).find(|n| s.engine.keyspace().functions.get(n).is_some())
+        {
+            crate::log::warn(&format!("Failed loading library {name}: Library '{name}' already exists"));
+            return Reply::err("ERR Error trying to load the RDB dump");
+        }
+    }
     let installed = if flush {
         s.replace_dataset(loaded)
     } else {
@@ -357,6 +375,8 @@ fn debug_object(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
     };
     let encoding = slot.value.encoding();
     let lru = slot.lru;
+    // Where the value lives: the same after a write in place (INCR), as Redis's object.
+    let addr = &slot.value as *const ferrokv::value::Value as usize;
     let idle = idle_secs(s.engine.clock().lru(), lru);
     let mut extra = String::new();
     if let ferrokv::value::Value::List(l) = &slot.value {
@@ -372,7 +392,6 @@ fn debug_object(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
         Reply::Bulk(b) => b.len().saturating_sub(11),
         _ => 0,
     };
-    let addr = key.as_ptr() as usize;
     Reply::Simple(
         format!(
             "Value at:0x{addr:x} refcount:1 encoding:{encoding} serializedlength:{serialized} lru:{lru} lru_seconds_idle:{idle}{extra}"

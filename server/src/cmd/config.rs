@@ -17,6 +17,7 @@ pub fn config(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"set" if a.len() >= 4 && a.len().is_multiple_of(2) => set(s, c, &a[2..]),
         b"resetstat" if a.len() == 2 => {
             s.stats = ServerStats::default();
+            s.histograms.clear();
             let dirty = s.engine.stats().dirty;
             *s.engine.stats_mut() = Stats { dirty, ..Stats::default() };
             Reply::ok()
@@ -68,12 +69,26 @@ const HELP: &[&str] = &[
     "    Print this help.",
 ];
 
+/// Redis 7.0's HIDDEN_CONFIG parameters (test and debugging knobs).
+const HIDDEN: &[&str] = &[
+    "use-exit-on-panic",
+    "rdb-key-save-delay",
+    "key-load-delay",
+    "watchdog-period",
+    "loading-process-events-interval-bytes",
+];
+
 fn get(s: &Server, patterns: &[Vec<u8>]) -> Reply {
     let mut out: Vec<(Reply, Reply)> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for pat in patterns {
         let lower = pat.to_ascii_lowercase();
+        // Hidden parameters answer only when named exactly, as in Redis.
+        let glob = lower.iter().any(|b| matches!(b, b'[' | b'*' | b'?'));
         for name in ServerConfig::names() {
+            if glob && HIDDEN.contains(&name) {
+                continue;
+            }
             if ferrokv::glob::matches(&lower, name.as_bytes()) && seen.insert(name) {
                 if let Some(v) = s.cfg.get(name) {
                     out.push((Reply::bulk(name.as_bytes()), Reply::Bulk(v.into_bytes())));
@@ -104,7 +119,7 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
         if ServerConfig::is_immutable(name) && !unchanged_own {
             return fail(&raw, "can't set immutable config");
         }
-        if ServerConfig::is_protected(name) && !s.cfg.enable_protected_configs.allows(c.addr) {
+        if ServerConfig::is_protected(name) && !s.cfg.enable_protected_configs.allows(c.addr.as_ref()) {
             return fail(&raw, "can't set protected config");
         }
         if s.is_loading() && matches!(name, "appendonly" | "dir" | "dbfilename" | "save") {
@@ -140,6 +155,9 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     let now_aof = next.engine.appendonly;
     let (old_limit, old_policy) = (s.cfg.maxmemory, s.cfg.eviction_policy);
     s.cfg = next;
+    // logfile is fixed at start; the level follows.
+    let _ = crate::log::configure(&s.cfg.loglevel, &s.cfg.get("logfile").unwrap_or_default());
+    s.follow_latency_config();
     crate::maxmemory::config_changed(s, old_limit, old_policy);
     s.sync_event_tracking();
     let keep_dir = s.engine.config().dir.clone();

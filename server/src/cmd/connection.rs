@@ -126,6 +126,7 @@ pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     s.unwatch_all(c);
     s.pubsub_forget(c);
     s.monitors.remove(c.id);
+    s.tracking_off(c);
     c.monitor = false;
     c.reply_off = false;
     c.reply_skip_next = false;
@@ -141,7 +142,11 @@ pub fn reset(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
 pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     let arity_ok = match sub.as_slice() {
-        b"id" | b"getname" | b"info" | b"help" => a.len() == 2,
+        b"id" | b"getname" | b"info" | b"help" | b"getredir" | b"trackinginfo" => a.len() == 2,
+        b"tracking" => a.len() >= 3,
+        b"caching" => a.len() == 3,
+        b"pause" => a.len() == 3 || a.len() == 4,
+        b"unpause" => a.len() == 2,
         b"setname" => a.len() == 3,
         b"list" | b"kill" => a.len() >= 2,
         b"unblock" => a.len() == 3 || a.len() == 4,
@@ -175,6 +180,12 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"kill" => client_kill(s, c, a),
         b"unblock" => super::blocking::client_unblock(s, c, a),
         b"reply" => client_reply(c, &a[2]),
+        b"tracking" => super::tracking::client_tracking(s, c, a),
+        b"pause" => super::pause::client_pause(s, a),
+        b"unpause" => super::pause::client_unpause(s),
+        b"caching" => super::tracking::client_caching(c, a),
+        b"getredir" => super::tracking::client_getredir(c),
+        b"trackinginfo" => super::tracking::client_trackinginfo(c),
         b"setinfo" => client_setinfo(c, &a[2], &a[3]),
         b"no-touch" => match a[2].to_ascii_lowercase().as_slice() {
             b"on" => {
@@ -276,8 +287,8 @@ fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
 }
 
 fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    let addr_of = |x: &Client| x.addr.map(|a| a.to_string()).unwrap_or_default();
-    let laddr_of = |x: &Client| x.laddr.map(|a| a.to_string()).unwrap_or_default();
+    let addr_of = |x: &Client| x.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
+    let laddr_of = |x: &Client| x.laddr.as_ref().map(|a| a.to_string()).unwrap_or_default();
     if a.len() == 3 {
         // The old form: CLIENT KILL addr:port.
         let want = text(&a[2]);

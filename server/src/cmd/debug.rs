@@ -22,6 +22,7 @@ pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
     match ferrokv::Engine::load_aof_files(s.engine.config()) {
         Ok(Some(ks)) => {
             s.touch_all_watched(c);
+            s.tracking_flushed(Some(c));
             *s.engine.keyspace_mut() = ks;
             s.engine.stats_mut().dirty = 0;
             if let Err(e) = crate::script::functions::install(s) {

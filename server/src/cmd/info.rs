@@ -108,8 +108,8 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("maxclients", s.cfg.maxclients.to_string());
             kv("client_recent_max_input_buffer", c.query.capacity().to_string());
             kv("client_recent_max_output_buffer", "0".into());
-            kv("blocked_clients", s.blocking.count.to_string());
-            kv("tracking_clients", "0".into());
+            kv("blocked_clients", (s.blocking.count + s.pause.waiting()).to_string());
+            kv("tracking_clients", s.tracking.clients().to_string());
             kv("clients_in_timeout_table", s.blocking.with_timeout().to_string());
         }
         "memory" => {
@@ -127,6 +127,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
             kv("mem_not_counted_for_evict", "0".into());
             kv("mem_allocator", "mimalloc".into());
+            // Values are freed on this thread: nothing waits for a lazy free.
+            kv("active_defrag_running", "0".into());
+            kv("lazyfree_pending_objects", "0".into());
+            kv("lazyfreed_objects", "0".into());
             for (k, v) in crate::script::info_memory(&s.scripts) {
                 kv(k, v);
             }
@@ -201,6 +205,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("latest_fork_usec", s.jobs.latest_fork_usec.to_string());
             kv("total_forks", s.jobs.total_forks.to_string());
             kv("migrate_cached_sockets", s.migrate.count().to_string());
+            let (keys, items, prefixes) = s.tracking.totals();
+            kv("tracking_total_keys", keys.to_string());
+            kv("tracking_total_items", items.to_string());
+            kv("tracking_total_prefixes", prefixes.to_string());
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());
@@ -254,6 +262,20 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
                 kv(&format!("errorstat_{code}"), format!("count={n}"));
             }
         }
+        "latencystats" => {
+            let wanted: Vec<f64> = s
+                .cfg
+                .get("latency-tracking-info-percentiles")
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            for (name, h) in s.histograms.iter() {
+                let parts: Vec<String> =
+                    wanted.iter().map(|p| format!("p{}={:.3}", trimmed(*p), h.percentile(*p))).collect();
+                kv(&format!("latency_percentiles_usec_{name}"), parts.join(","));
+            }
+        }
         "cluster" => kv("cluster_enabled", "0".into()),
         "keyspace" => {
             for (i, db) in s.engine.keyspace().dbs.iter().enumerate() {
@@ -281,6 +303,12 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
         }
         _ => {}
     }
+}
+
+/// A percentile as Redis names it: `%f` without its trailing zeros (`99.9`, `50`).
+fn trimmed(p: f64) -> String {
+    let t = format!("{p:.6}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 fn writeln_crlf(out: &mut String, line: &str) -> std::fmt::Result {

@@ -9,14 +9,17 @@ pub mod config;
 pub mod connection;
 pub mod debug;
 pub mod info;
+mod latency;
 mod lookup;
 pub mod memory;
 pub mod migrate;
 pub mod multi;
+mod pause;
 pub mod pubsub;
 mod replies;
 pub mod slowlog;
 pub mod table;
+mod tracking;
 pub mod xread;
 
 pub use lookup::{all, lookup, set_renames, set_version, skips_slowlog, Cmd, Found, Run};

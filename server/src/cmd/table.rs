@@ -33,6 +33,7 @@ pub const COMMANDS: &[Cmd] = &[
     cmd("module", admin::module),
     cmd("time", admin::time),
     cmd("slowlog", slowlog::slowlog),
+    cmd("latency", super::latency::latency),
     cmd("wait", crate::replication::wait),
     cmd("waitaof", crate::replication::waitaof),
     cmd("replicaof", crate::replication::replicaof),

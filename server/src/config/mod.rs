@@ -20,12 +20,12 @@ pub enum Protected {
 
 impl Protected {
     /// Whether a client connected from `addr` may use what this guards (`local`: from
-    /// the loopback interface only).
-    pub fn allows(self, addr: Option<std::net::SocketAddr>) -> bool {
+    /// the loopback interface or the unix socket only).
+    pub fn allows(self, addr: Option<&crate::net::Peer>) -> bool {
         match self {
             Protected::Yes => true,
             Protected::No => false,
-            Protected::Local => addr.is_some_and(|a| a.ip().is_loopback()),
+            Protected::Local => addr.is_some_and(crate::net::Peer::is_local),
         }
     }
 }
@@ -141,6 +141,12 @@ enum Kind {
         min: i64,
         max: i64,
     },
+    /// A memory value, or a percentage (`10%`) as Redis's PERCENT_CONFIG takes it.
+    MemoryOrPercent,
+    /// An integer written in octal (`unixsocketperm 700`), as CONFIG GET prints it too.
+    Octal {
+        max: i64,
+    },
     /// An unsigned memory value with no bounds (Redis's unsigned long long configs, such
     /// as maxmemory): the value's bits are carried in the i64.
     MemoryU64,
@@ -252,7 +258,7 @@ const PARAMS: &[Param] = &[
     p("maxmemory", Kind::MemoryU64),
     p("maxmemory-samples", Kind::Int { min: 1, max: INT_MAX }),
     p("maxmemory-eviction-tenacity", Kind::Int { min: 0, max: 100 }),
-    stored("maxmemory-clients", None, Kind::Memory { min: 0, max: i64::MAX }, "0"),
+    stored("maxmemory-clients", None, Kind::MemoryOrPercent, "0"),
     p("stream-node-max-entries", Kind::Int { min: 0, max: i64::MAX }),
     p("stream-node-max-bytes", Kind::Memory { min: 0, max: i64::MAX }),
     alias("min-replicas-to-write", "min-slaves-to-write", Kind::Int { min: 0, max: INT_MAX }),
@@ -312,8 +318,24 @@ const PARAMS: &[Param] = &[
     stored_fixed("pidfile", Kind::Str, ""),
     stored_fixed("logfile", Kind::Str, ""),
     stored_fixed("unixsocket", Kind::Str, ""),
-    stored_fixed("unixsocketperm", Kind::Int { min: 0, max: 0o777 }, "0"),
+    stored_fixed("unixsocketperm", Kind::Octal { max: 0o777 }, "0"),
     stored("repl-diskless-sync-delay", None, Kind::Int { min: 0, max: INT_MAX }, "5"),
+    // The rest of Redis 7.0's stock redis.conf. Used: tcp-backlog (the listen queue of the
+    // TCP listeners opened from now on) and tcp-keepalive (TCP keepalive on every accepted
+    // connection, as Redis sets it). Accepted with Redis's checks, no effect here: no process
+    // title, no jemalloc, no transparent huge pages to disable, no fork whose files or fsync
+    // pace they would set, no failover election (replica-priority).
+    stored_fixed("tcp-backlog", Kind::Int { min: 0, max: INT_MAX }, "511"),
+    stored("tcp-keepalive", None, Kind::Int { min: 0, max: INT_MAX }, "300"),
+    stored_fixed("set-proc-title", Kind::Bool, "yes"),
+    stored("proc-title-template", None, Kind::Str, "{title} {listen-addr} {server-mode}"),
+    stored("rdb-del-sync-files", None, Kind::Bool, "no"),
+    stored("replica-priority", Some("slave-priority"), Kind::Int { min: 0, max: INT_MAX }, "100"),
+    stored("replica-lazy-flush", Some("slave-lazy-flush"), Kind::Bool, "no"),
+    stored_fixed("disable-thp", Kind::Bool, "yes"),
+    stored("aof-rewrite-incremental-fsync", None, Kind::Bool, "yes"),
+    stored("rdb-save-incremental-fsync", None, Kind::Bool, "yes"),
+    stored("jemalloc-bg-thread", None, Kind::Bool, "yes"),
     // Replication (the master side streams to replicas; see replication.rs).
     stored("repl-ping-replica-period", Some("repl-ping-slave-period"), Kind::Int { min: 1, max: INT_MAX }, "10"),
     stored("repl-timeout", None, Kind::Int { min: 1, max: INT_MAX }, "60"),
@@ -544,7 +566,7 @@ impl ServerConfig {
                 self.set_enum(p.name, &lower)
             }
             Kind::Str => self.set_str(p.name, v),
-            Kind::Special | Kind::Flags(_) => Ok(()),
+            Kind::Special | Kind::Flags(_) | Kind::Octal { .. } | Kind::MemoryOrPercent => Ok(()),
         }
     }
 
@@ -851,6 +873,25 @@ fn parse_number(kind: Kind, v: &str) -> Result<i64, SetError> {
     Ok(n)
 }
 
+/// An octal number as strtoll reads one in base 8 (leading blanks, a sign, nothing after).
+pub fn parse_octal(v: &str) -> Option<i64> {
+    let t = v.trim_start();
+    let (negative, digits) = match t.as_bytes().first() {
+        Some(b'-') => (true, &t[1..]),
+        Some(b'+') => (false, &t[1..]),
+        _ => (false, t),
+    };
+    if digits.is_empty() {
+        // strtoll reads nothing from an empty string and stops at its end: 0.
+        return t.is_empty().then_some(0);
+    }
+    if !digits.bytes().all(|b| (b'0'..=b'7').contains(&b)) {
+        return None;
+    }
+    let n = i64::from_str_radix(digits, 8).ok()?;
+    Some(if negative { -n } else { n })
+}
+
 /// Check a stored parameter's value and give it as CONFIG GET prints it.
 fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
     match kind {
@@ -861,6 +902,29 @@ fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
         },
         Kind::Int { .. } | Kind::Memory { .. } => parse_number(kind, v).map(|n| n.to_string()),
         Kind::MemoryU64 => parse_number(kind, v).map(|n| (n as u64).to_string()),
+        Kind::MemoryOrPercent => match v.strip_suffix('%').filter(|n| !n.is_empty()) {
+            Some(pct) => {
+                let n: i64 = pct.parse().map_err(|_| "argument must be a memory or percent value".to_string())?;
+                if n > 100 {
+                    return Err("percentage argument must be less or equal to 100".into());
+                }
+                Ok(format!("{n}%"))
+            }
+            None => {
+                let n = parse_memory(v).ok_or_else(|| "argument must be a memory or percent value".to_string())?;
+                if n < 0 {
+                    return Err(format!("argument must be between 0 and {} inclusive", i64::MAX));
+                }
+                Ok(n.to_string())
+            }
+        },
+        Kind::Octal { max } => {
+            let n = parse_octal(v).ok_or_else(|| "argument couldn't be parsed as an octal number".to_string())?;
+            if !(0..=max).contains(&n) {
+                return Err(format!("argument must be between 0 and {max:o} inclusive"));
+            }
+            Ok(format!("{n:o}"))
+        }
         Kind::Enum(values) => {
             let lower = v.to_ascii_lowercase();
             if values.contains(&lower.as_str()) {
@@ -874,7 +938,9 @@ fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
             if words.is_empty() || words.iter().any(|w| !values.contains(&w.as_str())) {
                 return Err(format!("argument(s) must be one of the following: {}", values.join(", ")));
             }
-            Ok(words.join(" "))
+            // Printed in the table's order, as Redis prints its flags.
+            let set: Vec<&str> = values.iter().copied().filter(|v| words.iter().any(|w| w == v)).collect();
+            Ok(set.join(" "))
         }
         Kind::Str | Kind::Special => Ok(v.to_string()),
     }

@@ -212,6 +212,8 @@ impl Server {
             Some(c) => {
                 self.deliver_events(Some(&mut *c));
                 self.touch_modified(c);
+                // Before the command's reply, as Redis flushes them after its evictions.
+                self.tracking_send_pending(c);
             }
             None => {
                 self.deliver_events(None);

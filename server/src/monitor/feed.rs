@@ -26,7 +26,7 @@ impl Server {
             return;
         }
         let unix_us = self.wall.unix_us(std::time::Instant::now());
-        let peer = c.addr.map(|a| a.to_string()).unwrap_or_default();
+        let peer = c.addr.as_ref().map(|a| a.to_string()).unwrap_or_default();
         let who = (!self.engine.effects().from_script).then_some(peer.as_str());
         let text = line(unix_us, c.session.db, who, argv, &crate::slowlog::redacted(argv));
         let Server { monitors, clients, woken, .. } = self;

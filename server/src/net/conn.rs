@@ -1,17 +1,22 @@
-//! A client's connection: a TCP socket, or a TLS session over one. Both read and write as
-//! non-blocking streams (WouldBlock when nothing more can move), so the client code is the same.
+//! A client's connection: a TCP socket, a TLS session over one, or the unix socket. All read
+//! and write as non-blocking streams (WouldBlock when nothing more can move), so the client
+//! code is the same.
 
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
-use mio::net::TcpStream;
+use mio::net::{TcpStream, UnixStream};
 use mio::{Interest, Registry, Token};
 use rustls::{ClientConnection, Connection, ServerConnection};
+
+use super::Peer;
 
 pub enum Conn {
     Plain(TcpStream),
     Tls(Box<TlsStream>),
+    /// Accepted on `unixsocket`, whose path it keeps (its address in CLIENT LIST).
+    Unix(UnixStream, std::sync::Arc<str>),
 }
 
 pub struct TlsStream {
@@ -32,22 +37,51 @@ impl Conn {
         Conn::Tls(Box::new(TlsStream { sock, tls: Connection::Client(tls) }))
     }
 
-    pub fn tcp(&self) -> &TcpStream {
+    pub fn fd(&self) -> RawFd {
         match self {
-            Conn::Plain(s) => s,
-            Conn::Tls(t) => &t.sock,
+            Conn::Plain(s) => s.as_raw_fd(),
+            Conn::Tls(t) => t.sock.as_raw_fd(),
+            Conn::Unix(s, _) => s.as_raw_fd(),
         }
     }
 
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().local_addr()
+    /// The address the connection arrived at (CLIENT LIST's laddr).
+    pub fn local_addr(&self) -> Option<Peer> {
+        match self {
+            Conn::Plain(s) => s.local_addr().ok().map(Peer::Tcp),
+            Conn::Tls(t) => t.sock.local_addr().ok().map(Peer::Tcp),
+            Conn::Unix(_, path) => Some(Peer::Unix(path.clone())),
+        }
+    }
+
+    pub fn is_unix(&self) -> bool {
+        matches!(self, Conn::Unix(..))
+    }
+
+    /// tcp-keepalive: probes after `secs` idle, then every third of it, three of them, as
+    /// Redis's anetKeepAlive sets them (0: off).
+    pub fn set_keepalive(&self, secs: u64) {
+        let sock = match self {
+            Conn::Plain(s) => s,
+            Conn::Tls(t) => &t.sock,
+            Conn::Unix(..) => return,
+        };
+        if secs == 0 {
+            return;
+        }
+        let every = std::time::Duration::from_secs((secs / 3).max(1));
+        let ka = socket2::TcpKeepalive::new()
+            .with_time(std::time::Duration::from_secs(secs))
+            .with_interval(every)
+            .with_retries(3);
+        let _ = socket2::SockRef::from(sock).set_tcp_keepalive(&ka);
     }
 
     /// TLS records made (a reply, a handshake message) that the socket has not taken yet:
     /// the connection needs writable events even with no reply bytes left.
     pub fn has_backlog(&self) -> bool {
         match self {
-            Conn::Plain(_) => false,
+            Conn::Plain(_) | Conn::Unix(..) => false,
             Conn::Tls(t) => t.tls.wants_write(),
         }
     }
@@ -127,6 +161,7 @@ impl Read for Conn {
         match self {
             Conn::Plain(s) => s.read(buf),
             Conn::Tls(t) => t.read_plain(buf),
+            Conn::Unix(s, _) => s.read(buf),
         }
     }
 }
@@ -136,13 +171,14 @@ impl Write for Conn {
         match self {
             Conn::Plain(s) => s.write(buf),
             Conn::Tls(t) => t.write_plain(buf),
+            Conn::Unix(s, _) => s.write(buf),
         }
     }
 
     /// Push waiting TLS records; WouldBlock is not an error here (the backlog stays).
     fn flush(&mut self) -> io::Result<()> {
         match self {
-            Conn::Plain(_) => Ok(()),
+            Conn::Plain(_) | Conn::Unix(..) => Ok(()),
             Conn::Tls(t) => t.push(),
         }
     }
@@ -153,6 +189,7 @@ impl mio::event::Source for Conn {
         match self {
             Conn::Plain(s) => s.register(registry, token, interests),
             Conn::Tls(t) => t.sock.register(registry, token, interests),
+            Conn::Unix(s, _) => s.register(registry, token, interests),
         }
     }
 
@@ -160,6 +197,7 @@ impl mio::event::Source for Conn {
         match self {
             Conn::Plain(s) => s.reregister(registry, token, interests),
             Conn::Tls(t) => t.sock.reregister(registry, token, interests),
+            Conn::Unix(s, _) => s.reregister(registry, token, interests),
         }
     }
 
@@ -167,6 +205,7 @@ impl mio::event::Source for Conn {
         match self {
             Conn::Plain(s) => s.deregister(registry),
             Conn::Tls(t) => t.sock.deregister(registry),
+            Conn::Unix(s, _) => s.deregister(registry),
         }
     }
 }

@@ -1,22 +1,53 @@
-//! The listening sockets: `port` (plain) and `tls-port` on every `bind` address, and the TLS
-//! context new TLS connections get. CONFIG SET of port, tls-port, bind and tls-* changes
-//! them here, as Redis does, keeping the old ones when the new ones cannot be had.
+//! The listening sockets: `port` (plain) and `tls-port` on every `bind` address, the unix
+//! socket at `unixsocket`, and the TLS context new TLS connections get. CONFIG SET of port,
+//! tls-port, bind and tls-* changes them here, as Redis does, keeping the old ones when the
+//! new ones cannot be had (the unix socket is fixed at start).
 
 use std::io::{self, ErrorKind};
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use mio::net::{TcpListener, TcpStream};
+use mio::net::{TcpListener, TcpStream, UnixListener};
 use mio::{Interest, Registry, Token};
 
 use super::conn::Conn;
 use super::tls::{is_context_param, TlsSettings};
+use super::Peer;
 use crate::config::ServerConfig;
 use crate::log::log;
 
 struct Listener {
-    sock: TcpListener,
+    sock: Sock,
     tls: bool,
+}
+
+enum Sock {
+    Tcp(TcpListener),
+    /// The unix socket and its path.
+    Unix(UnixListener, Arc<str>),
+}
+
+impl mio::event::Source for Sock {
+    fn register(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
+        match self {
+            Sock::Tcp(l) => l.register(registry, token, interests),
+            Sock::Unix(l, _) => l.register(registry, token, interests),
+        }
+    }
+
+    fn reregister(&mut self, registry: &Registry, token: Token, interests: Interest) -> io::Result<()> {
+        match self {
+            Sock::Tcp(l) => l.reregister(registry, token, interests),
+            Sock::Unix(l, _) => l.reregister(registry, token, interests),
+        }
+    }
+
+    fn deregister(&mut self, registry: &Registry) -> io::Result<()> {
+        match self {
+            Sock::Tcp(l) => l.deregister(registry),
+            Sock::Unix(l, _) => l.deregister(registry),
+        }
+    }
 }
 
 pub struct Listeners {
@@ -46,10 +77,40 @@ impl Listeners {
             None
         };
         let mut l = Listeners { open: Vec::new(), tls };
-        let mut socks = bind_all(&cfg.bind, cfg.port, false)?;
-        socks.extend(bind_all(&cfg.bind, cfg.tls_port(), true)?);
+        let mut socks = bind_all(&cfg.bind, cfg.port, false, backlog(cfg))?;
+        socks.extend(bind_all(&cfg.bind, cfg.tls_port(), true, backlog(cfg))?);
+        if let Some(path) = cfg.get("unixsocket").filter(|p| !p.is_empty()) {
+            let perm = cfg.get("unixsocketperm").and_then(|p| crate::config::parse_octal(&p)).unwrap_or(0);
+            let sock = listen_unix(&path, perm as u32).map_err(|e| {
+                let why = format!("Failed opening Unix socket: {}", crate::log::strerror(&e));
+                crate::log::warn(&why);
+                why
+            })?;
+            socks.push(Listener { sock: Sock::Unix(sock, Arc::from(path.as_str())), tls: false });
+        }
         l.install(registry, socks).map_err(|e| e.to_string())?;
         Ok(l)
+    }
+
+    /// The unix socket's path, if the server listens on one.
+    pub fn unix_path(&self) -> Option<&str> {
+        self.open.iter().find_map(|l| match &l.sock {
+            Sock::Unix(_, path) => Some(&**path),
+            Sock::Tcp(_) => None,
+        })
+    }
+
+    /// Close the unix socket and remove its file (at shutdown, as Redis).
+    pub fn remove_unix_socket(&mut self, registry: &Registry) {
+        let taken = self.take(registry, |l| matches!(l.sock, Sock::Unix(..)));
+        for l in taken {
+            if let Sock::Unix(_, path) = l.sock {
+                log("Removing the unix socket file.");
+                if let Err(e) = std::fs::remove_file(&*path) {
+                    crate::log::warn(&format!("Error removing the unix socket file: {}", crate::log::strerror(&e)));
+                }
+            }
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -63,14 +124,20 @@ impl Listeners {
     }
 
     /// The next connection waiting on listener `i`: Ok(None) when there is none.
-    pub fn accept(&self, i: usize) -> io::Result<Option<(Conn, SocketAddr)>> {
+    pub fn accept(&self, i: usize) -> io::Result<Option<(Conn, Peer)>> {
         let Some(l) = self.open.get(i) else { return Ok(None) };
         loop {
-            match l.sock.accept() {
-                Ok((sock, addr)) => {
+            let accepted = match &l.sock {
+                Sock::Tcp(sock) => sock.accept().and_then(|(sock, addr)| {
                     let _ = sock.set_nodelay(true);
-                    return Ok(Some((self.wrap(sock, l.tls)?, addr)));
+                    Ok((self.wrap(sock, l.tls)?, Peer::Tcp(addr)))
+                }),
+                Sock::Unix(sock, path) => {
+                    sock.accept().map(|(sock, _)| (Conn::Unix(sock, path.clone()), Peer::Unix(path.clone())))
                 }
+            };
+            match accepted {
+                Ok(got) => return Ok(Some(got)),
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return Ok(None),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
@@ -87,7 +154,10 @@ impl Listeners {
 
     /// The first plain listener's port (INFO tcp_port).
     pub fn local_port(&self) -> Option<u16> {
-        self.open.iter().find(|l| !l.tls).and_then(|l| l.sock.local_addr().ok()).map(|a| a.port())
+        self.open.iter().find_map(|l| match &l.sock {
+            Sock::Tcp(sock) if !l.tls => sock.local_addr().ok().map(|a| a.port()),
+            _ => None,
+        })
     }
 
     /// Follow a CONFIG SET from `old` to `new`. On Err nothing changed.
@@ -110,11 +180,11 @@ impl Listeners {
         let plain = bind_changed || new.port != old.port;
         let secure = bind_changed || tls_port_changed;
         if plain || secure {
-            let which = |l: &Listener| (l.tls && secure) || (!l.tls && plain);
+            let which = |l: &Listener| matches!(l.sock, Sock::Tcp(_)) && ((l.tls && secure) || (!l.tls && plain));
             let bind = |cfg: &ServerConfig| -> Result<Vec<Listener>, String> {
-                let mut socks = if plain { bind_all(&cfg.bind, cfg.port, false)? } else { Vec::new() };
+                let mut socks = if plain { bind_all(&cfg.bind, cfg.port, false, backlog(cfg))? } else { Vec::new() };
                 if secure {
-                    socks.extend(bind_all(&cfg.bind, cfg.tls_port(), true)?);
+                    socks.extend(bind_all(&cfg.bind, cfg.tls_port(), true, backlog(cfg))?);
                 }
                 Ok(socks)
             };
@@ -186,24 +256,40 @@ fn configure(cfg: &ServerConfig) -> Result<Arc<rustls::ServerConfig>, ()> {
 /// Linux's errno for an address family the machine does not support (no IPv6).
 const EAFNOSUPPORT: i32 = 97;
 
-/// A listening socket at `sock`; an IPv6 one takes IPv6 only (as Redis sets
-/// IPV6_V6ONLY), so `*` and `::*` can both listen on one port.
-fn listen_on(sock: SocketAddr) -> io::Result<TcpListener> {
-    if sock.is_ipv4() {
-        return TcpListener::bind(sock);
+/// A listening socket at `sock` with a queue of `backlog` (tcp-backlog); an IPv6 one
+/// takes IPv6 only (as Redis sets IPV6_V6ONLY), so `*` and `::*` can both listen on one port.
+fn listen_on(sock: SocketAddr, backlog: i32) -> io::Result<TcpListener> {
+    let s = socket2::Socket::new(socket2::Domain::for_address(sock), socket2::Type::STREAM, None)?;
+    if sock.is_ipv6() {
+        s.set_only_v6(true)?;
     }
-    let s = socket2::Socket::new(socket2::Domain::IPV6, socket2::Type::STREAM, None)?;
-    s.set_only_v6(true)?;
     s.set_reuse_address(true)?;
     s.set_nonblocking(true)?;
     s.bind(&sock.into())?;
-    s.listen(511)?;
+    s.listen(backlog)?;
     Ok(TcpListener::from_std(s.into()))
+}
+
+/// tcp-backlog, as the configuration says.
+fn backlog(cfg: &ServerConfig) -> i32 {
+    cfg.get("tcp-backlog").and_then(|v| v.parse().ok()).unwrap_or(511)
+}
+
+/// The unix socket at `path`, a file left there before replaced (as Redis unlinks it),
+/// its permissions set to `perm` when not 0.
+fn listen_unix(path: &str, perm: u32) -> io::Result<UnixListener> {
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::remove_file(path);
+    let sock = UnixListener::bind(path)?;
+    if perm != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(perm))?;
+    }
+    Ok(sock)
 }
 
 /// Listening sockets on `port` at every address of `bind` (none for port 0, as Redis). An
 /// address written `-addr` may be missing from the machine.
-fn bind_all(bind: &[String], port: u16, tls: bool) -> Result<Vec<Listener>, String> {
+fn bind_all(bind: &[String], port: u16, tls: bool, backlog: i32) -> Result<Vec<Listener>, String> {
     if port == 0 {
         return Ok(Vec::new());
     }
@@ -221,8 +307,8 @@ fn bind_all(bind: &[String], port: u16, tls: bool) -> Result<Vec<Listener>, Stri
             .parse()
             .or_else(|_| format!("[{host}]:{port}").parse())
             .map_err(|e| format!("Could not create server TCP listening socket {addr}:{port}: {e}"))?;
-        match listen_on(sock) {
-            Ok(l) => out.push(Listener { sock: l, tls }),
+        match listen_on(sock, backlog) {
+            Ok(l) => out.push(Listener { sock: Sock::Tcp(l), tls }),
             // An optional address the machine lacks (or IPv6 it does not have).
             Err(e) if optional && matches!(e.kind(), ErrorKind::AddrNotAvailable | ErrorKind::Unsupported) => {}
             Err(e) if optional && e.raw_os_error() == Some(EAFNOSUPPORT) => {}

@@ -113,8 +113,9 @@ impl Server {
         }
         if self.signals.scheduled().is_some() {
             // Nothing to save: the dataset is not loaded.
-            log("User requested shutdown...");
-            log("Redis is now ready to exit, bye bye...");
+            crate::log::warn("User requested shutdown...");
+            self.remove_runtime_files();
+            crate::log::warn("Redis is now ready to exit, bye bye...");
             std::process::exit(0);
         }
     }

@@ -181,7 +181,7 @@ impl Server {
     /// or buffered AOF writes that cannot be written) keeps the server running, unless
     /// `force` says to exit anyway.
     pub fn prepare_shutdown(&mut self, mode: ShutdownMode, force: bool) -> Result<(), String> {
-        log("User requested shutdown...");
+        crate::log::warn("User requested shutdown...");
         self.collect_background_jobs_wait(true);
         let save = match mode {
             // The engine is empty while the start's load runs: saving it would replace the
@@ -216,8 +216,9 @@ impl Server {
             }
             log(&format!("Error closing the AOF: {e}. Exit anyway."));
         }
+        self.remove_runtime_files();
         // Replies (SHUTDOWN's error, if any) are not written once we exit.
-        log("Redis is now ready to exit, bye bye...");
+        crate::log::warn("Redis is now ready to exit, bye bye...");
         Ok(())
     }
 

@@ -44,7 +44,7 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     // A master does not answer its replica's commands (REPLCONF ACK).
     c.reply_off = true;
     c.replica = true;
-    let addr = c.addr.map(|a| a.ip().to_string()).unwrap_or_default();
+    let addr = c.addr.as_ref().map(|a| a.host()).unwrap_or_default();
     s.replicas.attached.push(Attached { id: c.id, addr: addr.clone(), port: c.replica_port, ack: 0, fack: 0 });
     log(&format!(
         "Replica {addr}:{} asks for synchronization; full resync with {} bytes of snapshot",
@@ -249,6 +249,6 @@ impl Server {
         if self.replicas.is_empty() && self.link.is_none() {
             self.engine.persistence_mut().replication = None;
         }
-        log(&format!("Connection with replica {} lost.", c.addr.map(|a| a.to_string()).unwrap_or_default()));
+        log(&format!("Connection with replica {} lost.", c.addr.as_ref().map(|a| a.to_string()).unwrap_or_default()));
     }
 }

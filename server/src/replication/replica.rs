@@ -93,12 +93,13 @@ impl Server {
         let ks = self.read_dump_file()?;
         self.replace_dataset(ks)?;
         self.touch_every_watcher();
+        self.tracking_flushed(None);
         if self.cfg.engine.appendonly {
             // The AOF must now say what the master's snapshot holds.
             self.jobs.rewrite_scheduled = true;
         }
         synced.sock.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let addr = synced.sock.peer_addr().ok();
+        let addr = synced.sock.peer_addr().ok().map(crate::net::Peer::Tcp);
         let sock = mio::net::TcpStream::from_std(synced.sock);
         let mut conn = match synced.tls {
             Some(tls) => crate::net::Conn::tls_client(sock, *tls),
@@ -140,6 +141,7 @@ pub fn replicaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             }
             log("MASTER MODE enabled (user request from client)");
         }
+        crate::log::set_replica(false);
         // CONFIG GET and CONFIG REWRITE report the master followed now.
         s.cfg.replicaof = None;
         return Reply::ok();
@@ -170,6 +172,7 @@ impl Server {
             self.kill_client(id);
         }
         self.cfg.replicaof = Some((host.clone(), port));
+        crate::log::set_replica(true);
         let now = Instant::now();
         self.link = Some(MasterLink {
             host,

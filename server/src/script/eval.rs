@@ -104,6 +104,7 @@ pub(super) fn run_script(
     args: &[Vec<u8>],
     readonly: bool,
 ) -> Reply {
+    let keys_argv = keys;
     let vm = if is_function { &s.scripts.func } else { &s.scripts.eval };
     let lua = vm.lua.clone();
     let redis_api = vm.redis.clone();
@@ -138,6 +139,7 @@ pub(super) fn run_script(
     // Engine commands join one propagation unit, flushed below (or by EXEC).
     c.in_exec = true;
     s.engine.effects_mut().from_script = true;
+    s.tracking.script_started(c.tracking.is_some(), keys_argv);
 
     let ctx = RefCell::new((&mut *s, &mut *c, &mut session));
     let outcome = lua.scope(|scope| {
@@ -186,6 +188,7 @@ pub(super) fn run_script(
     st.started.set(None);
     st.busy.set(false);
     s.engine.effects_mut().from_script = false;
+    s.tracking.script_ended();
     // A collection step every 50 runs, as Redis does, so garbage never piles up.
     st.runs.set(st.runs.get() + 1);
     if st.runs.get() >= 50 {

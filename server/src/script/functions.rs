@@ -40,7 +40,9 @@ fn compile(vm: &Vm, code: &[u8]) -> Result<(String, Vec<Registered>), Reply> {
     };
     *vm.registered.borrow_mut() = Some(Vec::new());
     vm.run.started.set(Some(Instant::now()));
+    vm.run.loading.set(true);
     let ran: mlua::Result<(bool, Value)> = vm.run_library.call(func);
+    vm.run.loading.set(false);
     vm.run.started.set(None);
     let registered = vm.registered.borrow_mut().take().unwrap_or_default();
     match ran {
@@ -117,10 +119,16 @@ fn load(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
     Reply::Bulk(name.into_bytes())
 }
 
+/// Redis's addReplySubcommandSyntaxError: the subcommand as the client wrote it.
+fn syntax_error(a: &[Vec<u8>]) -> Reply {
+    let sub: String = String::from_utf8_lossy(&a[1]).chars().take(128).collect();
+    Reply::error(format!("ERR unknown subcommand or wrong number of arguments for '{sub}'. Try FUNCTION HELP."))
+}
+
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
 fn restore(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
     if a.len() > 4 {
-        return Reply::err("ERR unknown subcommand or wrong number of arguments for 'RESTORE'. Try FUNCTION HELP.");
+        return syntax_error(a);
     }
     let policy = match a.get(3) {
         None => RestorePolicy::Append,
@@ -262,9 +270,7 @@ pub fn function(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         b"flush" => {
             if a.len() > 3 {
-                return Reply::err(
-                    "ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try FUNCTION HELP.",
-                );
+                return syntax_error(a);
             }
             if a.len() == 3 && !(eq_ic(&a[2], "sync") || eq_ic(&a[2], "async")) {
                 return Reply::err("ERR FUNCTION FLUSH only supports SYNC|ASYNC option");

@@ -285,8 +285,8 @@ local function run(f)
     return ok, v
 end
 
--- Functions (FUNCTION LOAD / FCALL). While a library's code runs, `redis` is the
--- loading API: register_function and log, nothing else.
+-- Functions (FUNCTION LOAD / FCALL). While a library's code runs, its only global is
+-- `redis`, the loading API: register_function, log and the version, nothing else.
 local loading = false
 local load_api = {
     register_function = native.register_function,
@@ -297,7 +297,6 @@ local load_api = {
     LOG_WARNING = 3,
     REDIS_VERSION = native.version,
     REDIS_VERSION_NUM = native.version_num,
-    setresp = redis.setresp,
 }
 local load_redis = protect(load_api, function(_, k)
     local v = load_api[k]
@@ -307,8 +306,11 @@ local load_redis = protect(load_api, function(_, k)
     return v
 end)
 local function library_index(_, k)
-    if k == "redis" and loading then
-        return load_redis
+    if loading then
+        if k == "redis" then
+            return load_redis
+        end
+        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
     end
     local v = G[k]
     if v == nil then

@@ -56,7 +56,12 @@ pub(super) struct RunState {
     pub(super) killed: Cell<bool>,
     /// It ran a write command (it can no longer be killed).
     pub(super) wrote: Cell<bool>,
+    /// A library's code runs (FUNCTION LOAD): it may take LOAD_TIMEOUT_MS at most.
+    pub(super) loading: Cell<bool>,
 }
+
+/// How long a library's code may run at FUNCTION LOAD (it only registers functions).
+const LOAD_TIMEOUT_MS: u128 = 500;
 
 pub(super) struct Cached {
     pub(super) func: Function,
@@ -94,6 +99,8 @@ pub struct Scripts {
     /// FUNCTION LOAD's libraries, compiled in `func` (their code is the engine's).
     pub(super) functions: Registry,
     pub(super) rng: libs::Lrand48,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript` commands (Redis's tests).
+    pub disable_deny: bool,
 }
 
 impl Scripts {
@@ -107,6 +114,7 @@ impl Scripts {
             cache_bytes: 0,
             functions: Default::default(),
             rng,
+            disable_deny: false,
         })
     }
 
@@ -290,6 +298,12 @@ impl Vm {
             let Some(started) = st.started.get() else {
                 return Ok(VmState::Continue);
             };
+            if st.loading.get() {
+                if started.elapsed().as_millis() > LOAD_TIMEOUT_MS {
+                    return Err(raise("FUNCTION LOAD timeout"));
+                }
+                return Ok(VmState::Continue);
+            }
             let limit = st.limit_ms.get();
             if !st.killed.get() && limit > 0 && started.elapsed().as_millis() as u64 >= limit {
                 if !st.busy.get() {
@@ -490,7 +504,12 @@ pub(super) const BUSY_FUNCTION: &str =
 /// redis.register_function(name, callback) or redis.register_function{function_name=,
 /// callback=, flags=, description=}, while a library loads.
 pub(super) fn register_function(reg: &RefCell<Option<Vec<Registered>>>, args: MultiValue) -> mlua::Result<()> {
+    // Outside FUNCTION LOAD before anything else, then the arguments, as Redis checks.
+    if reg.borrow().is_none() {
+        return Err(raise("redis.register_function can only be called on FUNCTION LOAD command"));
+    }
     let (name, func, flags, description) = match (args.len(), args.front()) {
+        (0, _) | (3.., _) => return Err(raise("wrong number of arguments to redis.register_function")),
         (1, Some(Value::Table(t))) => {
             let (mut name, mut func, mut flags, mut description) = (None, None, 0, None);
             for pair in t.pairs::<Value, Value>() {
@@ -539,18 +558,30 @@ pub(super) fn register_function(reg: &RefCell<Option<Vec<Registered>>>, args: Mu
             };
             (name, func, flags, description)
         }
-        (2, _) => {
-            let mut it = args.into_iter();
-            let (Some(Value::String(n)), Some(Value::Function(f))) = (it.next(), it.next()) else {
-                return Err(raise("wrong argument types given to redis.register_function"));
-            };
-            (n.as_bytes().to_vec(), f, 0, None)
+        (1, _) => {
+            return Err(raise(
+                "calling redis.register_function with a single argument is only applicable to Lua table \
+                 (representing named arguments).",
+            ))
         }
-        _ => return Err(raise("wrong number of arguments to redis.register_function")),
+        _ => {
+            let mut it = args.into_iter();
+            // lua_isstring: a number is a string to Lua.
+            let name = match it.next() {
+                Some(Value::String(n)) => n.as_bytes().to_vec(),
+                Some(Value::Integer(i)) => i.to_string().into_bytes(),
+                _ => return Err(raise("first argument to redis.register_function must be a string")),
+            };
+            let Some(Value::Function(f)) = it.next() else {
+                return Err(raise("second argument to redis.register_function must be a function"));
+            };
+            (name, f, 0, None)
+        }
     };
     if name.is_empty() || !name.iter().all(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+        // Redis 7's text for a function name too.
         return Err(raise(
-            "Function names can only contain letters, numbers, or underscores(_) and must be at least one character long",
+            "Library names can only contain letters, numbers, or underscores(_) and must be at least one character long",
         ));
     }
     let name = String::from_utf8_lossy(&name).into_owned();

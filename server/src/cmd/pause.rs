@@ -1,0 +1,89 @@
+//! CLIENT PAUSE timeout [WRITE|ALL] and CLIENT UNPAUSE, over crate::pause: a command the
+//! pause holds waits, its client blocked, until the pause ends; keys do not expire meanwhile
+//! (reads see them gone, as Redis: the dataset stays as it is).
+
+use std::time::{Duration, Instant};
+
+use ferrokv::command::{eq_ic, parse_i64, Argv, ExpireMode};
+use ferrokv::Reply;
+
+use super::Found;
+use crate::client::Client;
+use crate::pause::PauseKind;
+use crate::server::Server;
+
+/// CLIENT PAUSE timeout [WRITE|ALL]
+pub fn client_pause(s: &mut Server, a: &[Vec<u8>]) -> Reply {
+    let kind = match a.get(3) {
+        None => PauseKind::All,
+        Some(m) if eq_ic(m, "write") => PauseKind::Write,
+        Some(m) if eq_ic(m, "all") => PauseKind::All,
+        Some(_) => return Reply::err("ERR CLIENT PAUSE mode must be WRITE or ALL"),
+    };
+    let ms = match parse_i64(&a[2]) {
+        None => return Reply::err("ERR timeout is not an integer or out of range"),
+        Some(n) if n < 0 => return Reply::err("ERR timeout is negative"),
+        Some(n) => n as u64,
+    };
+    let now = Instant::now();
+    let end = now.checked_add(Duration::from_millis(ms)).unwrap_or(now + Duration::from_secs(100 * 365 * 86400));
+    s.pause.start(kind, end);
+    // Keys stay as they are: reads see the expired ones missing, nothing deletes them.
+    s.engine.set_mode(ExpireMode::Replica);
+    Reply::ok()
+}
+
+/// CLIENT UNPAUSE
+pub fn client_unpause(s: &mut Server) -> Reply {
+    s.end_pause();
+    Reply::ok()
+}
+
+impl Server {
+    /// processCommand's pause check: true when `c`'s command now waits for the end of the
+    /// pause (replicas never wait).
+    pub(crate) fn postpone_if_paused(&mut self, c: &mut Client, found: Found, argv: &mut Argv) -> bool {
+        let now = Instant::now();
+        if c.replica || !self.pause.is_on(now) {
+            return false;
+        }
+        let may_replicate = crate::admission::may_replicate(self, c, found, argv);
+        if !self.pause.holds(now, may_replicate) {
+            return false;
+        }
+        // Counted when it runs.
+        self.stats.commands_processed -= 1;
+        c.postponed = Some(std::mem::take(argv));
+        self.pause.postpone(c.id);
+        true
+    }
+
+    /// The pause ended: its waiting clients run their commands at their next turn.
+    pub(crate) fn end_pause(&mut self) {
+        let waiting = self.pause.stop();
+        self.engine.set_mode(ExpireMode::Master);
+        self.pending.extend(waiting);
+    }
+
+    /// At each round of the event loop: a pause whose time is up ends.
+    pub(crate) fn end_pause_when_due(&mut self) {
+        if self.pause.deadline().is_some_and(|end| end < Instant::now()) {
+            self.end_pause();
+        }
+    }
+
+    /// Run the command `c` left waiting, once the pause is over. False while it still waits.
+    pub(crate) fn resume_postponed(&mut self, c: &mut Client) -> bool {
+        if self.pause.is_on(Instant::now()) {
+            return false;
+        }
+        let Some(mut argv) = c.postponed.take() else { return true };
+        self.dispatch(c, &mut argv);
+        c.parser.recycle(argv);
+        if c.postponed.is_some() {
+            return false;
+        }
+        self.after_command(c);
+        true
+    }
+}
