@@ -109,7 +109,7 @@ impl Server {
         if !std::mem::take(&mut c.raw_reply) {
             c.reply(&reply);
         }
-        if c.tracking.is_some() {
+        if c.tracking.is_some() || self.tracking.has_pending() {
             self.tracking_after_command(c, found.name);
         }
     }

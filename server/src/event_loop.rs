@@ -87,7 +87,7 @@ impl Server {
             wall: WallAnchor::now(),
             call_depth: 0,
         };
-        server.follow_latency_config();
+        cmd::config::follow_cached(&mut server);
         crate::acl::command::load_at_startup(&mut server)?;
         server.load_dataset()?;
         crate::script::functions::install(&mut server)?;
@@ -503,7 +503,9 @@ impl Server {
         let idle: Vec<u64> = self
             .clients
             .values()
-            .filter(|c| !c.subs.active() && c.blocked.is_none() && c.last_interaction.elapsed() > limit)
+            .filter(|c| {
+                !c.subs.active() && c.blocked.is_none() && c.postponed.is_none() && c.last_interaction.elapsed() > limit
+            })
             .map(|c| c.id)
             .collect();
         for id in idle {
@@ -556,7 +558,9 @@ impl Server {
                 log("Ready to accept connections unix");
             }
         } else {
-            log("Ready to accept connections");
+            if self.cfg.port > 0 || self.cfg.tls_port() > 0 {
+                log("Ready to accept connections");
+            }
             if let Some(path) = unix {
                 log(&format!("The server is now ready to accept connections at {path}"));
             }

@@ -3,7 +3,7 @@
 //! HISTORY / RESET / GRAPH / DOCTOR) and the per-command latency histograms
 //! (`latency-tracking`, LATENCY HISTOGRAM and INFO latencystats).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use ferrokv::Reply;
 
@@ -238,35 +238,51 @@ impl Histogram {
     }
 }
 
-/// Histograms by the command's full name (`client|id` for a subcommand).
+/// Histograms by command, keyed by the addresses of its static name and subcommand name (no
+/// text built per command); listed by the full name (`client|id` for a subcommand).
 #[derive(Debug, Default)]
 pub struct Histograms {
-    by_command: BTreeMap<String, Histogram>,
+    by_command: HashMap<(usize, usize), (String, Histogram), foldhash::fast::FixedState>,
     /// latency-tracking, followed from the configuration.
     pub enabled: bool,
 }
 
 impl Histograms {
-    pub fn record(&mut self, name: &str, nanos: u64) {
-        match self.by_command.get_mut(name) {
-            Some(h) => h.record(nanos),
-            None => self.by_command.entry(name.to_string()).or_default().record(nanos),
-        }
+    pub fn record(&mut self, name: &'static str, sub: Option<&'static str>, nanos: u64) {
+        let key = (name.as_ptr() as usize, sub.map_or(0, |s| s.as_ptr() as usize));
+        let entry = self.by_command.entry(key).or_insert_with(|| {
+            let full = match sub {
+                Some(s) => format!("{name}|{}", s.to_ascii_lowercase()),
+                None => name.to_string(),
+            };
+            (full, Histogram::default())
+        });
+        entry.1.record(nanos);
     }
 
     pub fn clear(&mut self) {
         self.by_command.clear();
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = (&String, &Histogram)> {
-        self.by_command.iter()
+    /// Every command's histogram by full name (one name at two addresses merged).
+    pub fn all(&self) -> BTreeMap<String, Histogram> {
+        let mut out: BTreeMap<String, Histogram> = BTreeMap::new();
+        for (name, h) in self.by_command.values() {
+            let t = out.entry(name.clone()).or_default();
+            for (a, b) in t.buckets.iter_mut().zip(h.buckets.iter()) {
+                *a += b;
+            }
+            t.calls += h.calls;
+        }
+        out
     }
 
     /// LATENCY HISTOGRAM cmd...: the named commands' (a container's: its subcommands').
     pub fn of(&self, names: &[String]) -> Reply {
+        let all = self.all();
         let mut out = Vec::new();
         for name in names {
-            for (full, h) in &self.by_command {
+            for (full, h) in &all {
                 let hit = full == name || full.strip_prefix(name.as_str()).is_some_and(|r| r.starts_with('|'));
                 if hit {
                     out.push((Reply::Bulk(full.as_bytes().to_vec()), h.reply()));

@@ -37,13 +37,6 @@ static FILE: RwLock<Option<String>> = RwLock::new(None);
 /// Follow `loglevel` and `logfile`. Err (a config error at start): the file cannot be
 /// opened for appending, with Redis's text.
 pub fn configure(loglevel: &str, logfile: &str) -> Result<(), String> {
-    if !logfile.is_empty() {
-        OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(logfile)
-            .map_err(|e| format!("Can't open the log file: {}", strerror(&e)))?;
-    }
     let threshold = match loglevel {
         "debug" => 0,
         "verbose" => 1,
@@ -52,6 +45,13 @@ pub fn configure(loglevel: &str, logfile: &str) -> Result<(), String> {
         _ => 2,
     };
     THRESHOLD.store(threshold, Ordering::Relaxed);
+    if !logfile.is_empty() {
+        OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(logfile)
+            .map_err(|e| format!("Can't open the log file: {}", strerror(&e)))?;
+    }
     if let Ok(mut f) = FILE.write() {
         *f = (!logfile.is_empty()).then(|| logfile.to_string());
     }

@@ -48,6 +48,16 @@ impl Pause {
         self.end.filter(|_| self.kind != PauseKind::Off)
     }
 
+    /// A pause was asked (it may have run out already): cheap, for every command.
+    pub fn any(&self) -> bool {
+        self.kind != PauseKind::Off
+    }
+
+    /// Whether client `id` waits for the pause on now.
+    pub fn is_waiting(&self, id: u64) -> bool {
+        self.postponed.contains(&id)
+    }
+
     pub fn postpone(&mut self, id: u64) {
         self.postponed.push(id);
     }

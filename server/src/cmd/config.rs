@@ -148,6 +148,14 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
     reply
 }
 
+/// The parameters read for every command, kept as values by their owners:
+/// latency-monitor-threshold, latency-tracking, tracking-table-max-keys.
+pub(crate) fn follow_cached(s: &mut Server) {
+    s.latency.threshold_ms = s.cfg.get("latency-monitor-threshold").and_then(|v| v.parse().ok()).unwrap_or(0);
+    s.histograms.enabled = s.cfg.get("latency-tracking").as_deref() != Some("no");
+    s.tracking.max_keys = s.cfg.get("tracking-table-max-keys").and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+}
+
 /// Install a new configuration, with the side effects some parameters have.
 fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     let was_aof = s.cfg.engine.appendonly;
@@ -157,7 +165,7 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
     s.cfg = next;
     // logfile is fixed at start; the level follows.
     let _ = crate::log::configure(&s.cfg.loglevel, &s.cfg.get("logfile").unwrap_or_default());
-    s.follow_latency_config();
+    follow_cached(s);
     crate::maxmemory::config_changed(s, old_limit, old_policy);
     s.sync_event_tracking();
     let keep_dir = s.engine.config().dir.clone();

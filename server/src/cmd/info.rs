@@ -270,7 +270,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
                 .split_whitespace()
                 .filter_map(|p| p.parse().ok())
                 .collect();
-            for (name, h) in s.histograms.iter() {
+            for (name, h) in s.histograms.all() {
                 let parts: Vec<String> =
                     wanted.iter().map(|p| format!("p{}={:.3}", trimmed(*p), h.percentile(*p))).collect();
                 kv(&format!("latency_percentiles_usec_{name}"), parts.join(","));

@@ -43,9 +43,9 @@ pub fn latency(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"doctor" if a.len() == 2 => Reply::Verbatim(s.latency.doctor().into_bytes()),
         b"reset" if a.len() == 2 => Reply::Int(s.latency.reset(None)),
         b"reset" => Reply::Int(a[2..].iter().map(|e| s.latency.reset(Some(e))).sum()),
-        b"histogram" if a.len() == 2 => {
-            Reply::Map(s.histograms.iter().map(|(n, h)| (Reply::Bulk(n.as_bytes().to_vec()), h.reply())).collect())
-        }
+        b"histogram" if a.len() == 2 => Reply::Map(
+            s.histograms.all().iter().map(|(n, h)| (Reply::Bulk(n.as_bytes().to_vec()), h.reply())).collect(),
+        ),
         b"histogram" => {
             // Names the server knows, as Redis looks them up (`client|id` or `client`).
             let names: Vec<String> = a[2..]
@@ -77,16 +77,8 @@ impl Server {
         }
         if self.histograms.enabled {
             let nanos = took.as_nanos() as u64;
-            match found.sub(argv) {
-                Some(sub) => self.histograms.record(&format!("{}|{}", found.name, sub.def.name), nanos),
-                None => self.histograms.record(found.name, nanos),
-            }
+            let sub = found.sub(argv).map(|s| s.def.name.as_str());
+            self.histograms.record(found.name, sub, nanos);
         }
-    }
-
-    /// latency-monitor-threshold and latency-tracking, as the configuration says now.
-    pub(crate) fn follow_latency_config(&mut self) {
-        self.latency.threshold_ms = self.cfg.get("latency-monitor-threshold").and_then(|v| v.parse().ok()).unwrap_or(0);
-        self.histograms.enabled = self.cfg.get("latency-tracking").as_deref() != Some("no");
     }
 }

@@ -43,8 +43,11 @@ impl Server {
     /// processCommand's pause check: true when `c`'s command now waits for the end of the
     /// pause (replicas never wait).
     pub(crate) fn postpone_if_paused(&mut self, c: &mut Client, found: Found, argv: &mut Argv) -> bool {
+        if c.replica || !self.pause.any() {
+            return false;
+        }
         let now = Instant::now();
-        if c.replica || !self.pause.is_on(now) {
+        if !self.pause.is_on(now) {
             return false;
         }
         let may_replicate = crate::admission::may_replicate(self, c, found, argv);
@@ -74,13 +77,17 @@ impl Server {
 
     /// Run the command `c` left waiting, once the pause is over. False while it still waits.
     pub(crate) fn resume_postponed(&mut self, c: &mut Client) -> bool {
-        if self.pause.is_on(Instant::now()) {
+        // Still in the pause's list: the pause it waits for goes on.
+        if self.pause.is_waiting(c.id) {
             return false;
         }
         let Some(mut argv) = c.postponed.take() else { return true };
+        // Run again from the top, as Redis reprocesses it: a new pause holds it again.
+        c.reply_skip = std::mem::take(&mut c.reply_skip_next);
         self.dispatch(c, &mut argv);
         c.parser.recycle(argv);
-        if c.postponed.is_some() {
+        c.reply_skip = false;
+        if c.postponed.is_some() || self.exit {
             return false;
         }
         self.after_command(c);

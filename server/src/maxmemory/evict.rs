@@ -30,6 +30,10 @@ impl Server {
         if self.engine.effects().from_script {
             return Outcome::Ok;
         }
+        // A pause keeps the dataset as it is (Redis's isSafeToPerformEvictions).
+        if self.pause.any() && self.pause.is_on(std::time::Instant::now()) {
+            return Outcome::Ok;
+        }
         if max == 0 {
             self.eviction.pending = false;
             self.note_exceeded(false);

@@ -3,7 +3,9 @@
 //! written under them since the last round of the event loop. The messages themselves are
 //! written by `send` (the clients are the server's).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use indexmap::IndexMap;
 
 mod send;
 
@@ -50,8 +52,11 @@ pub enum Payload<'a> {
 
 #[derive(Debug, Default)]
 pub struct Tracking {
-    /// Key name (every database) → the clients that read it.
-    keys: HashMap<Vec<u8>, BTreeSet<u64>>,
+    /// Key name (every database) → the clients that read it; indexed, so the table's limit
+    /// picks a random key in O(1).
+    keys: IndexMap<Vec<u8>, BTreeSet<u64>>,
+    /// tracking-table-max-keys (0: no limit), followed from the configuration.
+    pub max_keys: usize,
     /// Client ids over every key: INFO's tracking_total_items.
     items: u64,
     prefixes: BTreeMap<Vec<u8>, Prefix>,
@@ -193,7 +198,7 @@ impl Tracking {
                 }
             }
         }
-        let readers = self.keys.remove(key)?;
+        let readers = self.keys.swap_remove(key)?;
         self.items -= readers.len() as u64;
         Some(readers)
     }
@@ -202,6 +207,16 @@ impl Tracking {
     fn forget_all(&mut self) {
         self.keys.clear();
         self.items = 0;
+    }
+
+    /// Whether invalidations wait for a running client's reply.
+    pub fn has_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
+    /// The client is gone or stopped tracking: what waited for it goes.
+    pub fn drop_pending(&mut self, id: u64) {
+        self.pending.retain(|(who, _)| *who != id);
     }
 
     /// INFO's tracking_total_keys, tracking_total_items, tracking_total_prefixes.

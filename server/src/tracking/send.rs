@@ -183,7 +183,7 @@ impl Server {
     /// tracking-table-max-keys: over it, keys are forgotten (their readers invalidated),
     /// with more effort each round the table stays over.
     pub(crate) fn tracking_limit(&mut self, mut current: Option<&mut Client>) {
-        let max = self.cfg.get("tracking-table-max-keys").and_then(|v| v.parse::<usize>().ok()).unwrap_or(0);
+        let max = self.tracking.max_keys;
         if max == 0 || self.tracking.keys.len() <= max {
             self.tracking.over_limit_rounds = 0;
             return;
@@ -196,7 +196,7 @@ impl Server {
                 break;
             }
             let at = fastrand::usize(0..n);
-            let Some(key) = self.tracking.keys.keys().nth(at).cloned() else { break };
+            let Some((key, _)) = self.tracking.keys.get_index(at).map(|(k, v)| (k.clone(), v.len())) else { break };
             self.tracking_invalidate(current.as_deref_mut(), &key, false);
             if self.tracking.keys.len() <= max {
                 self.tracking.over_limit_rounds = 0;
@@ -208,6 +208,7 @@ impl Server {
 
     /// CLIENT TRACKING OFF, RESET, or the client going away.
     pub(crate) fn tracking_off(&mut self, c: &mut Client) {
+        self.tracking.drop_pending(c.id);
         if let Some(t) = c.tracking.take() {
             self.tracking.disable(c.id, &t);
             self.sync_modified_tracking();
