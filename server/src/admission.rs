@@ -64,9 +64,7 @@ fn readonly_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> O
     if s.link.is_none() || s.cfg.get("replica-read-only").as_deref() != Some("yes") {
         return None;
     }
-    let own = command_flags(s, found, argv);
-    let all = if found.name == "exec" { own | queued_flags(s, c) } else { own };
-    if all & flags::WRITE == 0 {
+    if judged_flags(s, c, found, argv) & flags::WRITE == 0 {
         return None;
     }
     Some(Reply::err("READONLY You can't write against a read only replica."))
@@ -133,9 +131,18 @@ fn script_command_flags(base: u32, declared: u32) -> u32 {
 /// Whether a command may write or replicate (EXEC: any command it runs), as CLIENT PAUSE
 /// WRITE judges it.
 pub fn may_replicate(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> bool {
+    judged_flags(s, c, found, argv) & (flags::WRITE | flags::MAY_REPLICATE) != 0
+}
+
+/// The flags processCommand judges a command by: its own ([`command_flags`]), and for
+/// EXEC those of every queued command too.
+fn judged_flags(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> u32 {
     let own = command_flags(s, found, argv);
-    let all = if found.name == "exec" { own | queued_flags(s, c) } else { own };
-    all & (flags::WRITE | flags::MAY_REPLICATE) != 0
+    if found.name == "exec" {
+        own | queued_flags(s, c)
+    } else {
+        own
+    }
 }
 
 /// The flags of the commands queued in MULTI, together (EXEC is judged by them).
@@ -179,14 +186,7 @@ pub fn refusal(s: &mut Server, c: &mut Client, found: Found, argv: &[Vec<u8>]) -
     if c.multi.is_some() && found.flags_for(argv) & flags::NO_MULTI != 0 {
         return None;
     }
-    let flags_of = |s: &Server, c: &Client| {
-        let own = command_flags(s, found, argv);
-        if name == "exec" {
-            own | queued_flags(s, c)
-        } else {
-            own
-        }
-    };
+    let flags_of = |s: &Server, c: &Client| judged_flags(s, c, found, argv);
     let mut refused: Option<String> = None;
     if maxmemory && !s.engine.effects().from_script {
         let oom = s.oom_before_command(c);

@@ -255,11 +255,14 @@ for _, name in orig_next, { "redis", "string", "math", "table", "coroutine", "bi
     G[name] = protect(G[name])
 end
 
--- The globals: missing names are an error.
+-- The globals: missing names are an error (raised at the caller's level 3: the script).
+local function missing(k)
+    error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
+end
 local function global_index(_, k)
     local v = G[k]
     if v == nil then
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        missing(k)
     end
     return v
 end
@@ -301,7 +304,7 @@ local load_api = {
 local load_redis = protect(load_api, function(_, k)
     local v = load_api[k]
     if v == nil then
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        missing(k)
     end
     return v
 end)
@@ -310,11 +313,11 @@ local function library_index(_, k)
         if k == "redis" then
             return load_redis
         end
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        missing(k)
     end
     local v = G[k]
     if v == nil then
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        missing(k)
     end
     return v
 end
