@@ -29,6 +29,10 @@ use crate::value::Value;
 pub struct Session {
     pub db: usize,
     pub no_touch: bool,
+    /// Bytes of output past which the server closes this client (its class's hard
+    /// `client-output-buffer-limit`), 0 for none: a reply surely past it need not be built
+    /// whole.
+    pub reply_limit: u64,
 }
 
 /// The engine: a keyspace, the commands and persistence. Its fields are the crate's; callers
@@ -200,39 +204,42 @@ impl Engine {
         Engine::open_watched(cfg, clock, &mut |_| {})
     }
 
-    /// [`Engine::open`], calling `progress` with the bytes read every 16 KiB or so while
-    /// loading (a server answers its clients meanwhile, as Redis does while it loads).
-    pub fn open_watched(cfg: Config, clock: Clock, progress: &mut dyn FnMut(u64)) -> Result<Engine, PersistError> {
+    /// [`Engine::open`] for a host: its `progress` is called with the bytes read every
+    /// 16 KiB or so while loading (a server answers its clients meanwhile, as Redis does
+    /// while it loads), and it runs the logged commands it claims (scripts).
+    pub fn open_watched(cfg: Config, clock: Clock, host: &mut dyn LoadHost) -> Result<Engine, PersistError> {
         let mut e = Engine::with_clock(cfg, clock);
-        e.load_at_startup(progress)?;
+        e.load_at_startup(host)?;
         Ok(e)
     }
 
     /// Load what the configuration says (Redis 7.0's loadDataFromDisk, keys never expiring
     /// while loading) and open the AOF for writing when it is on.
-    fn load_at_startup(&mut self, progress: &mut dyn FnMut(u64)) -> Result<(), PersistError> {
+    fn load_at_startup(&mut self, host: &mut dyn LoadHost) -> Result<(), PersistError> {
         let cfg = self.cfg.clone();
         self.persist.warnings.extend(load::remove_stale_temp_files(&cfg));
         self.mode = ExpireMode::Loading;
         let loaded = if cfg.appendonly {
-            load::load_aof_dir(&cfg, &mut Watched { engine: self, progress })
+            load::load_aof_dir(&cfg, &mut Watched { engine: self, host })
         } else {
-            load::load_dump(&cfg, &mut self.ks, self.clock.now_ms(), progress).map(|(counts, empty_keys)| {
-                // Redis's lines: each empty key skipped, then the totals.
-                for key in empty_keys.iter().take(1000) {
-                    self.persist
-                        .warnings
-                        .push(format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(key)));
-                }
-                let mut done =
-                    format!("Done loading RDB, keys loaded: {}, keys expired: {}", counts.loaded, counts.expired);
-                if counts.empty_skipped > 0 {
-                    done.push_str(&format!(", empty keys skipped: {}", counts.empty_skipped));
-                }
-                self.persist.warnings.push(format!("{done}."));
-                self.persist.rdb_load = counts;
-                None
-            })
+            load::load_dump(&cfg, &mut self.ks, self.clock.now_ms(), &mut |bytes| host.progress(bytes)).map(
+                |(counts, empty_keys)| {
+                    // Redis's lines: each empty key skipped, then the totals.
+                    for key in empty_keys.iter().take(1000) {
+                        self.persist
+                            .warnings
+                            .push(format!("rdbLoadObject skipping empty key: {}", String::from_utf8_lossy(key)));
+                    }
+                    let mut done =
+                        format!("Done loading RDB, keys loaded: {}, keys expired: {}", counts.loaded, counts.expired);
+                    if counts.empty_skipped > 0 {
+                        done.push_str(&format!(", empty keys skipped: {}", counts.empty_skipped));
+                    }
+                    self.persist.warnings.push(format!("{done}."));
+                    self.persist.rdb_load = counts;
+                    None
+                },
+            )
         };
         self.mode = ExpireMode::Master;
         self.fx = Default::default();
@@ -247,14 +254,14 @@ impl Engine {
 
     /// DEBUG LOADAOF: the dataset the AOF directory's files hold, replayed into a fresh
     /// keyspace (nothing is opened for writing). None when the manifest names no file.
-    pub fn load_aof_files(cfg: &Config) -> Result<Option<Keyspace>, PersistError> {
+    pub fn load_aof_files(cfg: &Config, host: &mut dyn LoadHost) -> Result<Option<Keyspace>, PersistError> {
         let m = load::read_manifest(cfg)?;
         if m.base.is_none() && m.incr.is_empty() {
             return Ok(None);
         }
         let mut e = Engine::with_clock(cfg.clone(), Clock::System);
         e.mode = ExpireMode::Loading;
-        load::load_aof_dir(cfg, &mut e)?;
+        load::load_aof_dir(cfg, &mut Watched { engine: &mut e, host })?;
         Ok(Some(e.ks))
     }
 
@@ -440,6 +447,7 @@ impl Engine {
         let now = self.clock.now_ms();
         let mut ctx =
             Ctx::new(&mut self.ks, &self.cfg, sess.db, now, self.mode, &mut self.rng, &mut self.stats, &mut self.fx);
+        ctx.reply_limit = sess.reply_limit;
         ctx.no_touch = sess.no_touch && !argv.first().is_some_and(|n| command::eq_ic(n, "touch"));
         let r = match spec {
             Some(spec) => command::execute_spec(&mut ctx, spec, argv),
@@ -570,11 +578,33 @@ pub fn wrap_unit(ops: Vec<(usize, Argv)>) -> Vec<(usize, Argv)> {
 #[doc = include_str!("../../docs/library.md")]
 pub struct LibraryGuide;
 
-/// An AOF's commands run on the engine (persist/load.rs replays them).
-/// The engine loading at startup, its progress reported.
+/// What an engine's load asks of whoever loads it: to hear of its progress, and to run
+/// the logged commands the engine does not run itself (EVAL and EVALSHA in an AOF written
+/// by a Redis that logged scripts verbatim, before 7.0).
+pub trait LoadHost {
+    /// `bytes` more of the files were read.
+    fn progress(&mut self, _bytes: u64) {}
+    /// Whether the host runs logged commands named `name` (any case).
+    fn runs(&self, _name: &[u8]) -> bool {
+        false
+    }
+    /// Run one such command on `engine`, the engine being loaded, in database `db`; its
+    /// reply is discarded and nothing it does is logged again.
+    fn run(&mut self, _engine: &mut Engine, _db: usize, _argv: &[Vec<u8>]) {}
+}
+
+/// A host that only hears of the progress.
+impl<F: FnMut(u64)> LoadHost for F {
+    fn progress(&mut self, bytes: u64) {
+        self(bytes);
+    }
+}
+
+/// An AOF's commands run on the engine being loaded (persist/load.rs replays them), with
+/// its host beside it.
 struct Watched<'a> {
     engine: &'a mut Engine,
-    progress: &'a mut dyn FnMut(u64),
+    host: &'a mut dyn LoadHost,
 }
 
 impl Replayer for Watched<'_> {
@@ -582,8 +612,18 @@ impl Replayer for Watched<'_> {
         &mut self.engine.ks
     }
 
+    fn runs(&self, name: &[u8]) -> bool {
+        self.host.runs(name)
+    }
+
     fn run(&mut self, db: usize, argv: &[Vec<u8>]) {
-        self.engine.run(db, argv);
+        if command::lookup(&argv[0]).is_none() && self.host.runs(&argv[0]) {
+            self.engine.fx.propagation_off = true;
+            self.host.run(self.engine, db, argv);
+            self.engine.fx = Effects::default();
+        } else {
+            self.engine.run(db, argv);
+        }
     }
 
     fn warn(&mut self, what: String) {
@@ -591,7 +631,7 @@ impl Replayer for Watched<'_> {
     }
 
     fn progress(&mut self, bytes: u64) {
-        (self.progress)(bytes);
+        self.host.progress(bytes);
     }
 
     fn key_load_delay_us(&self) -> i32 {

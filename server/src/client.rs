@@ -102,6 +102,13 @@ pub enum ReadOutcome {
 }
 
 impl Client {
+    /// A client with no peer, as Redis's AOF client: the commands of a file run as its own
+    /// (its socket's other end is closed at once; nothing is ever sent on it).
+    pub(crate) fn detached(id: u64) -> std::io::Result<Client> {
+        let (sock, _peer) = mio::net::UnixStream::pair()?;
+        Ok(Client::new(id, crate::net::Conn::Unix(sock, "".into()), None, true))
+    }
+
     pub(crate) fn new(id: u64, sock: crate::net::Conn, addr: Option<crate::net::Peer>, authenticated: bool) -> Client {
         let laddr = sock.local_addr();
         let now = Instant::now();

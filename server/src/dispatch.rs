@@ -96,7 +96,7 @@ impl Server {
         let mark = c.out.len();
         let mut reply = self.call(c, found, argv);
         for line in std::mem::take(&mut self.engine.effects_mut().log) {
-            crate::log::log(&line);
+            crate::log::verbose(&line);
         }
         if let Some(e) = self.engine.take_unacknowledged() {
             // Under appendfsync always what the command propagated is not on disk: it is
@@ -150,6 +150,7 @@ impl Server {
                     own = [vec![found.name.as_bytes().to_vec()], argv[1..].to_vec()].concat();
                     &own[..]
                 };
+                c.session.reply_limit = self.cfg.obuf_limits.of(c).hard;
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
                     self.engine.call_spec(&mut c.session, spec, argv)

@@ -11,6 +11,7 @@ pub mod blocking;
 pub mod client;
 pub mod cmd;
 pub mod config;
+pub mod crash;
 pub mod dispatch;
 pub mod event_loop;
 mod latency;

@@ -20,7 +20,7 @@ fn main() {
         eprint!("{USAGE}");
         std::process::exit(1);
     }
-    ferrokv_server::log::log_crash_reports();
+    ferrokv_server::crash::install();
     let cfg = match ServerConfig::from_args(&args) {
         Ok(c) => c,
         Err(e) => {

@@ -33,6 +33,17 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// The limits of `c`'s class.
+    pub fn of(&self, c: &Client) -> &Limit {
+        if c.replica {
+            &self.replica
+        } else if c.subs.active() {
+            &self.pubsub
+        } else {
+            &self.normal
+        }
+    }
+
     /// As CONFIG GET prints it.
     pub fn to_config(&self) -> String {
         let one = |name: &str, l: &Limit| format!("{name} {} {} {}", l.hard, l.soft, l.soft_seconds);
@@ -73,13 +84,7 @@ pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
     if c.close_asap {
         return true;
     }
-    let limit = if c.replica {
-        &limits.replica
-    } else if c.subs.active() {
-        &limits.pubsub
-    } else {
-        &limits.normal
-    };
+    let limit = limits.of(c);
     let used = c.pending_out() as u64;
     let hard = limit.hard > 0 && used >= limit.hard;
     let mut soft = false;

@@ -2,13 +2,17 @@
 //! for the timer (DEBUG PAUSE-CRON holds it) and SHUTDOWN ABORT cancels it; a second SIGINT
 //! during the final save exits at once and removes the save's temp file; a start that cannot
 //! load its files ends its log with Redis's own line; the AOF is rewritten on its own when it
-//! grows past auto-aof-rewrite-percentage.
+//! grows past auto-aof-rewrite-percentage; crashes (DEBUG SEGFAULT, SIGABRT) log Redis's
+//! report; scripts an old AOF logged run at load; damaged payloads are refused with Redis's
+//! log lines; a reply past the output limit closes the client.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ferrokv_testkit::{cli, encode_command, free_port, info_field, pipe_into, spawn_on_free_port, wait_for, TempDir};
+use ferrokv_testkit::{
+    cli, encode_command, free_port, info_field, pipe_into, spawn_on_free_port, wait_for, Client, TempDir,
+};
 
 const OURS: &str = env!("CARGO_BIN_EXE_ferrokv-server");
 
@@ -225,23 +229,150 @@ fn the_aof_is_rewritten_when_it_grows() {
     assert_eq!(ours, ["3000", "true", "true"]);
 }
 
+/// A crash, by DEBUG SEGFAULT or by a SIGABRT from outside: the crash report (Redis's
+/// START line, the signal, the stack trace or the sender), then the process dies.
 #[test]
-fn debug_segfault_logs_a_crash_report_and_ends_the_process() {
+fn crashes_log_a_crash_report_and_end_the_process() {
+    let debug_segfault = |p: &mut Proc| drop(p.cli(&["DEBUG", "SEGFAULT"]));
+    let sigabrt = |p: &mut Proc| p.signal("ABRT");
+    type Crash<'a> = &'a dyn Fn(&mut Proc);
+    let cases: [(Crash, [&str; 2]); 2] = [
+        (&debug_segfault, ["crashed by signal: 11", "------ STACK TRACE ------"]),
+        (&sigabrt, ["crashed by signal: 6, si_code: 0", "Killed by PID:"]),
+    ];
+    for (crash, looked_for) in cases {
+        let run = |redis: bool| {
+            let mut p = Proc::start(redis, &["--save", ""]);
+            crash(&mut p);
+            let _ = p.wait_exit(30);
+            let gone = p.child.try_wait().ok().flatten().is_some();
+            let log = p.log();
+            let start = log.contains("=== REDIS BUG REPORT START: Cut & paste starting from here ===");
+            vec![gone, start, log.contains(looked_for[0]), log.contains(looked_for[1])]
+        };
+        let redis = run(true);
+        let ours = run(false);
+        assert_eq!(ours, redis, "{looked_for:?}");
+        assert_eq!(ours, [true; 4], "{looked_for:?}");
+    }
+}
+
+/// The bulk string of a raw RESP reply.
+fn bulk(reply: &[u8]) -> Vec<u8> {
+    let start = reply.iter().position(|&b| b == b'\n').map_or(0, |i| i + 1);
+    reply[start..reply.len().saturating_sub(2).max(start)].to_vec()
+}
+
+/// `bytes` with the first `from` replaced by `to` (of the same length).
+fn replaced(bytes: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let at = bytes.windows(from.len()).position(|w| w == from).expect("the bytes to replace");
+    [&bytes[..at], to, &bytes[at + from.len()..]].concat()
+}
+
+/// Payloads a real server dumped, then damaged (a score made NaN, a consumer renamed onto
+/// another of its group): RESTORE refuses them with Redis's reply and log line.
+#[test]
+fn damaged_payloads_are_refused_with_redis_log_lines() {
     let run = |redis: bool| {
-        let mut p = Proc::start(redis, &["--save", ""]);
-        let _ = p.cli(&["DEBUG", "SEGFAULT"]);
-        let gone = p.wait_exit(30).is_some() || p.child.try_wait().ok().flatten().is_some();
+        let p = Proc::start(redis, &["--save", "", "--zset-max-listpack-entries", "0", "--loglevel", "verbose"]);
+        let mut c = Client::connect(p.port);
+        for args in [
+            &["DEBUG", "SET-SKIP-CHECKSUM-VALIDATION", "1"][..],
+            &["ZADD", "z", "1.5", "m"],
+            &["XADD", "x", "1-1", "f", "v"],
+            &["XGROUP", "CREATE", "x", "g", "0"],
+            &["XGROUP", "CREATECONSUMER", "x", "g", "c1"],
+            &["XGROUP", "CREATECONSUMER", "x", "g", "c2"],
+        ] {
+            c.call_str(args);
+        }
+        let z = bulk(&c.call_str(&["DUMP", "z"]));
+        let x = bulk(&c.call_str(&["DUMP", "x"]));
+        let nan = replaced(&z, &1.5f64.to_le_bytes(), &f64::NAN.to_le_bytes());
+        let dup = replaced(&x, b"\x02c2", b"\x02c1");
+        let restore = |c: &mut Client, key: &str, payload: Vec<u8>| {
+            String::from_utf8_lossy(&c.call(&[b"RESTORE".to_vec(), key.as_bytes().to_vec(), b"0".to_vec(), payload]))
+                .into_owned()
+        };
+        let replies = [restore(&mut c, "z2", nan), restore(&mut c, "x2", dup)];
         let log = p.log();
         vec![
-            gone.to_string(),
-            log.contains("=== REDIS BUG REPORT START: Cut & paste starting from here ===").to_string(),
-            log.contains("------ STACK TRACE ------").to_string(),
+            replies[0].clone(),
+            replies[1].clone(),
+            log.contains("Zset with NAN score detected").to_string(),
+            log.contains("Duplicate stream consumer detected").to_string(),
         ]
     };
     let redis = run(true);
     let ours = run(false);
     assert_eq!(ours, redis);
-    assert_eq!(ours, ["true", "true", "true"]);
+    assert_eq!(ours, ["-ERR Bad data format\r\n", "-ERR Bad data format\r\n", "true", "true"]);
+}
+
+/// An AOF that logged scripts verbatim (Redis before 7.0 could) loads: the scripts run
+/// as the loader reaches them, as Redis 7.0 runs them, even on a read-only replica.
+#[test]
+fn scripts_an_old_aof_logged_run_at_load() {
+    let cmd = |args: &[&str]| encode_command(&args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>());
+    let aof = [
+        cmd(&["select", "9"]),
+        cmd(&["eval", "redis.call('set',KEYS[1],'100')", "1", "foo"]),
+        cmd(&["eval", "redis.call('incr',KEYS[1])", "1", "foo"]),
+        cmd(&["eval", "return redis.call('incr',KEYS[1])", "1", "foo"]),
+        cmd(&["evalsha", "ffffffffffffffffffffffffffffffffffffffff", "0"]),
+        cmd(&["set", "after", "1"]),
+    ]
+    .concat();
+    let mut seen = Vec::new();
+    for redis in [true, false] {
+        let (dir, _) = aof_dir(&aof);
+        let extra = ["--appendonly", "yes", "--replicaof", "127.0.0.1", "0", "--replica-read-only", "yes"];
+        let bin = if redis { "redis-server" } else { OURS };
+        let port = free_port();
+        let mut child = Command::new(bin)
+            .args(["--port", &port.to_string(), "--save", ""])
+            .arg("--dir")
+            .arg(dir.path())
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the server");
+        wait_for("the server to load", || cli(port, &["PING"]) == "PONG");
+        seen.push((cli(port, &["-n", "9", "GET", "foo"]), cli(port, &["-n", "9", "GET", "after"])));
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    assert_eq!(seen[1], seen[0]);
+    assert_eq!(seen[0], ("102".to_string(), "1".to_string()));
+}
+
+/// A reply the client's output limit cuts short: Redis stops building it when the limit
+/// flags the client and closes the connection; so does ferrokv, without building the rest.
+#[test]
+fn a_huge_random_reply_past_the_output_limit_closes_the_client() {
+    let run = |redis: bool| {
+        let p = Proc::start(redis, &["--save", ""]);
+        p.cli(&["CONFIG", "SET", "client-output-buffer-limit", "normal 1000000 0 0"]);
+        p.cli(&["HSET", "h", "a", "b"]);
+        p.cli(&["SADD", "s", "a"]);
+        p.cli(&["ZADD", "z", "1", "a"]);
+        let mut out: Vec<String> = [
+            &["HRANDFIELD", "h", "-999999999"][..],
+            &["HRANDFIELD", "h", "-999999999", "WITHVALUES"],
+            &["SRANDMEMBER", "s", "-999999999"],
+            &["ZRANDMEMBER", "z", "-999999999", "WITHSCORES"],
+        ]
+        .iter()
+        .map(|args| p.cli(args))
+        .collect();
+        out.push(p.cli(&["PING"]));
+        out
+    };
+    let redis = run(true);
+    let ours = run(false);
+    assert_eq!(ours, redis);
+    assert_eq!(ours[4], "PONG");
 }
 
 /// A start that loads a dump slowly (key-load-delay): the same answers as Redis while it

@@ -1,7 +1,7 @@
 //! What a command runs against: the keyspace, the selected database, the time, and the
 //! record of its effects (propagation, notifications, modified keys).
 
-use super::{notify, Argv};
+use super::{notify, Argv, Reply};
 use crate::config::Config;
 use crate::keyspace::{Keyspace, Slot, NO_EXPIRE};
 use crate::value::{Sds, Value};
@@ -66,7 +66,8 @@ pub struct Effects {
     pub ready: Vec<(usize, Sds)>,
     /// The commands run for a Lua script (SORT then orders a set's output, as Redis).
     pub from_script: bool,
-    /// Lines for the server's log (why a RESTORE payload was refused, as Redis logs it).
+    /// Lines for the server's log at verbose level (why a RESTORE payload was refused, as
+    /// Redis logs it).
     pub log: Vec<String>,
 }
 
@@ -89,9 +90,29 @@ pub struct Ctx<'a> {
     suppress: bool,
     /// Lookups leave the keys' LRU/LFU alone (CLIENT NO-TOUCH, Redis 7.2).
     pub no_touch: bool,
+    /// The session's [`crate::engine::Session::reply_limit`].
+    pub reply_limit: u64,
 }
 
+/// Most repeated random picks (SRANDMEMBER, HRANDFIELD, ZRANDMEMBER with a negative
+/// count) one reply holds for a client without an output limit: Redis builds any count,
+/// but a reply past this could not be built in memory.
+const MAX_RANDOM_PICKS: u64 = 1 << 24;
+
 impl<'a> Ctx<'a> {
+    /// How many of `count` repeated random picks to build. Redis stops picking once its
+    /// output limit has flagged the client to close; here the picks stop once the reply is
+    /// surely past the limit (a pick is at least 6 bytes: `$0\r\n\r\n`), and the server
+    /// closes the client on that reply. Err past [`MAX_RANDOM_PICKS`] without a limit.
+    pub fn random_picks(&self, count: u64) -> Result<usize, Reply> {
+        let cap = if self.reply_limit > 0 { self.reply_limit / 6 + 1 } else { u64::MAX };
+        let n = count.min(cap);
+        if n > MAX_RANDOM_PICKS {
+            return Err(Reply::err("ERR value is out of range"));
+        }
+        Ok(n as usize)
+    }
+
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         ks: &'a mut Keyspace,
@@ -105,7 +126,22 @@ impl<'a> Ctx<'a> {
     ) -> Ctx<'a> {
         let lru =
             if cfg.lfu { crate::keyspace::lfu::init(now) } else { ((now / 1000) as u32) & crate::keyspace::LRU_MAX };
-        Ctx { ks, cfg, db, now, lru, mode, rng, stats, fx, dirty: 0, rewrite: None, suppress: false, no_touch: false }
+        Ctx {
+            ks,
+            cfg,
+            db,
+            now,
+            lru,
+            mode,
+            rng,
+            stats,
+            fx,
+            dirty: 0,
+            rewrite: None,
+            suppress: false,
+            no_touch: false,
+            reply_limit: 0,
+        }
     }
 
     pub(super) fn begin_command(&mut self) {

@@ -459,10 +459,6 @@ fn hscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 // ------------------------------------------------------------------ HRANDFIELD
 
-/// Most picks HRANDFIELD with a negative count answers (Redis has no limit, but a reply
-/// that size could not be built in memory).
-const MAX_RANDOM_PICKS: u64 = 1 << 24;
-
 /// HRANDFIELD key [count [WITHVALUES]]
 fn hrandfield(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if a.len() == 2 {
@@ -490,9 +486,7 @@ fn hrandfield(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if with_values && !(-(i64::MAX / 2)..=i64::MAX / 2).contains(&count) {
         return Reply::err("ERR value is out of range");
     }
-    if count < 0 && count.unsigned_abs() > MAX_RANDOM_PICKS {
-        return Reply::err("ERR value is out of range");
-    }
+    let picks = ctx.random_picks(count.unsigned_abs());
     let (hash, rng) = match hash_and_rng(ctx, &a[1]) {
         Ok(Some(h)) => h,
         Ok(None) => return Reply::Array(Vec::new()),
@@ -503,7 +497,10 @@ fn hrandfield(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Vec::new()
     } else if count < 0 {
         // Repeats allowed: independent picks.
-        (0..count.unsigned_abs()).map(|_| rng.usize(..size)).collect()
+        match picks {
+            Ok(n) => (0..n).map(|_| rng.usize(..size)).collect(),
+            Err(e) => return e,
+        }
     } else if count as u64 >= size as u64 {
         (0..size).collect()
     } else {

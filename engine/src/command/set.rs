@@ -263,6 +263,10 @@ fn srandmember_count(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     };
     if n < 0 || count == 1 {
         // Repetitions allowed: `count` independent picks.
+        let count = match ctx.random_picks(count as u64) {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
         let out = (0..count).filter_map(|_| s.get_index(ctx.rng.usize(..size)).map(|m| Reply::Bulk(m.into_owned())));
         return Reply::Array(out.collect());
     }

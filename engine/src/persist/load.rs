@@ -393,6 +393,11 @@ fn read_records<'a>(
 /// never expire); see `Engine::open`.
 pub trait Replayer {
     fn keyspace(&mut self) -> &mut Keyspace;
+    /// Whether commands named `name`, unknown to the engine, are run by the loader's host
+    /// (scripts, see [`crate::engine::LoadHost`]).
+    fn runs(&self, _name: &[u8]) -> bool {
+        false
+    }
     /// Run one logged command on database `db` (its reply is not looked at, as Redis's
     /// AOF client's).
     fn run(&mut self, db: usize, argv: &[Vec<u8>]);
@@ -546,7 +551,11 @@ pub fn replay_bytes(
             for queued in multi.take().unwrap_or_default() {
                 replay_command(r, &mut db, &queued);
             }
-        } else if !cmd.is("select") && !cmd.is("function") && command::lookup(cmd.name()).is_none() {
+        } else if !cmd.is("select")
+            && !cmd.is("function")
+            && command::lookup(cmd.name()).is_none()
+            && !r.runs(cmd.name())
+        {
             let name = cmd.name();
             let shown = String::from_utf8_lossy(&name[..name.len().min(128)]).into_owned();
             let what = format!("unknown command '{shown}'");

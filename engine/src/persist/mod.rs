@@ -27,7 +27,7 @@ pub use rewrite::{RespBaseWriter, AOF_REWRITE_ITEMS_PER_CMD};
 
 use crate::command::Argv;
 use crate::format::input::ErrorKind;
-use crate::format::rdb::{escape_key, RdbError};
+use crate::format::rdb::{escape_key, RdbError, ValueType};
 
 /// Where propagated commands go, and what loading reported.
 #[derive(Debug, Default)]
@@ -116,13 +116,8 @@ impl PersistError {
         let file_name = |path: &Path| path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         match self {
             PersistError::Rdb { source, .. } => {
-                let reason = match source.kind {
-                    ErrorKind::Checksum => "RDB CRC error".to_string(),
-                    ErrorKind::Truncated => "Unexpected EOF reading RDB file".to_string(),
-                    _ => source.what.clone(),
-                };
                 vec![
-                    format!("Internal error in RDB reading offset {} -> {reason}", source.offset),
+                    format!("Internal error in RDB reading offset {} -> {}", source.offset, rdb_reason(source)),
                     "Terminating server after rdb file reading failure.".to_string(),
                 ]
             }
@@ -155,10 +150,35 @@ impl PersistError {
         }
     }
 
-    /// Whether [`PersistError::redis_load_message`] already says all there is (a manifest's
-    /// reason and line): the detail need not be logged beside it.
+    /// Whether [`PersistError::redis_load_message`] and [`PersistError::rdb_check_report`]
+    /// already say all there is (a manifest's reason and line; an RDB's offset, db, key and
+    /// type): the detail need not be logged beside them.
     pub fn redis_message_is_whole(&self) -> bool {
-        matches!(self, PersistError::Manifest { .. })
+        matches!(self, PersistError::Manifest { .. } | PersistError::Rdb { .. })
+    }
+
+    /// For an RDB that cannot be loaded, what redis-check-rdb would report of it, in its
+    /// layout (Redis runs its checker and prints this before it exits): where, and in
+    /// which key.
+    pub fn rdb_check_report(&self) -> Vec<String> {
+        let PersistError::Rdb { path, source } = self else {
+            return Vec::new();
+        };
+        let mut lines = vec![
+            format!("[offset 0] Checking RDB file {}", path.display()),
+            "--- RDB ERROR DETECTED ---".to_string(),
+            format!("[offset {}] {}", source.offset, rdb_reason(source)),
+        ];
+        if let Some(db) = source.db {
+            lines.push(format!("[additional info] In db {db}"));
+        }
+        if let Some(key) = &source.key {
+            lines.push(format!("[additional info] Reading key '{}'", escape_key(key)));
+        }
+        if let Some(vtype) = source.vtype {
+            lines.push(format!("[additional info] Reading type {vtype}"));
+        }
+        lines
     }
 
     /// The file the error is about, if any.
@@ -200,5 +220,17 @@ impl std::error::Error for PersistError {
             PersistError::Rdb { source, .. } => Some(source),
             _ => None,
         }
+    }
+}
+
+/// Why an RDB cannot be loaded, in the words Redis's loader uses: a bad checksum, an early
+/// end, or "<encoding> integrity check failed" with what is wrong in the value.
+fn rdb_reason(e: &RdbError) -> String {
+    let encoded = e.vtype.and_then(|name| ValueType::ALL.into_iter().find(|t| t.name() == name));
+    match (e.kind, encoded.map(ValueType::integrity_name)) {
+        (ErrorKind::Checksum, _) => "RDB CRC error".to_string(),
+        (ErrorKind::Truncated, _) => "Unexpected EOF reading RDB file".to_string(),
+        (_, Some(name)) if name != "Value" => format!("{name} integrity check failed: {}", e.what),
+        _ => e.what.clone(),
     }
 }

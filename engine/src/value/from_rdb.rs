@@ -92,6 +92,14 @@ fn refuse_duplicate(vtype: ValueType, deep: bool) -> Option<FromRdbError> {
     Some(FormatError::new(0, what).into())
 }
 
+/// A pending entry that no consumer owns, outside Redis 8's NACK zone: Redis's deep
+/// integrity check refuses it.
+fn pending_without_consumer(g: &crate::format::rdb::Group<'_>) -> bool {
+    let owned: std::collections::HashSet<_> =
+        g.consumers.iter().flat_map(|c| c.pending.iter()).chain(g.nacked.iter()).collect();
+    g.pending.iter().any(|p| !owned.contains(&p.id))
+}
+
 /// [`from_rdb`], with Redis's deep integrity checks when `deep`.
 pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result<Value, FromRdbError> {
     Ok(match v.logical() {
@@ -214,7 +222,13 @@ pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result
             Value::Hash(Box::new(h))
         }
         LogicalType::Stream | LogicalType::Module => {
-            Value::from_logical_owned(Logical::from_value(v)?, limits).map_err(FromRdbError::Unsupported)?
+            let logical = Logical::from_value(v)?;
+            if let (true, Logical::Stream(s)) = (deep, &logical) {
+                if s.meta.groups.iter().any(pending_without_consumer) {
+                    return Err(FormatError::new(0, "Stream CG PEL entry without consumer").into());
+                }
+            }
+            Value::from_logical_owned(logical, limits).map_err(FromRdbError::Unsupported)?
         }
     })
 }

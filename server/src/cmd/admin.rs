@@ -230,8 +230,13 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             }
             Reply::ok()
         }
-        // A crash on purpose, as Redis's: the crash report is logged and the process exits.
-        b"segfault" | b"panic" => panic!("DEBUG {}", text(&a[1]).to_ascii_uppercase()),
+        // Crashes on purpose, as Redis's: a real SIGSEGV (its crash report, then death by the
+        // signal) and a panic (its report, then the process exits).
+        b"segfault" => {
+            let _ = signal_hook::low_level::raise(signal_hook::consts::SIGSEGV);
+            Reply::ok()
+        }
+        b"panic" => panic!("DEBUG PANIC"),
         b"set-skip-checksum-validation" if a.len() == 3 => {
             let skip = super::debug::atoi(&a[2]) != 0;
             s.cfg.engine.skip_checksum_validation = skip;

@@ -19,7 +19,12 @@ pub fn loadaof(s: &mut Server, c: &mut Client) -> Reply {
             return Reply::error(format!("ERR Error writing the AOF before loading it: {e}"));
         }
     }
-    match ferrokv::Engine::load_aof_files(s.engine.config()) {
+    // Clients are answered -LOADING meanwhile, as by Redis's DEBUG LOADAOF.
+    let cfg = s.engine.config().clone();
+    s.start_loading(&cfg);
+    let loaded = ferrokv::Engine::load_aof_files(&cfg, &mut crate::persistence::ServerAsLoadHost(s));
+    s.loading = None;
+    match loaded {
         Ok(Some(ks)) => {
             s.touch_all_watched(c);
             s.tracking_flushed(Some(c));

@@ -282,7 +282,7 @@ const PARAMS: &[Param] = &[
     stored("tracking-table-max-keys", None, Kind::Int { min: 0, max: i64::MAX }, "1000000"),
     stored("stop-writes-on-bgsave-error", None, Kind::Bool, "yes"),
     p("rdb-key-save-delay", Kind::Int { min: i32::MIN as i64, max: INT_MAX }),
-    // Crash reports are always logged (log::log_crash_reports); no memory test, no watchdog.
+    // Crash reports are always logged (crash::install); no memory test, no watchdog.
     stored("crash-log-enabled", None, Kind::Bool, "yes"),
     stored("crash-memcheck-enabled", None, Kind::Bool, "yes"),
     stored("watchdog-period", None, Kind::Int { min: 0, max: INT_MAX }, "0"),

@@ -10,13 +10,60 @@
 
 use std::time::Instant;
 
+use ferrokv::command::eq_ic;
+use ferrokv::engine::LoadHost;
 use ferrokv::keyspace::Clock;
 use ferrokv::persist::AofEvent;
-use ferrokv::Engine;
+use ferrokv::{Engine, Reply};
 
 use super::jobs::WRITE_ERROR_LOG_EVERY;
-use crate::log::log;
+use crate::client::Client;
+use crate::log::{log, verbose, warn};
 use crate::server::Server;
+
+/// Redis's id for its AOF client (CLIENT_ID_AOF).
+const AOF_CLIENT_ID: u64 = u64::MAX;
+
+/// The server as the host of its engine's load: clients are answered while the data
+/// loads, and the scripts an AOF holds (EVAL, EVALSHA: Redis before 7.0 could log a script
+/// verbatim) run as Redis's AOF client runs them, on the engine being loaded, their replies
+/// discarded and their effects not logged again.
+pub(crate) struct ServerAsLoadHost<'a>(pub &'a mut Server);
+
+impl LoadHost for ServerAsLoadHost<'_> {
+    fn progress(&mut self, bytes: u64) {
+        self.0.serve_while_loading(bytes);
+    }
+
+    fn runs(&self, name: &[u8]) -> bool {
+        eq_ic(name, "eval") || eq_ic(name, "evalsha")
+    }
+
+    fn run(&mut self, engine: &mut Engine, db: usize, argv: &[Vec<u8>]) {
+        let s = &mut *self.0;
+        if argv.len() < 3 {
+            warn(&format!("Skipping a '{}' with too few arguments in the AOF", String::from_utf8_lossy(&argv[0])));
+            return;
+        }
+        let Ok(mut c) = Client::detached(AOF_CLIENT_ID) else {
+            warn("Can't create the AOF client to run a logged script");
+            return;
+        };
+        c.session.db = db;
+        // As inside EXEC: the script's effects are not flushed (they are data being loaded).
+        c.in_exec = true;
+        std::mem::swap(&mut s.engine, engine);
+        let reply = if eq_ic(&argv[0], "eval") {
+            crate::script::eval(s, &mut c, argv)
+        } else {
+            crate::script::evalsha(s, &mut c, argv)
+        };
+        std::mem::swap(&mut s.engine, engine);
+        if let Reply::Error(e) = reply {
+            verbose(&format!("A script in the AOF answered an error: {e}"));
+        }
+    }
+}
 
 impl Server {
     /// Log what changed in the AOF's write status since the last call.
@@ -70,19 +117,20 @@ impl Server {
     /// message to exit with (the reasons are logged, Redis's own line last).
     pub(crate) fn load_dataset(&mut self) -> Result<(), String> {
         let cfg = self.cfg.engine.clone();
-        let turn_every = self.cfg.get("loading-process-events-interval-bytes").and_then(|v| v.parse().ok());
-        self.loading = Some(crate::loading::Loading::start(&cfg, turn_every.unwrap_or(2 << 20)));
-        let loaded = {
-            let mut progress = |bytes: u64| self.serve_while_loading(bytes);
-            Engine::open_watched(cfg, Clock::System, &mut progress)
-        };
+        self.start_loading(&cfg);
+        let loaded = Engine::open_watched(cfg, Clock::System, &mut ServerAsLoadHost(self));
         self.loading = None;
         let mut engine = loaded.map_err(|e| {
             if !e.redis_message_is_whole() {
-                log(&format!("Loading failed: {e}"));
+                warn(&format!("Loading failed: {e}"));
             }
-            for line in e.redis_load_message() {
-                log(&line);
+            let lines = e.redis_load_message();
+            let report = e.rdb_check_report();
+            for (i, line) in lines.iter().enumerate() {
+                if i + 1 == lines.len() && !report.is_empty() {
+                    crate::log::write_raw(&format!("{}\n", report.join("\n")));
+                }
+                warn(line);
             }
             format!("Loading failed: {e}")
         })?;
@@ -118,6 +166,13 @@ impl Server {
             crate::log::warn("Redis is now ready to exit, bye bye...");
             std::process::exit(0);
         }
+    }
+
+    /// A load of what `cfg` names begins: clients are answered `-LOADING` from now on, and
+    /// get a turn every `loading-process-events-interval-bytes`.
+    pub(crate) fn start_loading(&mut self, cfg: &ferrokv::Config) {
+        let turn_every = self.cfg.get("loading-process-events-interval-bytes").and_then(|v| v.parse().ok());
+        self.loading = Some(crate::loading::Loading::start(cfg, turn_every.unwrap_or(2 << 20)));
     }
 
     pub(crate) fn is_loading(&self) -> bool {

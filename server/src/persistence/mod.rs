@@ -6,4 +6,5 @@ mod dataset;
 mod jobs;
 mod schedule;
 
+pub(crate) use dataset::ServerAsLoadHost;
 pub use jobs::{AofLog, SaveJobs, BGSAVE_RETRY_DELAY_SECS};

@@ -5,9 +5,10 @@
 //!
 //! A script is atomic: it runs to its end on the event loop's thread. Its effects are
 //! what propagates (Redis 7.0's effects replication): the write commands it ran, as one
-//! unit, so several are wrapped in MULTI/EXEC; nothing when it wrote nothing. The AOF
-//! never sees EVAL, so the AOF loader needs no scripting. Lua only ever runs scripts
-//! that clients send; no file is parsed by it.
+//! unit, so several are wrapped in MULTI/EXEC; nothing when it wrote nothing. ferrokv's
+//! AOF never holds EVAL; one written by a Redis before 7.0 may, and its loader has the
+//! server run those scripts (persistence/dataset.rs). Lua runs only scripts that clients
+//! sent or that such an AOF logged; no other file is parsed by it.
 
 mod bridge;
 mod busy;

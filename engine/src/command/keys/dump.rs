@@ -4,7 +4,7 @@
 use super::super::{arg_i64, eq_ic, notify, Ctx, Reply};
 use super::already_expired;
 use crate::format::crc::crc64;
-use crate::format::rdb::{dump_payload_with, read_dump_payload_with, Encoder, Family};
+use crate::format::rdb::{dump_payload_with, read_dump_payload_with, Dialect, Encoder, Family};
 use crate::value::Value;
 
 /// DUMP's encoder is SAVE's (rdbcompression included, as Redis's createDumpPayload).
@@ -48,19 +48,6 @@ fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Result<Value, String> {
         return Err("an empty collection".into());
     }
     Ok(v)
-}
-
-/// What Redis calls the blob a payload's type byte holds, in its "<kind> integrity check
-/// failed" log lines.
-fn blob_kind(type_byte: u8) -> &'static str {
-    match type_byte {
-        9 => "Zipmap",
-        10 | 12 | 13 | 14 => "Ziplist",
-        11 => "Intset",
-        16 | 17 | 18 | 20 | 23 | 25 => "Listpack",
-        15 | 19 | 21 | 26 | 27 => "Stream listpack",
-        _ => "Value",
-    }
 }
 
 pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
@@ -115,7 +102,7 @@ pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let value = match decode(ctx, &a[3]) {
         Ok(v) => v,
         Err(why) => {
-            let kind = blob_kind(a[3][0]);
+            let kind = Dialect::redis(0).value_type(a[3][0]).map_or("Value", |t| t.integrity_name());
             ctx.fx.log.push(format!("Internal error in RDB reading offset 0 -> {kind} integrity check failed: {why}"));
             return Reply::err("ERR Bad data format");
         }

@@ -990,6 +990,10 @@ fn zrandmember(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     };
     let pick = |i: usize| z.get_by_rank(i).map(|(m, s)| (m.clone(), s));
     let items: Vec<(Sds, f64)> = if l < 0 || count == 1 {
+        let count = match ctx.random_picks(count as u64) {
+            Ok(c) => c,
+            Err(e) => return e,
+        };
         (0..count).filter_map(|_| pick(ctx.rng.usize(..size))).collect()
     } else if count >= size {
         // The whole zset, walked from the tail as Redis's zset iterator does.

@@ -17,6 +17,8 @@
 //! (flags, ms_delta, seq_delta, [n_fields, f/v pairs | values with SAMEFIELDS], lp_count).
 //! The metadata after the nodes is small and read whole; the entries stream.
 
+use std::collections::HashSet;
+
 use crate::format::blob::Elem;
 use crate::format::input::{fail, finish, le_i64, take_bytes, FormatError, Input, PResult};
 use crate::format::listpack::ListpackIter;
@@ -150,8 +152,13 @@ fn stream_meta(input: Input<'_>, version: u8) -> PResult<'_, StreamMeta<'_>> {
     }
     let (mut i, n_groups) = length(i, "consumer group count")?;
     let mut groups = Vec::new();
+    // Redis's loader refuses repeated groups, consumers and PEL entries (the texts are its own).
+    let mut group_names = HashSet::new();
     for _ in 0..n_groups {
         let (r, name) = rdb_elem(i)?;
+        if !group_names.insert(name.to_bytes().into_owned()) {
+            return fail(i, format!("Duplicated consumer group name {}", String::from_utf8_lossy(&name.to_bytes())));
+        }
         let (mut r, last_delivered) = id_pair(r, "group last delivered ID")?;
         let mut entries_read = None;
         if version >= 2 {
@@ -161,8 +168,12 @@ fn stream_meta(input: Input<'_>, version: u8) -> PResult<'_, StreamMeta<'_>> {
         }
         let (mut r, n_pel) = length(r, "group PEL size")?;
         let mut pending = Vec::new();
+        let mut pending_ids = HashSet::new();
         for _ in 0..n_pel {
             let (r2, id) = raw_id(r)?;
+            if !pending_ids.insert(id) {
+                return fail(r, "Duplicated global PEL entry loading stream consumer group");
+            }
             let (r2, delivery_time) = le_i64(r2)?;
             let (r2, delivery_count) = length(r2, "PEL delivery count")?;
             pending.push(PendingEntry { id, delivery_time, delivery_count });
@@ -170,8 +181,12 @@ fn stream_meta(input: Input<'_>, version: u8) -> PResult<'_, StreamMeta<'_>> {
         }
         let (mut r, n_cons) = length(r, "consumer count")?;
         let mut consumers = Vec::new();
+        let mut consumer_names = HashSet::new();
         for _ in 0..n_cons {
             let (r2, cname) = rdb_elem(r)?;
+            if !consumer_names.insert(cname.to_bytes().into_owned()) {
+                return fail(r, "Duplicate stream consumer detected.");
+            }
             let (mut r2, seen_time) = le_i64(r2)?;
             let mut active_time = None;
             if version >= 3 {
@@ -181,8 +196,15 @@ fn stream_meta(input: Input<'_>, version: u8) -> PResult<'_, StreamMeta<'_>> {
             }
             let (mut r2, n) = length(r2, "consumer PEL size")?;
             let mut cpel = Vec::new();
+            let mut cpel_ids = HashSet::new();
             for _ in 0..n {
                 let (r3, id) = raw_id(r2)?;
+                if !pending_ids.contains(&id) {
+                    return fail(r2, "Consumer entry not found in group global PEL");
+                }
+                if !cpel_ids.insert(id) {
+                    return fail(r2, "Duplicated consumer PEL entry loading a stream consumer group");
+                }
                 cpel.push(id);
                 r2 = r3;
             }

@@ -378,6 +378,25 @@ impl ValueType {
         }
     }
 
+    /// What Redis's loader calls the value in its "<name> integrity check failed." line.
+    pub fn integrity_name(self) -> &'static str {
+        use ValueType::*;
+        match self {
+            HashZipmap => "Zipmap",
+            ListZiplist => "List ziplist",
+            SetIntset => "Intset",
+            ZsetZiplist => "Zset ziplist",
+            HashZiplist => "Hash ziplist",
+            ListQuicklist => "Ziplist",
+            ListQuicklist2 => "Listpack",
+            HashListpack | HashListpackEx | HashListpackExPreGa => "Hash listpack",
+            ZsetListpack => "Zset listpack",
+            SetListpack => "Set listpack",
+            Stream1 | Stream2 | Stream3 | Stream4 | Stream5 => "Stream listpack",
+            _ => "Value",
+        }
+    }
+
     /// Stream layout generation: 1 (type 15) .. 5 (type 27).
     pub fn stream_version(self) -> u8 {
         match self {

@@ -568,11 +568,17 @@ impl<'a> Iterator for ZsetIter<'a> {
             ZsetIter::Text(seq) => seq.next("a zset member", |i| {
                 let (r, m) = rdb_elem(i)?;
                 let (r, s) = text_double(r)?;
+                if s.is_nan() {
+                    return fail(i, "Zset with NAN score detected");
+                }
                 Ok((r, (m, s)))
             }),
             ZsetIter::Binary(seq) => seq.next("a zset member", |i| {
                 let (r, m) = rdb_elem(i)?;
                 let (r, s) = binary_double(r)?;
+                if s.is_nan() {
+                    return fail(i, "Zset with NAN score detected");
+                }
                 Ok((r, (m, s)))
             }),
             ZsetIter::Flat(f) => {
