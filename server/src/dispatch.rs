@@ -11,6 +11,7 @@ use ferrokv::Reply;
 use crate::client::Client;
 use crate::cmd::{self, Found, Run};
 use crate::server::Server;
+use crate::stats::StatKey;
 
 impl Server {
     /// Run one command from `c` as Redis's processCommand does: lookup, arity, auth,
@@ -31,42 +32,50 @@ impl Server {
         };
         if !found.arity_ok(argv.len()) {
             let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name));
-            self.reject(c, e, Some(found.name));
+            self.reject(c, e, Some(cmd::stat_key(found, argv)));
             return;
         }
         if let Some(e) = crate::acl::enforce::subcommand_refusal(found, argv) {
-            self.reject(c, e, Some(found.name));
+            self.reject(c, e, Some(cmd::stat_key(found, argv)));
             return;
         }
         if self.acl_auth_required(c) && found.flags_for(argv) & ferrokv::command::flags::NO_AUTH == 0 {
-            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(found.name));
+            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(cmd::stat_key(found, argv)));
             return;
         }
         if c.multi.is_some() && found.flags_for(argv) & ferrokv::command::flags::NO_MULTI != 0 {
-            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(found.name));
+            self.reject(
+                c,
+                Reply::err("ERR Command not allowed inside a transaction"),
+                Some(cmd::stat_key(found, argv)),
+            );
             return;
         }
         if let Some(e) = self.acl_refusal(c, found, argv) {
-            self.reject(c, e, Some(found.name));
+            self.reject(c, e, Some(cmd::stat_key(found, argv)));
             return;
         }
         if let Some(e) = crate::admission::refusal(self, c, found, argv) {
-            self.reject(c, e, Some(found.name));
+            self.reject(c, e, Some(cmd::stat_key(found, argv)));
             return;
         }
         if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, argv) {
-            self.reject(c, e, Some(found.name));
+            self.reject(c, e, Some(cmd::stat_key(found, argv)));
             return;
         }
         // A client in MONITOR mode counts as a replica: the keyspace is not for it.
         let keyspace =
             ferrokv::command::flags::WRITE | ferrokv::command::flags::READONLY | ferrokv::command::flags::MAY_REPLICATE;
         if c.monitor && found.flags_for(argv) & keyspace != 0 {
-            self.reject(c, Reply::err("ERR Replica can't interact with the keyspace"), Some(found.name));
+            self.reject(
+                c,
+                Reply::err("ERR Replica can't interact with the keyspace"),
+                Some(cmd::stat_key(found, argv)),
+            );
             return;
         }
         if let Some(e) = crate::admission::loading_refusal(self, c, found, argv) {
-            self.reject(c, e, Some(found.name));
+            self.reject(c, e, Some(cmd::stat_key(found, argv)));
             return;
         }
         if let Some(busy) = crate::script::busy_refusal(self, argv) {
@@ -77,7 +86,7 @@ impl Server {
             } else {
                 busy
             };
-            self.reject(c, busy, Some(found.name));
+            self.reject(c, busy, Some(cmd::stat_key(found, argv)));
             return;
         }
         if self.tracking.is_active() {
@@ -177,7 +186,7 @@ impl Server {
             self.fresh = Some(end);
         }
         let micros = end.saturating_duration_since(start).as_micros() as u64;
-        let st = self.stats.commands.entry(found.name).or_default();
+        let st = self.stats.commands.entry(cmd::stat_key(found, argv)).or_default();
         st.calls += 1;
         st.usec += micros;
         if reply.is_error() {
@@ -208,10 +217,10 @@ impl Server {
     }
 
     /// Refuse a command before it runs; inside MULTI this aborts the transaction.
-    pub(crate) fn reject(&mut self, c: &mut Client, e: Reply, name: Option<&'static str>) {
+    pub(crate) fn reject(&mut self, c: &mut Client, e: Reply, name: Option<StatKey>) {
         // A refused EXEC discards the transaction, as Redis's execCommandAbort.
         let e = match &e {
-            Reply::Error(text) if name == Some("exec") && !text.starts_with("EXECABORT") => {
+            Reply::Error(text) if name.is_some_and(|k| k.name == "exec") && !text.starts_with("EXECABORT") => {
                 c.reset_multi();
                 self.unwatch_all(c);
                 crate::script::exec_abort(&e)

@@ -33,22 +33,45 @@ impl ServerStats {
     }
 }
 
-/// Per-command counters, updated on every command: keyed by the address of the command's
-/// static name and its length (integers to hash, not the text). The same name at two addresses
-/// is merged when listed.
+/// Whose counters a call goes to: the command, or a container's subcommand
+/// (`client|id`), as Redis counts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatKey {
+    pub name: &'static str,
+    pub sub: Option<&'static str>,
+}
+
+impl StatKey {
+    /// A command with no subcommand.
+    pub fn command(name: &'static str) -> StatKey {
+        StatKey { name, sub: None }
+    }
+
+    /// As INFO commandstats names it.
+    pub fn full_name(&self) -> String {
+        match self.sub {
+            Some(s) => format!("{}|{}", self.name, s.to_ascii_lowercase()),
+            None => self.name.to_string(),
+        }
+    }
+}
+
+/// Per-command counters, updated on every command: keyed by the addresses of the command's
+/// static names (integers to hash, not the text). The same name at two addresses is merged
+/// when listed.
 #[derive(Debug, Default, Clone)]
-pub struct CommandStats(HashMap<(usize, usize), (&'static str, CommandStat), foldhash::fast::FixedState>);
+pub struct CommandStats(HashMap<(usize, usize), (StatKey, CommandStat), foldhash::fast::FixedState>);
 
 impl CommandStats {
-    pub fn entry(&mut self, name: &'static str) -> CommandStatEntry<'_> {
-        CommandStatEntry(self, name)
+    pub fn entry(&mut self, key: StatKey) -> CommandStatEntry<'_> {
+        CommandStatEntry(self, key)
     }
 
     /// Every command's counters, by name.
-    pub fn iter(&self) -> impl Iterator<Item = (&'static str, CommandStat)> {
-        let mut by_name = std::collections::BTreeMap::<&'static str, CommandStat>::new();
-        for (name, st) in self.0.values() {
-            let t = by_name.entry(name).or_default();
+    pub fn iter(&self) -> impl Iterator<Item = (String, CommandStat)> {
+        let mut by_name = std::collections::BTreeMap::<String, CommandStat>::new();
+        for (key, st) in self.0.values() {
+            let t = by_name.entry(key.full_name()).or_default();
             t.calls += st.calls;
             t.usec += st.usec;
             t.rejected += st.rejected;
@@ -59,12 +82,13 @@ impl CommandStats {
 }
 
 /// A command's counters, created on first use (as a map entry).
-pub struct CommandStatEntry<'a>(&'a mut CommandStats, &'static str);
+pub struct CommandStatEntry<'a>(&'a mut CommandStats, StatKey);
 
 impl<'a> CommandStatEntry<'a> {
     pub fn or_default(self) -> &'a mut CommandStat {
-        let name = self.1;
-        &mut self.0 .0.entry((name.as_ptr() as usize, name.len())).or_insert((name, CommandStat::default())).1
+        let key = self.1;
+        let at = (key.name.as_ptr() as usize, key.sub.map_or(0, |s| s.as_ptr() as usize));
+        &mut self.0 .0.entry(at).or_insert((key, CommandStat::default())).1
     }
 }
 

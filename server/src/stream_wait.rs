@@ -139,7 +139,7 @@ impl Server {
     /// error, or ended by CLIENT UNBLOCK (even TIMEOUT, as Redis 7.0 counts it).
     pub fn count_failed_call(&mut self, last_cmd: &str) {
         if let Some(found) = crate::cmd::lookup(last_cmd.as_bytes()) {
-            self.stats.commands.entry(found.name).or_default().failed += 1;
+            self.stats.commands.entry(crate::stats::StatKey::command(found.name)).or_default().failed += 1;
         }
     }
 }

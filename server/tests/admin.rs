@@ -1,5 +1,6 @@
 //! Admin commands against a real redis-server 7.0: DEBUG LOADAOF / RELOAD / POPULATE /
-//! SET-ACTIVE-EXPIRE / QUICKLIST-PACKED-THRESHOLD / CHANGE-REPL-ID, OBJECT FREQ, MEMORY.
+//! SET-ACTIVE-EXPIRE / QUICKLIST-PACKED-THRESHOLD / CHANGE-REPL-ID, OBJECT FREQ, MEMORY;
+//! the cluster commands without a cluster, FAILOVER without replicas, LOLWUT.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -65,6 +66,72 @@ fn debug_subcommands_reply_as_redis() {
     ] {
         same(&ours, &redis, &[&["DEBUG", "PROTOCOL", t], &["-3", "DEBUG", "PROTOCOL", t]]);
     }
+}
+
+/// No cluster mode: CLUSTER (its subcommands checked first), READONLY, READWRITE and
+/// ASKING refuse as Redis does with cluster-enabled no; FAILOVER's checks without
+/// replicas; LOLWUT's text; RESTORE-ASKING as RESTORE.
+#[test]
+fn cluster_commands_failover_and_lolwut_reply_as_redis() {
+    let (ours, redis, _dir) = pair(&[]);
+    same(
+        &ours,
+        &redis,
+        &[
+            &["CLUSTER", "INFO"],
+            &["CLUSTER", "INFO", "x"],
+            &["CLUSTER", "nope"],
+            &["CLUSTER", "HELP"],
+            &["CLUSTER", "KEYSLOT", "k"],
+            &["CLUSTER"],
+            &["READONLY"],
+            &["READWRITE"],
+            &["READWRITE", "x"],
+            &["ASKING"],
+            &["FAILOVER"],
+            &["FAILOVER", "ABORT"],
+            &["FAILOVER", "TIMEOUT", "0"],
+            &["FAILOVER", "TIMEOUT", "x"],
+            &["FAILOVER", "TO", "h", "x"],
+            &["FAILOVER", "TO", "h", "1", "FORCE"],
+            &["FAILOVER", "FORCE", "FORCE"],
+            &["FAILOVER", "x"],
+            &["LOLWUT"],
+            &["LOLWUT", "1", "2"],
+            &["LOLWUT", "VERSION", "x"],
+            &["LOLWUT", "VERSION", "7"],
+            &["SET", "k", "v"],
+            &["DUMP", "k"],
+            &["RESTORE-ASKING", "k", "0", "x"],
+            &["COMMAND", "COUNT"],
+            &["COMMAND", "INFO", "restore-asking", "readonly", "failover", "lolwut"],
+        ],
+    );
+}
+
+/// INFO's sections in Redis's order (Commandstats before Errorstats, `# CPU`), and
+/// commandstats naming a container's subcommands (`client|id`), never the container.
+#[test]
+fn info_sections_and_command_stats_as_redis() {
+    let (ours, redis, _dir) = pair(&[]);
+    let shape = |srv: &dyn Fn(&[&str]) -> String| {
+        srv(&["CONFIG", "RESETSTAT"]);
+        for cmd in [&["CLIENT", "ID"][..], &["CONFIG", "GET", "maxmemory"], &["SET", "a", "b"], &["CONFIG", "GET"]] {
+            srv(cmd);
+        }
+        let headers = |section: &str| -> Vec<String> {
+            srv(&["INFO", section]).lines().filter(|l| l.starts_with('#')).map(str::to_string).collect()
+        };
+        let mut stats: Vec<String> = srv(&["INFO", "commandstats"])
+            .lines()
+            .filter_map(|l| l.split_once(":calls=").map(|(name, rest)| format!("{name} {}", rest.split(',').count())))
+            .collect();
+        stats.sort();
+        (headers("default"), headers("everything"), headers("commandstats"), stats)
+    };
+    let theirs = shape(&|a| redis.cli(a));
+    let mine = shape(&|a| ours.cli(a));
+    assert_eq!(mine, theirs);
 }
 
 #[test]

@@ -37,6 +37,7 @@ pub const SPECS: &[Spec] = &[
     Spec::new("copy", copy),
     Spec::new("dump", dump::dump),
     Spec::new("restore", dump::restore),
+    Spec::new("restore-asking", dump::restore),
     Spec::new("object", object),
     Spec::new("sort", sort::sort).movable(sort::sort_keys),
     Spec::new("sort_ro", sort::sort_ro).movable(sort::sort_keys),

@@ -66,13 +66,16 @@ pub struct Nack {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Consumer {
     pub seen_time: i64,
+    /// When it last got an entry (Redis 7.2+; -1 until it has, see [`Consumer::new`]).
     pub active_time: i64,
     pub pel: BTreeSet<StreamId>,
 }
 
 impl Consumer {
-    pub fn new(now: i64) -> Consumer {
-        Consumer { seen_time: now, active_time: now, pel: BTreeSet::new() }
+    /// A consumer created now. Redis 7.2 and later keep when a consumer last got an entry
+    /// (`tracks_activity`: -1 until then); before, active-time is the seen time.
+    pub fn new(now: i64, tracks_activity: bool) -> Consumer {
+        Consumer { seen_time: now, active_time: if tracks_activity { -1 } else { now }, pel: BTreeSet::new() }
     }
 }
 
@@ -97,6 +100,15 @@ impl Group {
             c.pel.remove(&id);
         }
         Some(nack)
+    }
+
+    /// Give a pending entry to `consumer` (which exists), delivered or claimed at `now`;
+    /// Redis 7.2+ counts that as the consumer's activity (`tracks_activity`).
+    pub fn deliver(&mut self, id: StreamId, consumer: &[u8], now: i64, tracks_activity: bool) {
+        self.assign(id, consumer);
+        if let Some(c) = self.consumers.get_mut(consumer).filter(|_| tracks_activity) {
+            c.active_time = now;
+        }
     }
 
     /// Give a pending entry to `consumer` (which exists).
@@ -449,7 +461,7 @@ impl Stream {
             }
             for c in &g.consumers {
                 let name = sds(&c.name.to_bytes());
-                let mut consumer = Consumer::new(c.seen_time);
+                let mut consumer = Consumer::new(c.seen_time, false);
                 consumer.active_time = c.active_time.unwrap_or(c.seen_time);
                 for id in &c.pending {
                     if let Some(n) = group.pel.get_mut(id) {

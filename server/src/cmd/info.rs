@@ -9,7 +9,8 @@ use ferrokv::Reply;
 use crate::client::Client;
 use crate::server::Server;
 
-const DEFAULT: &[&str] = &[
+/// Every section, in Redis's order.
+const ORDER: &[&str] = &[
     "server",
     "clients",
     "memory",
@@ -18,10 +19,13 @@ const DEFAULT: &[&str] = &[
     "replication",
     "cpu",
     "modules",
+    "commandstats",
     "errorstats",
+    "latencystats",
     "cluster",
     "keyspace",
 ];
+/// The sections of `all` and `everything` that `default` leaves out.
 const ALL_EXTRA: &[&str] = &["commandstats", "latencystats"];
 
 pub fn info(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
@@ -29,19 +33,16 @@ pub fn info(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     for arg in &a[1..] {
         let name = String::from_utf8_lossy(arg).to_ascii_lowercase();
         match name.as_str() {
-            "default" => wanted.extend(DEFAULT.iter().map(|s| s.to_string())),
-            "all" | "everything" => {
-                wanted.extend(DEFAULT.iter().chain(ALL_EXTRA).map(|s| s.to_string()));
-            }
+            "default" => wanted.extend(default_sections()),
+            "all" | "everything" => wanted.extend(ORDER.iter().map(|s| s.to_string())),
             _ => wanted.push(name),
         }
     }
     if wanted.is_empty() {
-        wanted.extend(DEFAULT.iter().map(|s| s.to_string()));
+        wanted.extend(default_sections());
     }
-    let order: Vec<&str> = DEFAULT.iter().chain(ALL_EXTRA).copied().collect();
     let mut out = String::new();
-    for section in order {
+    for &section in ORDER {
         if !wanted.iter().any(|w| w == section) {
             continue;
         }
@@ -53,7 +54,14 @@ pub fn info(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     Reply::Verbatim(out.into_bytes())
 }
 
+fn default_sections() -> impl Iterator<Item = String> {
+    ORDER.iter().filter(|s| !ALL_EXTRA.contains(s)).map(|s| s.to_string())
+}
+
 fn title(section: &str) -> String {
+    if section == "cpu" {
+        return "CPU".into();
+    }
     let mut t = section.to_string();
     if let Some(f) = t.get_mut(0..1) {
         f.make_ascii_uppercase();

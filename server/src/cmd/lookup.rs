@@ -11,6 +11,7 @@ use ferrokv::Reply;
 
 use crate::client::Client;
 use crate::server::Server;
+use crate::stats::StatKey;
 
 pub type ServerFn = fn(&mut Server, &mut Client, &[Vec<u8>]) -> Reply;
 
@@ -80,6 +81,12 @@ pub fn set_version(v: ServerVersion, server_commands: &'static [Cmd]) {
 
 fn table() -> &'static Table<Run> {
     TABLE.get_or_init(|| Table::build(ServerVersion::Redis70, &[]))
+}
+
+/// Whose INFO commandstats counters a call of `argv` as `found` goes to: its subcommand's
+/// when it names one.
+pub fn stat_key(found: Found, argv: &[Vec<u8>]) -> StatKey {
+    StatKey { name: found.name, sub: found.sub(argv).map(|s| s.def.name.as_str()) }
 }
 
 /// Whether the version flags the command `skip_slowlog` (EXEC).

@@ -4,12 +4,15 @@
 
 pub mod admin;
 pub mod blocking;
+mod cluster;
 pub mod command;
 pub mod config;
 pub mod connection;
 pub mod debug;
+mod failover;
 pub mod info;
 mod latency;
+mod lolwut;
 mod lookup;
 pub mod memory;
 pub mod migrate;
@@ -22,5 +25,5 @@ pub mod table;
 mod tracking;
 pub mod xread;
 
-pub use lookup::{all, lookup, set_renames, set_version, skips_slowlog, Cmd, Found, Run};
+pub use lookup::{all, lookup, set_renames, set_version, skips_slowlog, stat_key, Cmd, Found, Run};
 pub use replies::{sub_arity, text, unknown_subcommand};

@@ -118,7 +118,7 @@ pub(super) fn script_call(
         s.stats.error_replies += 1;
         s.stats.count_error(text);
         if let Some(found) = found {
-            s.stats.commands.entry(found.name).or_default().rejected += 1;
+            s.stats.commands.entry(crate::stats::StatKey::command(found.name)).or_default().rejected += 1;
         }
         let t = refusal_table(lua, text)?;
         t.raw_set(convert::STATS_COUNTED, true)?;

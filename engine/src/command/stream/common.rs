@@ -1,5 +1,6 @@
 //! What the stream commands share: ID and argument parsing, lookups, replies.
 
+use crate::command::catalog::ServerVersion;
 use crate::command::{err_arg, parse_i64, Ctx, ExpireMode, Reply};
 use crate::format::rdb::StreamId;
 use crate::value::stream::{id_decr, id_incr, Consumer, Fields, Group, Nack, MAX_ID, MIN_ID};
@@ -193,15 +194,20 @@ pub(super) fn setid_argv(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> {
 
 /// The consumer `name` of `g`, created if missing, seen now (XCLAIM, XAUTOCLAIM); true when
 /// it was created.
-pub(super) fn consumer_seen(g: &mut Group, name: &[u8], now: i64) -> bool {
+pub(super) fn consumer_seen(g: &mut Group, name: &[u8], now: i64, tracks_activity: bool) -> bool {
     match g.consumers.get_mut(name) {
         Some(c) => {
             c.seen_time = now;
             false
         }
         None => {
-            g.consumers.insert(sds(name), Consumer::new(now));
+            g.consumers.insert(sds(name), Consumer::new(now, tracks_activity));
             true
         }
     }
+}
+
+/// Whether consumers keep when they last got an entry (Redis 7.2's active-time).
+pub(super) fn tracks_activity(ctx: &Ctx<'_>) -> bool {
+    ctx.cfg.version.behaves_as() >= ServerVersion::Redis72
 }

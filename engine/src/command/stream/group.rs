@@ -2,7 +2,7 @@
 
 use super::common::{
     check_subcommand, consumer_seen, entry_reply, help_reply, id_arg, id_bulk, parse_id, parse_interval,
-    parse_strict_id, read_stream, setid_argv, subcommand_syntax, write_stream, xclaim_argv,
+    parse_strict_id, read_stream, setid_argv, subcommand_syntax, tracks_activity, write_stream, xclaim_argv,
 };
 use crate::command::{arg_i64, eq_ic, err_arg, notify, parse_i64, Ctx, Reply};
 use crate::format::rdb::StreamId;
@@ -155,12 +155,13 @@ pub(super) fn xgroup_destroy(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 pub(super) fn xgroup_createconsumer(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let (key, group, consumer) = (&a[2], &a[3], &a[4]);
     let now = ctx.now;
+    let tracks = tracks_activity(ctx);
     let Some(s) = existing(ctx, key) else { return Reply::wrongtype() };
     let Some(g) = s.groups.get_mut(group.as_slice()) else { return Reply::wrongtype() };
     if g.consumers.contains_key(consumer.as_slice()) {
         return Reply::Int(0);
     }
-    g.consumers.insert(sds(consumer), Consumer::new(now));
+    g.consumers.insert(sds(consumer), Consumer::new(now, tracks));
     ctx.dirty += 1;
     ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
     Reply::Int(1)
@@ -316,6 +317,7 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         j += 1;
     }
     let now = ctx.now;
+    let tracks = tracks_activity(ctx);
     let (mut force, mut justid) = (false, false);
     let mut retry: i64 = -1;
     let mut delivery: i64 = -1;
@@ -392,12 +394,12 @@ pub(super) fn xclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         }
         if !have_consumer {
             have_consumer = true;
-            if consumer_seen(&mut g, name, now) {
+            if consumer_seen(&mut g, name, now, tracks) {
                 created = true;
                 dirty += 1;
             }
         }
-        g.assign(id, name);
+        g.deliver(id, name, now, tracks);
         let Some(n) = g.pel.get_mut(&id) else { continue };
         n.delivery_time = delivery;
         if retry >= 0 {
@@ -459,6 +461,7 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         j += 1;
     }
     let now = ctx.now;
+    let tracks = tracks_activity(ctx);
     let s = match read_stream(ctx, key) {
         Err(e) => return e,
         Ok(Some(s)) if s.groups.contains_key(group.as_slice()) => s,
@@ -495,12 +498,12 @@ pub(super) fn xautoclaim(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         }
         if !have_consumer {
             have_consumer = true;
-            if consumer_seen(&mut g, name, now) {
+            if consumer_seen(&mut g, name, now, tracks) {
                 created = true;
                 dirty += 1;
             }
         }
-        g.assign(id, name);
+        g.deliver(id, name, now, tracks);
         let Some(n) = g.pel.get_mut(&id) else { continue };
         n.delivery_time = now;
         if !justid {

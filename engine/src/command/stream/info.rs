@@ -1,6 +1,8 @@
 //! XINFO STREAM / GROUPS / CONSUMERS / HELP.
 
-use super::common::{check_subcommand, entry_reply, help_reply, id_bulk, no_such_key, read_stream, subcommand_syntax};
+use super::common::{
+    check_subcommand, entry_reply, help_reply, id_bulk, no_such_key, read_stream, subcommand_syntax, tracks_activity,
+};
 use crate::command::{arg_i64, eq_ic, err_arg, Ctx, Reply};
 use crate::value::stream::{Group, MAX_ID, MIN_ID};
 use crate::value::Stream;
@@ -31,6 +33,8 @@ pub(super) fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let now = ctx.now;
     // Redis 6.2's streams have no entries-added, max-deleted-id or group lag to report.
     let redis62 = ctx.cfg.version.is_redis62();
+    // Redis 7.2 reports when consumers last got an entry.
+    let activity = tracks_activity(ctx);
     let s = match read_stream(ctx, &a[2]) {
         Err(e) => return e,
         Ok(None) => return no_such_key(),
@@ -49,11 +53,16 @@ pub(super) fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
                 g.consumers
                     .iter()
                     .map(|(n, c)| {
-                        Reply::Map(vec![
+                        let mut m = vec![
                             field("name", Reply::bulk(n)),
                             field("pending", Reply::Int(c.pel.len() as i64)),
                             field("idle", Reply::Int(now.saturating_sub(c.seen_time).max(0))),
-                        ])
+                        ];
+                        if activity {
+                            let inactive = if c.active_time == -1 { -1 } else { now.saturating_sub(c.active_time) };
+                            m.push(field("inactive", Reply::Int(inactive)));
+                        }
+                        Reply::Map(m)
                     })
                     .collect(),
             )
@@ -76,7 +85,7 @@ pub(super) fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
                 })
                 .collect(),
         ),
-        _ => xinfo_stream(s, a, redis62),
+        _ => xinfo_stream(s, a, redis62, activity),
     }
 }
 
@@ -88,7 +97,7 @@ pub(super) fn entries_read_reply(g: &Group) -> Reply {
     }
 }
 
-pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>], redis62: bool) -> Reply {
+pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>], redis62: bool, activity: bool) -> Reply {
     let opts = &a[3..];
     let mut count: i64 = 10;
     let full = !opts.is_empty();
@@ -163,12 +172,13 @@ pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>], redis62: bool) -> Reply {
                             ])
                         })
                         .collect();
-                    Reply::Map(vec![
-                        field("name", Reply::bulk(cn)),
-                        field("seen-time", Reply::Int(c.seen_time)),
-                        field("pel-count", Reply::Int(c.pel.len() as i64)),
-                        field("pending", Reply::Array(pel)),
-                    ])
+                    let mut m = vec![field("name", Reply::bulk(cn)), field("seen-time", Reply::Int(c.seen_time))];
+                    if activity {
+                        m.push(field("active-time", Reply::Int(c.active_time)));
+                    }
+                    m.push(field("pel-count", Reply::Int(c.pel.len() as i64)));
+                    m.push(field("pending", Reply::Array(pel)));
+                    Reply::Map(m)
                 })
                 .collect();
             let mut m = vec![field("name", Reply::bulk(name)), field("last-delivered-id", id_bulk(g.last_id))];

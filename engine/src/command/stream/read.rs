@@ -2,7 +2,7 @@
 
 use super::common::{
     entry_reply, id_arg, id_bulk, parse_id_generic, parse_interval, parse_strict_id, read_stream, setid_argv,
-    xclaim_argv,
+    tracks_activity, write_stream, xclaim_argv,
 };
 use crate::command::{arg_i64, eq_ic, err_arg, notify, parse_i64, Ctx, Reply};
 use crate::format::rdb::StreamId;
@@ -238,6 +238,30 @@ pub(super) fn read_plain(ctx: &mut Ctx<'_>, key: &[u8], gt: StreamId, count: usi
     Some(Reply::Array(s.range(start, MAX_ID).take(limit).map(|(id, f)| entry_reply(*id, f)).collect()))
 }
 
+/// Redis 7.2+'s XREADGROUP makes its consumer (and marks it seen) whether or not there is
+/// anything to serve, propagating the creation only under NOACK, as Redis does.
+fn enlist_consumer(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], consumer: &[u8], noack: bool) {
+    let now = ctx.now;
+    let Ok(Some(s)) = write_stream(ctx, key) else { return };
+    let Some(g) = s.groups.get_mut(group) else { return };
+    if let Some(c) = g.consumers.get_mut(consumer) {
+        c.seen_time = now;
+        return;
+    }
+    g.consumers.insert(sds(consumer), Consumer::new(now, true));
+    ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
+    ctx.dirty += 1;
+    if noack {
+        ctx.propagate(vec![
+            b"XGROUP".to_vec(),
+            b"CREATECONSUMER".to_vec(),
+            key.to_vec(),
+            group.to_vec(),
+            consumer.to_vec(),
+        ]);
+    }
+}
+
 /// XREADGROUP of one stream: new entries (`gt` = `>`) or the consumer's pending history.
 pub(super) fn read_group(
     ctx: &mut Ctx<'_>,
@@ -249,6 +273,10 @@ pub(super) fn read_group(
     noack: bool,
 ) -> Option<Reply> {
     let now = ctx.now;
+    let tracks = tracks_activity(ctx);
+    if tracks {
+        enlist_consumer(ctx, key, group, consumer, noack);
+    }
     let Ok(Some(s)) = read_stream(ctx, key) else { return None };
     let history = gt != MAX_ID;
     let g = s.groups.get(group)?;
@@ -272,7 +300,7 @@ pub(super) fn read_group(
         match g.consumers.get_mut(consumer) {
             Some(c) => c.seen_time = now,
             None => {
-                g.consumers.insert(sds(consumer), Consumer::new(now));
+                g.consumers.insert(sds(consumer), Consumer::new(now, tracks));
                 events.push("xgroup-createconsumer");
                 if noack {
                     props.push(vec![
@@ -332,7 +360,7 @@ pub(super) fn read_group(
                             g.pel.insert(id, Nack { delivery_time: now, delivery_count: 1, consumer: None });
                         }
                     }
-                    g.assign(id, consumer);
+                    g.deliver(id, consumer, now, tracks);
                     if let Some(n) = g.pel.get(&id) {
                         props.push(xclaim_argv(key, group, consumer, &id_arg(id), n, g.last_id));
                     }
