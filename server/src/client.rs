@@ -83,6 +83,9 @@ pub struct Client {
     pub lib_ver: Vec<u8>,
     /// The port a replica said it listens on (REPLCONF listening-port).
     pub replica_port: u16,
+    /// REPLCONF rdb-filter-only: its full sync's RDB holds no keys, and the function
+    /// libraries only when `Some(true)` (redis-cli --functions-rdb).
+    pub rdb_filter: Option<bool>,
     /// The connection to our master when this server is a replica: its commands run
     /// unanswered and unchecked, as Redis runs its master client's.
     pub master: bool,
@@ -150,6 +153,7 @@ impl Client {
             replica: false,
             monitor: false,
             replica_port: 0,
+            rdb_filter: None,
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
             master: false,

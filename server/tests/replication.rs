@@ -111,6 +111,54 @@ fn real_replica_follows_ferrokv() {
     assert_eq!(ours.cli(&["WAIT", "1", "100"]), "0");
 }
 
+/// Backups taken over replication with redis-cli, from ferrokv as from Redis 7.0: `--rdb`
+/// (every key and library), `--functions-rdb` (REPLCONF rdb-filter-only functions: the
+/// libraries alone), each loaded by a real redis-server 7.0; and a `--replica` link that
+/// CLIENT KILL TYPE replica ends.
+#[test]
+fn redis_cli_backups_over_replication() {
+    let lib = "#!lua name=lib1\nredis.register_function('f1', function() return 1 end)";
+    let take = |port: u16, dir: &std::path::Path| {
+        cli(port, &["DEBUG", "POPULATE", "1000"]);
+        cli(port, &["FUNCTION", "LOAD", lib]);
+        let mut seen = Vec::new();
+        for (flag, name) in [("--rdb", "all.rdb"), ("--functions-rdb", "functions.rdb")] {
+            let file = dir.join(name);
+            let out = std::process::Command::new("redis-cli")
+                .args(["-p", &port.to_string(), flag])
+                .arg(&file)
+                .output()
+                .expect("redis-cli");
+            assert!(String::from_utf8_lossy(&out.stderr).contains("Transfer finished with success"), "{flag}");
+            let loaded = Redis::start_with(Some(&file), &[]);
+            seen.push((loaded.cli(&["DBSIZE"]), loaded.cli(&["FUNCTION", "LIST"])));
+        }
+        // A --replica link is a replica client: CLIENT KILL TYPE replica ends it.
+        let mut follower = std::process::Command::new("redis-cli")
+            .args(["-p", &port.to_string(), "--replica"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-cli --replica");
+        wait_for("the --replica link", || info(port, "connected_slaves") == "1");
+        let listed = cli(port, &["CLIENT", "LIST", "TYPE", "replica"]).lines().count();
+        let killed = cli(port, &["CLIENT", "KILL", "TYPE", "replica"]);
+        let ended = follower.wait().map(|st| !st.success()).unwrap_or(false);
+        seen.push((listed.to_string(), format!("{killed} {ended}")));
+        seen
+    };
+    let dir = TempDir::new("cli-backups");
+    let ours = Ours::start(dir.path(), &[]);
+    let redis = Redis::start();
+    let their_dir = TempDir::new("cli-backups-redis");
+    let theirs = take(redis.port, their_dir.path());
+    let mine = take(ours.port, dir.path());
+    assert_eq!(mine, theirs);
+    assert_eq!(mine[0].0, "1000");
+    assert_eq!(mine[1].0, "0");
+    assert!(mine[1].1.contains("lib1"), "{:?}", mine[1]);
+}
+
 #[test]
 fn ferrokv_replicates_to_ferrokv() {
     let (d1, d2) = (TempDir::new("m"), TempDir::new("r"));

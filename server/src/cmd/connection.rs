@@ -243,18 +243,40 @@ const CLIENT_HELP: &[&str] = &[
     "    Print this help.",
 ];
 
+/// A client's type, as CLIENT LIST / KILL TYPE name it (Redis's getClientType): our
+/// master's link, a replica (a MONITOR client is a normal one), a subscriber, or normal.
+fn client_type(x: &Client) -> &'static str {
+    if x.master {
+        "master"
+    } else if x.replica && !x.monitor {
+        "slave"
+    } else if x.subs.active() {
+        "pubsub"
+    } else {
+        "normal"
+    }
+}
+
+/// The type a `TYPE` argument names (`replica` is `slave`), or Redis's error.
+fn parse_client_type(v: &[u8]) -> Result<&'static str, Reply> {
+    match v.to_ascii_lowercase().as_slice() {
+        b"normal" => Ok("normal"),
+        b"pubsub" => Ok("pubsub"),
+        b"master" => Ok("master"),
+        b"replica" | b"slave" => Ok("slave"),
+        _ => Err(Reply::error(format!("ERR Unknown client type '{}'", text(v)))),
+    }
+}
+
 fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let mut ids: Option<Vec<u64>> = None;
-    let mut pubsub_type: Option<bool> = None;
+    let mut kind: Option<&str> = None;
     let mut i = 2;
     while i < a.len() {
         if eq_ic(&a[i], "type") && i + 1 < a.len() {
-            let t = a[i + 1].to_ascii_lowercase();
-            match t.as_slice() {
-                b"normal" => pubsub_type = Some(false),
-                b"pubsub" => pubsub_type = Some(true),
-                b"master" | b"replica" | b"slave" => ids = Some(Vec::new()),
-                _ => return Reply::error(format!("ERR Unknown client type '{}'", text(&a[i + 1]))),
+            match parse_client_type(&a[i + 1]) {
+                Ok(k) => kind = Some(k),
+                Err(e) => return e,
             }
             i += 2;
         } else if eq_ic(&a[i], "id") && i + 1 < a.len() {
@@ -277,7 +299,7 @@ fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     all.sort_by_key(|x| x.id);
     let mut out = String::new();
     for x in all {
-        if ids.as_ref().is_some_and(|v| !v.contains(&x.id)) || pubsub_type.is_some_and(|p| p != x.subs.active()) {
+        if ids.as_ref().is_some_and(|v| !v.contains(&x.id)) || kind.is_some_and(|k| k != client_type(x)) {
             continue;
         }
         out.push_str(&x.info_line(now, x.id == c.id));
@@ -313,8 +335,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let mut addr = None;
     let mut laddr = None;
     let mut skipme = true;
-    let mut only_none = false;
-    let mut pubsub_type: Option<bool> = None;
+    let mut kind: Option<&str> = None;
     let mut user: Option<Vec<u8>> = None;
     for pair in a[2..].chunks(2) {
         let (opt, v) = (&pair[0], &pair[1]);
@@ -328,11 +349,9 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         } else if eq_ic(opt, "laddr") {
             laddr = Some(text(v));
         } else if eq_ic(opt, "type") {
-            match v.to_ascii_lowercase().as_slice() {
-                b"normal" => pubsub_type = Some(false),
-                b"pubsub" => pubsub_type = Some(true),
-                b"master" | b"replica" | b"slave" => only_none = true,
-                _ => return Reply::error(format!("ERR Unknown client type '{}'", text(v))),
+            match parse_client_type(v) {
+                Ok(k) => kind = Some(k),
+                Err(e) => return e,
             }
         } else if eq_ic(opt, "user") {
             if !s.acl.users.contains_key(v) {
@@ -352,8 +371,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
     }
     let matches = |x: &Client| {
-        !only_none
-            && pubsub_type.is_none_or(|p| p == x.subs.active())
+        kind.is_none_or(|k| k == client_type(x))
             && id.is_none_or(|i| x.id == i)
             && addr.as_ref().is_none_or(|a| &addr_of(x) == a)
             && laddr.as_ref().is_none_or(|a| &laddr_of(x) == a)

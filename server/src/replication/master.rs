@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use ferrokv::command::{eq_ic, parse_i64};
+use ferrokv::keyspace::Keyspace;
 use ferrokv::persist::replication::ReplicationFeed;
 use ferrokv::Reply;
 
@@ -24,11 +25,19 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
     }
     let now = s.engine.now_ms();
-    let rdb =
-        match ferrokv::persist::snapshot::write_rdb(Vec::new(), s.engine.keyspace(), s.engine.config(), now, false) {
-            Ok(b) => b,
-            Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
-        };
+    // REPLCONF rdb-filter-only: no keys, and the functions only when asked for.
+    let filtered = c.rdb_filter.map(|functions| {
+        let mut ks = Keyspace::new(s.engine.keyspace().dbs.len());
+        if functions {
+            ks.functions = s.engine.keyspace().functions.clone();
+        }
+        ks
+    });
+    let ks = filtered.as_ref().unwrap_or(s.engine.keyspace());
+    let rdb = match ferrokv::persist::snapshot::write_rdb(Vec::new(), ks, s.engine.config(), now, false) {
+        Ok(b) => b,
+        Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
+    };
     let start = s.link.as_ref().map_or(0, |l| l.offset);
     let feed = s.engine.persistence_mut().replication.get_or_insert_with(|| ReplicationFeed::starting_at(start));
     // What was fed before this point is in the snapshot.
@@ -80,6 +89,20 @@ pub fn replconf(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             if let Some(link) = &s.link {
                 write_ack(&mut c.out, link.offset);
             }
+            Reply::ok()
+        }
+        b"rdb-filter-only" => {
+            // Redis's include filters: none (an RDB without keys or functions) or
+            // `functions`.
+            let mut functions = false;
+            for f in String::from_utf8_lossy(&a[2]).split_whitespace() {
+                if f.eq_ignore_ascii_case("functions") {
+                    functions = true;
+                } else {
+                    return Reply::error(format!("ERR Unsupported rdb-filter-only option: {f}"));
+                }
+            }
+            c.rdb_filter = Some(functions);
             Reply::ok()
         }
         b"listening-port" => {
