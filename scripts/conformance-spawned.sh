@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make conformance-spawned: units of Redis's own TCL suite in its normal (spawned) mode,
-# the suite starting ferrokv-server itself as `src/redis-server` (a two-line wrapper that
+# the suite starting ferrokv-server itself as `src/redis-server` (a small wrapper that
 # adds --redis-version). Units tagged external:skip run only this way.
 #
 #   REDIS_SRC  an extracted Redis source tree of the tag to test against (required)
@@ -27,7 +27,14 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 cp -r "$REDIS_SRC/tests" "$REDIS_SRC/runtest" "$WORK/"
 mkdir "$WORK/src"
-printf '#!/bin/sh\nexec %s "$@" --redis-version %s\n' "$SERVER" "$VERSION" > "$WORK/src/redis-server"
+# The version comes on stdin (`-`, read after the config file and before the options), so
+# the suite's own arguments reach the server exactly as it wrote them.
+cat > "$WORK/src/redis-server" <<EOF
+#!/bin/sh
+exec $SERVER "\$@" - <<CONF
+redis-version $VERSION
+CONF
+EOF
 chmod +x "$WORK/src/redis-server"
 for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
     if [ "$CLI" = system ]; then

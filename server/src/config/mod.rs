@@ -530,7 +530,9 @@ impl ServerConfig {
         let joined;
         let v = match args {
             [v] => v,
-            _ if multi_arg && !args.is_empty() => {
+            // No value at all: a flag list judges the empty list itself (its "must be one
+            // of" error), as Redis's multi-argument enums do.
+            _ if multi_arg && (!args.is_empty() || matches!(p.kind, Kind::Flags(_))) => {
                 joined = args.join(" ");
                 &joined
             }
@@ -786,6 +788,12 @@ impl ServerConfig {
             return Err("Bad directive or wrong number of arguments".into());
         }
         if name.eq_ignore_ascii_case("save") {
+            // `save ""` resets every save point, wherever it comes.
+            if args.iter().all(|a| a.is_empty()) && !args.is_empty() {
+                self.engine.save.clear();
+                *saw_save = true;
+                return Ok(());
+            }
             // Lines accumulate; the first replaces the defaults.
             let before = if *saw_save { self.engine.save.clone() } else { Vec::new() };
             self.set(name, args)?;
@@ -799,7 +807,8 @@ impl ServerConfig {
     }
 
     /// Build the configuration from the command line: an optional config file first, then
-    /// `--name value...` flags (values run to the next `--`).
+    /// stdin's with `-`, then the `--name value...` options as Redis reads them
+    /// ([`options_text`]).
     pub fn from_args(args: &[String]) -> Result<ServerConfig, String> {
         let stdin = args.iter().any(|a| a == "-");
         let args: Vec<String> = args.iter().filter(|a| *a != "-").cloned().collect();
@@ -826,26 +835,7 @@ impl ServerConfig {
                 std::io::read_to_string(std::io::stdin()).map_err(|e| format!("Reading config from stdin: {e}"))?;
             cfg.load_text(&text, &mut saw_save)?;
         }
-        let mut i = 0;
-        while i < rest.len() {
-            let Some(name) = rest[i].strip_prefix("--") else {
-                return Err(format!("Unexpected argument '{}'", rest[i]));
-            };
-            let mut values = Vec::new();
-            i += 1;
-            while i < rest.len() && !(rest[i].starts_with("--") && rest[i].len() > 2) {
-                values.push(rest[i].clone());
-                i += 1;
-            }
-            // `--save ""` clears the save points.
-            if name.eq_ignore_ascii_case("save") && values.iter().all(|v| v.is_empty()) {
-                cfg.engine.save.clear();
-                saw_save = true;
-                continue;
-            }
-            cfg.apply(name, &values, &mut saw_save)
-                .map_err(|why| format!("Reading the command line\n>>> '{} {}'\n{}", name, values.join(" "), why))?;
-        }
+        cfg.load_text(&options_text(rest), &mut saw_save)?;
         if cfg.engine.dir.is_relative() {
             if let Ok(abs) = std::fs::canonicalize(&cfg.engine.dir) {
                 cfg.engine.dir = abs;
@@ -853,6 +843,38 @@ impl ServerConfig {
         }
         Ok(cfg)
     }
+}
+
+/// The command line's options as configuration text, as Redis's main() makes it: each
+/// `--name` starts a line, and the arguments after it are its values, quoted; an argument
+/// starting with `--` is a value when the name before it has none yet (`--logfile
+/// --my-file`); a name and values in one argument (`"--maxmemory 700mb"`) make a whole line;
+/// a `--save` with no value is `save ""`.
+fn options_text(args: &[String]) -> String {
+    let mut text = String::new();
+    // Whether the last option already has a value (or none is pending).
+    let mut has_value = true;
+    for (j, arg) in args.iter().enumerate() {
+        if has_value && arg.starts_with("--") {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(&arg[2..]);
+            text.push(' ');
+            let words = crate::resp::split_args(arg.as_bytes()).map_or(0, |w| w.len());
+            has_value = words != 1;
+            let next_is_option = args.get(j + 1).is_some_and(|n| n.starts_with("--"));
+            if words == 1 && arg.eq_ignore_ascii_case("--save") && (next_is_option || j + 1 == args.len()) {
+                text.push_str("\"\"");
+                has_value = true;
+            }
+        } else {
+            text.push_str(&ferrokv::format::args::repr(arg.as_bytes()));
+            text.push(' ');
+            has_value = true;
+        }
+    }
+    text
 }
 
 /// An integer or memory parameter's value, checked against its range.
@@ -952,6 +974,30 @@ pub const EMBEDDED_CONFIG: &str = include_str!("../../ferrokv.conf");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn command_line_options_become_config_lines_as_in_redis() {
+        let text = |args: &[&str]| options_text(&args.iter().map(|a| a.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            text(&["--maxmemory 700mb", "--maxmemory-policy volatile-lru"]),
+            "maxmemory 700mb \nmaxmemory-policy volatile-lru "
+        );
+        assert_eq!(
+            text(&["--logfile", "--my--log", "--loglevel", "--bla"]),
+            "logfile \"--my--log\" \nloglevel \"--bla\" "
+        );
+        assert_eq!(text(&["--port", "6379", "6380"]), "port \"6379\" \"6380\" ");
+        assert_eq!(text(&["--save", "--loglevel", "verbose"]), "save \"\"\nloglevel \"verbose\" ");
+        assert_eq!(text(&["--loglevel", "verbose", "--save"]), "loglevel \"verbose\" \nsave \"\"");
+        assert_eq!(
+            text(&["--proc-title-template", "--save", "--save", ""]),
+            "proc-title-template \"--save\" \nsave \"\" "
+        );
+        assert_eq!(
+            text(&["loglevel", "verbose", "--maxmemory '700mb'"]),
+            "\"loglevel\" \"verbose\" \nmaxmemory '700mb' "
+        );
+    }
 
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
