@@ -159,7 +159,10 @@ impl Server {
                     own = [vec![found.name.as_bytes().to_vec()], argv[1..].to_vec()].concat();
                     &own[..]
                 };
-                c.session.reply_limit = self.cfg.obuf_limits.of(c).hard;
+                // The client's output limit cuts a reply short only when the reply is the
+                // client's (its command's, or EXEC's), not a script's.
+                let scripted = self.engine.effects().from_script;
+                c.session.reply_limit = if scripted { 0 } else { self.cfg.obuf_limits.of(c).hard };
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
                     self.engine.call_spec(&mut c.session, spec, argv)
