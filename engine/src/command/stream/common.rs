@@ -192,6 +192,12 @@ pub(super) fn setid_argv(key: &[u8], group: &[u8], g: &Group) -> Vec<Vec<u8>> {
     ]
 }
 
+/// `XGROUP CREATECONSUMER key group consumer`, as a consumer made by XREADGROUP NOACK
+/// propagates.
+pub(super) fn createconsumer_argv(key: &[u8], group: &[u8], consumer: &[u8]) -> Vec<Vec<u8>> {
+    vec![b"XGROUP".to_vec(), b"CREATECONSUMER".to_vec(), key.to_vec(), group.to_vec(), consumer.to_vec()]
+}
+
 /// The consumer `name` of `g`, created if missing, seen now (XCLAIM, XAUTOCLAIM); true when
 /// it was created.
 pub(super) fn consumer_seen(g: &mut Group, name: &[u8], now: i64, tracks_activity: bool) -> bool {

@@ -1,12 +1,12 @@
 //! XLEN, XRANGE, XREVRANGE, XREAD and XREADGROUP.
 
 use super::common::{
-    entry_reply, id_arg, id_bulk, parse_id_generic, parse_interval, parse_strict_id, read_stream, setid_argv,
-    tracks_activity, write_stream, xclaim_argv,
+    consumer_seen, createconsumer_argv, entry_reply, id_arg, id_bulk, parse_id_generic, parse_interval,
+    parse_strict_id, read_stream, setid_argv, tracks_activity, write_stream, xclaim_argv,
 };
 use crate::command::{arg_i64, eq_ic, err_arg, notify, parse_i64, Ctx, Reply};
 use crate::format::rdb::StreamId;
-use crate::value::stream::{id_incr, Consumer, Nack, MAX_ID, MIN_ID};
+use crate::value::stream::{id_incr, Nack, MAX_ID, MIN_ID};
 use crate::value::{sds, Stream};
 
 pub(super) fn xlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
@@ -244,21 +244,13 @@ fn enlist_consumer(ctx: &mut Ctx<'_>, key: &[u8], group: &[u8], consumer: &[u8],
     let now = ctx.now;
     let Ok(Some(s)) = write_stream(ctx, key) else { return };
     let Some(g) = s.groups.get_mut(group) else { return };
-    if let Some(c) = g.consumers.get_mut(consumer) {
-        c.seen_time = now;
+    if !consumer_seen(g, consumer, now, true) {
         return;
     }
-    g.consumers.insert(sds(consumer), Consumer::new(now, true));
     ctx.notify(notify::STREAM, "xgroup-createconsumer", key);
     ctx.dirty += 1;
     if noack {
-        ctx.propagate(vec![
-            b"XGROUP".to_vec(),
-            b"CREATECONSUMER".to_vec(),
-            key.to_vec(),
-            group.to_vec(),
-            consumer.to_vec(),
-        ]);
+        ctx.propagate(createconsumer_argv(key, group, consumer));
     }
 }
 
@@ -297,20 +289,10 @@ pub(super) fn read_group(
     {
         let s: &mut Stream = s;
         let mut g = s.groups.remove(group)?;
-        match g.consumers.get_mut(consumer) {
-            Some(c) => c.seen_time = now,
-            None => {
-                g.consumers.insert(sds(consumer), Consumer::new(now, tracks));
-                events.push("xgroup-createconsumer");
-                if noack {
-                    props.push(vec![
-                        b"XGROUP".to_vec(),
-                        b"CREATECONSUMER".to_vec(),
-                        key.to_vec(),
-                        group.to_vec(),
-                        consumer.to_vec(),
-                    ]);
-                }
+        if consumer_seen(&mut g, consumer, now, tracks) {
+            events.push("xgroup-createconsumer");
+            if noack {
+                props.push(createconsumer_argv(key, group, consumer));
             }
         }
         if history {
