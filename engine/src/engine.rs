@@ -267,7 +267,12 @@ impl Engine {
 
     /// SAVE: write an RDB snapshot to `dir/dbfilename` (temp file, fsync, rename).
     pub fn save(&mut self) -> Result<(), PersistError> {
-        persist::snapshot::save(&self.ks, &self.cfg, self.clock.now_ms())?;
+        self.save_following(None)
+    }
+
+    /// [`Engine::save`], the snapshot naming the replication stream its data follows.
+    pub fn save_following(&mut self, repl: Option<&persist::snapshot::ReplAux>) -> Result<(), PersistError> {
+        persist::snapshot::save(&self.ks, &self.cfg, self.clock.now_ms(), repl)?;
         self.stats.dirty = 0;
         Ok(())
     }
@@ -465,9 +470,18 @@ impl Engine {
 
     /// [`Engine::flush`], returning the unit written.
     pub fn flush_collect(&mut self) -> Vec<(usize, Argv)> {
-        let ops = wrap_unit(std::mem::take(&mut self.fx.propagate));
+        let replicas_only = std::mem::take(&mut self.fx.replicas_only);
+        let all = std::mem::take(&mut self.fx.propagate);
+        // The AOF's unit leaves out what only replicas get, and is wrapped on its own (as
+        // Redis 7.0 writes it: one command left is not in a MULTI).
+        let for_aof = (!replicas_only.is_empty()).then(|| {
+            let kept = all.iter().enumerate().filter(|(i, _)| !replicas_only.contains(i));
+            wrap_unit(kept.map(|(_, op)| op.clone()).collect())
+        });
+        let ops = wrap_unit(all);
         if !ops.is_empty() {
-            if let Err(f) = self.persist.feed(&ops, self.clock.now_ms()) {
+            let now = self.clock.now_ms();
+            if let Err(f) = self.persist.feed_split(for_aof.as_deref().unwrap_or(&ops), &ops, now) {
                 self.unacknowledged = Some(f.refusal());
             }
         }

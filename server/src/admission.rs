@@ -52,10 +52,11 @@ pub fn disk_error(s: &Server) -> Option<DiskError> {
     s.engine.aof_failure().map(|f| DiskError::Aof(f.reason.clone()))
 }
 
-/// Whether min-replicas-to-write refuses writes: this server never has replicas, so any
-/// requirement (with a max lag set) is unmet.
+/// Whether min-replicas-to-write refuses writes on a master: fewer replicas than it asks
+/// acknowledged within min-replicas-max-lag seconds.
 pub fn replicas_missing(s: &Server) -> bool {
-    s.cfg.min_replicas_to_write > 0 && s.cfg.min_replicas_max_lag > 0
+    let (want, lag) = (s.cfg.min_replicas_to_write, s.cfg.min_replicas_max_lag);
+    want > 0 && lag > 0 && s.link.is_none() && s.replicas.good(lag.into()) < want as usize
 }
 
 /// A replica with replica-read-only refuses writes from its clients (its master's

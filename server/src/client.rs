@@ -89,6 +89,8 @@ pub struct Client {
     /// The connection to our master when this server is a replica: its commands run
     /// unanswered and unchecked, as Redis runs its master client's.
     pub master: bool,
+    /// The error a command of our master's stream answered (never sent; logged).
+    pub unsent_error: Option<String>,
     pub reply_skip: bool,
     pub reply_skip_next: bool,
     /// CLIENT TRACKING ON: its mode.
@@ -161,11 +163,15 @@ impl Client {
             reply_skip_next: false,
             tracking: None,
             postponed: None,
+            unsent_error: None,
         }
     }
 
     pub fn reply(&mut self, r: &Reply) {
         if self.reply_off || self.reply_skip {
+            if let (true, Reply::Error(e)) = (self.master, r) {
+                self.unsent_error = Some(e.to_string());
+            }
             return;
         }
         r.write_resp_in(&mut self.out, self.resp3, crate::version::doubles());

@@ -94,6 +94,7 @@ impl Server {
         if let Some((host, port)) = server.cfg.replicaof.clone() {
             server.follow_master(host, port);
         }
+        server.resume_history();
         Ok(server)
     }
 
@@ -151,6 +152,7 @@ impl Server {
                 self.last_cron = Instant::now();
                 self.cron();
                 self.ping_replicas();
+                self.backlog_cron();
                 self.replication_cron();
                 self.feed_replicas();
                 self.write_deferred();
@@ -362,7 +364,15 @@ impl Server {
             let consumed = pos - c.qpos;
             c.qpos = pos;
             match parsed {
-                Parsed::Incomplete => return false,
+                Parsed::Incomplete => {
+                    if c.master && consumed > 0 {
+                        // The parser keeps a command's first part: its bytes count once
+                        // the command has run.
+                        let part = c.query.get(c.qpos - consumed..c.qpos).unwrap_or_default();
+                        self.master_processed(part, true);
+                    }
+                    return false;
+                }
                 Parsed::Error(e) => {
                     c.reply(&Reply::error(e));
                     c.close_after_reply = true;
@@ -375,7 +385,18 @@ impl Server {
                         let before = c.out.len();
                         c.reply_skip = std::mem::take(&mut c.reply_skip_next);
                         let mut argv = argv;
-                        self.dispatch(c, &mut argv);
+                        if c.master {
+                            // Its master's stream sees every key as it is (the master
+                            // sends the DELs of what expires).
+                            self.engine.set_mode(ferrokv::command::ExpireMode::Loading);
+                            self.dispatch(c, &mut argv);
+                            self.refresh_expire_mode();
+                            if let Some(e) = c.unsent_error.take() {
+                                self.master_command_failed(c, &e);
+                            }
+                        } else {
+                            self.dispatch(c, &mut argv);
+                        }
                         c.parser.recycle(argv);
                         c.reply_skip = false;
                         if self.exit {
@@ -386,7 +407,8 @@ impl Server {
                         self.after_command(c);
                     }
                     if c.master {
-                        self.master_processed(consumed);
+                        let ran = c.query.get(c.qpos.saturating_sub(consumed)..c.qpos).unwrap_or_default();
+                        self.master_processed(ran, c.multi.is_some());
                     }
                 }
             }
@@ -455,7 +477,11 @@ impl Server {
         if self.tracking.is_active() {
             self.tracking_limit(None);
         }
-        // A replica's keys expire when its master's DELs come; none expire during a pause.
+        // A replica's keys expire when its master's DELs come (but those its own clients
+        // gave a TTL); none expire during a pause.
+        if self.active_expire {
+            self.expire_local_ttls();
+        }
         if self.active_expire && self.link.is_none() && !self.pause.is_on(Instant::now()) {
             let started = Instant::now();
             self.engine.active_expire_cycle();

@@ -18,6 +18,12 @@ pub struct ServerStats {
     /// Keys evicted for maxmemory, and the milliseconds memory was over it (INFO stats).
     pub evicted_keys: u64,
     pub total_eviction_exceeded_ms: u64,
+    /// Replicas' synchronizations: full, partial accepted, partial refused.
+    pub sync_full: u64,
+    pub sync_partial_ok: u64,
+    pub sync_partial_err: u64,
+    /// Errors our master's stream (or the AOF) was answered with.
+    pub unexpected_error_replies: u64,
 }
 
 impl ServerStats {

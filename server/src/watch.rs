@@ -17,6 +17,9 @@ impl Server {
         }
         let modified = std::mem::take(&mut self.engine.effects_mut().modified);
         let flushes = std::mem::take(&mut self.engine.effects_mut().flushes);
+        if !current.master {
+            self.note_local_ttls(&modified);
+        }
         self.blocking.note_modified(&modified);
         self.tracking_written(Some(current), &modified, &flushes);
         for (db, key) in modified {
@@ -173,7 +176,11 @@ impl Server {
     /// Whether the engine lists the keys commands write: while a client watches keys, is
     /// blocked on some, or tracks what it reads.
     pub(crate) fn sync_modified_tracking(&mut self) {
-        let wanted = !self.watched.is_empty() || self.blocking.is_active() || self.tracking.wants_writes();
+        // A replica notes the TTLs its own clients set (it expires those keys itself).
+        let wanted = !self.watched.is_empty()
+            || self.blocking.is_active()
+            || self.tracking.wants_writes()
+            || self.link.is_some();
         self.engine.effects_mut().track_modified = wanted;
     }
 }

@@ -159,6 +159,239 @@ fn redis_cli_backups_over_replication() {
     assert!(mine[1].1.contains("lib1"), "{:?}", mine[1]);
 }
 
+/// Writes in several databases, a transaction and TTLs, tagged so rounds differ.
+fn writes_round(port: u16, tag: &str) {
+    let mut c = ferrokv_testkit::Client::connect(port);
+    for i in 0..200 {
+        c.call_str(&["SET", &format!("{tag}:{i}"), &format!("v{i}")]);
+    }
+    for cmd in [
+        &["SELECT", "2"][..],
+        &["RPUSH", &format!("{tag}:list"), "a", "b"],
+        &["MULTI"],
+        &["INCR", &format!("{tag}:n")],
+        &["EXPIRE", &format!("{tag}:list"), "1000"],
+        &["EXEC"],
+        &["SELECT", "0"],
+        &["SET", &format!("{tag}:ttl"), "x", "PX", "100"],
+    ] {
+        c.call_str(cmd);
+    }
+}
+
+fn stat(port: u16, field: &str) -> String {
+    info_field(port, "stats", field)
+}
+
+/// Partial resynchronization along a chain real master → ferrokv → real replica, all
+/// on Redis 7.0's offsets: a dropped link on either side of ferrokv continues from the
+/// backlog (no second full sync), the chain's three offsets stay equal (ferrokv passes
+/// its master's stream on unchanged), and after ferrokv is promoted its former master,
+/// made its replica, continues from ferrokv's previous replication ID.
+#[test]
+fn partial_resync_along_a_chain_and_after_a_promotion() {
+    let master = Redis::start();
+    let dir = TempDir::new("chain");
+    let ours = Ours::start(dir.path(), &[]);
+    let replica = Redis::start();
+    master.cli(&["SET", "before", "sync"]);
+    assert_eq!(ours.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
+    wait_in_sync(master.port, ours.port);
+    assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &ours.port.to_string()]), "OK");
+    wait_in_sync(ours.port, replica.port);
+    writes_round(master.port, "a");
+    wait_in_sync(master.port, ours.port);
+    wait_in_sync(ours.port, replica.port);
+    assert_eq!(info(replica.port, "master_replid"), info(master.port, "master_replid"));
+    // Our link to the master drops while the master is written to.
+    let mut c = ferrokv_testkit::Client::connect(ours.port);
+    c.call_str(&["CLIENT", "KILL", "TYPE", "master"]);
+    writes_round(master.port, "b");
+    wait_in_sync(master.port, ours.port);
+    wait_in_sync(ours.port, replica.port);
+    assert_eq!((stat(master.port, "sync_full"), stat(master.port, "sync_partial_ok")), ("1".into(), "1".into()));
+    // Our replica's link drops.
+    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
+    writes_round(master.port, "c");
+    std::thread::sleep(Duration::from_millis(300));
+    wait_in_sync(master.port, ours.port);
+    wait_in_sync(ours.port, replica.port);
+    assert_eq!((stat(ours.port, "sync_full"), stat(ours.port, "sync_partial_ok")), ("1".into(), "1".into()));
+    assert_eq!(state(ours.port), state(master.port));
+    assert_eq!(state(replica.port), state(master.port));
+    // Promotion: ferrokv leads, the old master follows it, both replicas continue.
+    let old_id = info(ours.port, "master_replid");
+    let offset: u64 = info(ours.port, "master_repl_offset").parse().unwrap_or(0);
+    assert_eq!(ours.cli(&["REPLICAOF", "NO", "ONE"]), "OK");
+    assert_eq!(info(ours.port, "master_replid2"), old_id);
+    assert_eq!(info(ours.port, "second_repl_offset"), (offset + 1).to_string());
+    assert_eq!(master.cli(&["REPLICAOF", "127.0.0.1", &ours.port.to_string()]), "OK");
+    writes_round(ours.port, "d");
+    // Past the round's 100 ms TTL, so its DEL has reached both.
+    std::thread::sleep(Duration::from_millis(300));
+    wait_in_sync(ours.port, master.port);
+    wait_in_sync(ours.port, replica.port);
+    assert_eq!((stat(ours.port, "sync_full"), stat(ours.port, "sync_partial_ok")), ("1".into(), "3".into()));
+    assert_eq!(state(master.port), state(ours.port));
+    assert_eq!(state(replica.port), state(ours.port));
+    assert_eq!(info(master.port, "master_replid"), info(ours.port, "master_replid"));
+}
+
+/// PUBLISH reaches a real replica's subscribers (and, inside MULTI, the stream as Redis
+/// sends it), never the AOF.
+#[test]
+fn publish_reaches_replicas_not_the_aof() {
+    let dir = TempDir::new("publish");
+    let ours = Ours::start(dir.path(), &["--appendonly", "yes"]);
+    let redis = Redis::start();
+    assert_eq!(redis.cli(&["REPLICAOF", "127.0.0.1", &ours.port.to_string()]), "OK");
+    wait_in_sync(ours.port, redis.port);
+    let mut listener = std::process::Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string(), "SUBSCRIBE", "news"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("redis-cli");
+    wait_for("the subscriber", || cli(redis.port, &["PUBSUB", "NUMSUB", "news"]) == "news\n1");
+    assert_eq!(ours.cli(&["PUBLISH", "news", "hello"]), "0");
+    let mut c = ferrokv_testkit::Client::connect(ours.port);
+    for cmd in [&["MULTI"][..], &["SET", "k", "v"], &["PUBLISH", "news", "in-multi"], &["EXEC"]] {
+        c.call_str(cmd);
+    }
+    wait_in_sync(ours.port, redis.port);
+    let _ = listener.kill();
+    let out = listener.wait_with_output().expect("redis-cli output");
+    let heard = String::from_utf8_lossy(&out.stdout);
+    assert!(heard.contains("hello") && heard.contains("in-multi"), "{heard}");
+    assert_eq!(redis.cli(&["GET", "k"]), "v");
+    let mut aof = Vec::new();
+    for f in std::fs::read_dir(dir.path().join("appendonlydir")).expect("aof dir").flatten() {
+        aof.extend(std::fs::read(f.path()).unwrap_or_default());
+    }
+    let aof = String::from_utf8_lossy(&aof).to_ascii_lowercase();
+    assert!(aof.contains("set") && !aof.contains("publish"), "{aof}");
+}
+
+/// FAILOVER both ways with a real Redis 7.0: ferrokv hands its dataset over to a Redis
+/// replica and follows it, then Redis's own FAILOVER hands it back; each handover is a
+/// partial resync, the data equal after each.
+#[test]
+fn failover_hands_over_both_ways_with_real_redis() {
+    let dir = TempDir::new("failover");
+    let ours = Ours::start(dir.path(), &[]);
+    let redis = Redis::start();
+    assert_eq!(redis.cli(&["REPLICAOF", "127.0.0.1", &ours.port.to_string()]), "OK");
+    wait_in_sync(ours.port, redis.port);
+    writes_round(ours.port, "a");
+    assert_eq!(ours.cli(&["FAILOVER", "TO", "127.0.0.1", &redis.port.to_string(), "TIMEOUT", "10000"]), "OK");
+    wait_for("ferrokv to follow Redis", || {
+        info(ours.port, "master_link_status") == "up" && info(ours.port, "master_failover_state") == "no-failover"
+    });
+    assert_eq!(info(redis.port, "role"), "master");
+    assert_eq!(stat(redis.port, "sync_partial_ok"), "1");
+    assert_eq!(ours.cli(&["SET", "x", "1"]), "READONLY You can't write against a read only replica.");
+    writes_round(redis.port, "b");
+    std::thread::sleep(Duration::from_millis(300));
+    wait_in_sync(redis.port, ours.port);
+    assert_eq!(state(ours.port), state(redis.port));
+    assert_eq!(redis.cli(&["FAILOVER", "TO", "127.0.0.1", &ours.port.to_string()]), "OK");
+    wait_for("Redis to follow ferrokv", || {
+        info(redis.port, "master_link_status") == "up" && info(redis.port, "master_failover_state") == "no-failover"
+    });
+    assert_eq!(info(ours.port, "role"), "master");
+    // The one full sync is the first, before the handovers.
+    assert_eq!((stat(ours.port, "sync_full"), stat(ours.port, "sync_partial_ok")), ("1".into(), "1".into()));
+    writes_round(ours.port, "c");
+    std::thread::sleep(Duration::from_millis(300));
+    wait_in_sync(ours.port, redis.port);
+    assert_eq!(state(redis.port), state(ours.port));
+}
+
+/// What a replica answers about keys its master let expire without deleting them (its
+/// active expiry off), and about keys its own clients gave a TTL while writable.
+fn replica_expiry_probe(master: u16, replica: u16) -> Vec<String> {
+    let mut seen = Vec::new();
+    let mut ask = |args: &[&str]| seen.push(format!("{args:?} -> {}", cli(replica, args)));
+    ask(&["EXISTS", "gone", "k"]);
+    ask(&["DBSIZE"]);
+    ask(&["GET", "gone"]);
+    ask(&["TTL", "gone"]);
+    ask(&["SCAN", "0", "MATCH", "gone"]);
+    ask(&["CONFIG", "SET", "replica-read-only", "no"]);
+    // A write of the replica's own deletes the expired key first.
+    ask(&["INCR", "k"]);
+    ask(&["TTL", "k"]);
+    ask(&["DBSIZE"]);
+    ask(&["SET", "mine", "v", "PX", "100"]);
+    ask(&["DBSIZE"]);
+    std::thread::sleep(Duration::from_millis(600));
+    // The replica expired its own key; the master's stays until the master deletes it.
+    ask(&["DBSIZE"]);
+    ask(&["CONFIG", "SET", "replica-read-only", "yes"]);
+    // The master's write of a key the replica sees as expired applies to it as it is.
+    cli(master, &["SET", "late", "1", "PX", "100"]);
+    std::thread::sleep(Duration::from_millis(200));
+    cli(master, &["APPEND", "late", "2"]);
+    wait_in_sync(master, replica);
+    ask(&["EXISTS", "late"]);
+    ask(&["DBSIZE"]);
+    seen
+}
+
+/// A replica keeps what its master lets expire until the master's DEL, hides it from
+/// reads, lets its master's stream see it as it is, deletes it for its own clients'
+/// writes, and expires the keys its own clients gave a TTL: ferrokv answers as a real
+/// Redis 7.0 replica of the same master does.
+#[test]
+fn replicas_expire_keys_as_redis_replicas_do() {
+    let master = Redis::start();
+    assert_eq!(master.cli(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), "OK");
+    let dir = TempDir::new("expiry");
+    let ours = Ours::start(dir.path(), &[]);
+    let theirs = Redis::start();
+    for port in [ours.port, theirs.port] {
+        assert_eq!(cli(port, &["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
+        wait_in_sync(master.port, port);
+    }
+    master.cli(&["SET", "gone", "1", "PX", "50"]);
+    master.cli(&["SET", "k", "1", "PX", "50"]);
+    master.cli(&["SET", "kept", "x"]);
+    wait_in_sync(master.port, ours.port);
+    wait_in_sync(master.port, theirs.port);
+    std::thread::sleep(Duration::from_millis(100));
+    let redis = replica_expiry_probe(master.port, theirs.port);
+    // The probe wrote on the master: give ours the same stream afresh.
+    master.cli(&["DEL", "late"]);
+    wait_in_sync(master.port, ours.port);
+    assert_eq!(replica_expiry_probe(master.port, ours.port), redis);
+}
+
+/// A command of the master's stream that fails on the replica (DEBUG REPLICATE sends one
+/// the replica does not know; a writable replica's own value breaks the master's INCRBY)
+/// is logged as Redis logs it, and counted.
+#[test]
+fn a_failing_command_from_the_master_is_logged() {
+    let dir = TempDir::new("critical");
+    let master = Ours::start(dir.path(), &[]);
+    let rdir = TempDir::new("critical-replica");
+    let replica = Ours::start(rdir.path(), &[]);
+    assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(master.cli(&["DEBUG", "REPLICATE", "fake-command-1"]), "OK");
+    replica.cli(&["CONFIG", "SET", "replica-read-only", "no"]);
+    replica.cli(&["SET", "number", "foo"]);
+    master.cli(&["INCRBY", "number", "1"]);
+    assert_eq!(master.cli(&["WAIT", "1", "2000"]), "1");
+    assert_eq!(replica.cli(&["GET", "number"]), "foo");
+    assert_eq!(info_field(replica.port, "stats", "unexpected_error_replies"), "2");
+    let log = std::fs::read_to_string(rdir.path().join("server.log")).unwrap_or_default();
+    let critical: Vec<&str> = log.lines().filter(|l| l.contains("== CRITICAL ==")).collect();
+    assert_eq!(critical.len(), 2, "{log}");
+    assert!(
+        critical[0].contains("This replica is sending an error to its master: 'ERR unknown command 'fake-command-1'")
+    );
+    assert!(critical[1].ends_with("after processing the command 'incrby'"), "{}", critical[1]);
+}
+
 #[test]
 fn ferrokv_replicates_to_ferrokv() {
     let (d1, d2) = (TempDir::new("m"), TempDir::new("r"));

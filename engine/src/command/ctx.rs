@@ -14,9 +14,13 @@ pub enum ExpireMode {
     Master,
     /// Never expired (loading an AOF: the log carries the DELs).
     Loading,
-    /// Reads see an expired key as missing but it is kept; writes (which on a replica come
-    /// from its master) see it as it is. The master's DEL removes it.
+    /// Reads see an expired key as missing but it is kept; writes see it as it is (a
+    /// paused server: nothing deletes keys).
     Replica,
+    /// A replica's own clients: reads see an expired key as missing but it is kept (the
+    /// master's DEL removes it); writes delete it first, as Redis lets a writable
+    /// replica's writes do.
+    Writable,
 }
 
 /// Counters INFO reports.
@@ -46,6 +50,8 @@ pub struct Event {
 pub struct Effects {
     /// Commands to propagate, with the database each runs in.
     pub propagate: Vec<(usize, Argv)>,
+    /// Positions in `propagate` of commands for the replicas only, not the AOF (PUBLISH).
+    pub replicas_only: Vec<usize>,
     /// Keyspace events, when `track_events` is on.
     pub events: Vec<Event>,
     pub track_events: bool,
@@ -233,7 +239,7 @@ impl<'a> Ctx<'a> {
         if !self.is_expired_in(db, key) {
             return false;
         }
-        if self.mode == ExpireMode::Replica {
+        if matches!(self.mode, ExpireMode::Replica | ExpireMode::Writable) {
             return true;
         }
         self.ks.dbs[db].remove(key);
@@ -285,7 +291,8 @@ impl<'a> Ctx<'a> {
 
     /// The position of `key` in `db` after the expiry check, with one hash probe: an
     /// expired key is deleted on a master (DEL/UNLINK propagated) and missing for it; on a
-    /// replica it is missing for reads and kept as it is for writes; loading never expires.
+    /// replica it is missing for reads, and for writes kept as it is (paused) or deleted
+    /// (a writable replica's clients); loading never expires.
     fn find_live(&mut self, db: usize, key: &[u8], write: bool) -> Option<usize> {
         let pos = self.ks.dbs[db].find(key)?;
         let expire = self.ks.dbs[db].slot(pos).expire;
@@ -294,7 +301,7 @@ impl<'a> Ctx<'a> {
         }
         match self.mode {
             ExpireMode::Replica if write => Some(pos),
-            ExpireMode::Replica => None,
+            ExpireMode::Replica | ExpireMode::Writable if !write => None,
             _ => {
                 self.ks.dbs[db].remove_at(pos);
                 self.expired_deleted(db, key);

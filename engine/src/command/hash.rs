@@ -77,7 +77,8 @@ pub(super) fn expire_field(ctx: &mut Ctx<'_>, key: &[u8], field: &[u8], write: b
     match ctx.mode {
         _ if !past => return Lazy::NotExpired,
         ExpireMode::Replica if write => return Lazy::NotExpired,
-        ExpireMode::Replica | ExpireMode::Loading => return Lazy::Expired,
+        ExpireMode::Writable if write => {}
+        ExpireMode::Replica | ExpireMode::Writable | ExpireMode::Loading => return Lazy::Expired,
         ExpireMode::Master => {}
     }
     let empty = match &mut ctx.ks.dbs[db].slot_mut(pos).value {

@@ -473,7 +473,8 @@ fn pfcount(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         };
     }
     let key = &a[1];
-    let b = match hll_mut(ctx, key) {
+    // Looked up for reading, as Redis does: a replica keeps a logically expired key.
+    let b = match ctx.lookup_read(key).map(as_hll).transpose() {
         Err(e) => return e,
         Ok(None) => return Reply::Int(0),
         Ok(Some(b)) => b,

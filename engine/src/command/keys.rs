@@ -460,7 +460,7 @@ fn randomkey(ctx: &mut Ctx<'_>, _a: &[Vec<u8>]) -> Reply {
             return Reply::Nil;
         };
         let key = ctx.ks.dbs[db].slot(pos).key.clone();
-        if ctx.mode == super::ExpireMode::Replica || !ctx.expire_if_needed(&key) {
+        if matches!(ctx.mode, super::ExpireMode::Replica | super::ExpireMode::Writable) || !ctx.expire_if_needed(&key) {
             return Reply::Bulk(key.to_vec());
         }
     }

@@ -18,6 +18,11 @@ impl AofFeed {
         AofFeed { selected: None, last_ts: 0, timestamps }
     }
 
+    /// The database of the last command written.
+    pub fn selected(&self) -> Option<usize> {
+        self.selected
+    }
+
     /// Start a new file: the next command is preceded by a SELECT.
     pub fn reset(&mut self) {
         self.selected = None;

@@ -22,6 +22,7 @@ use crate::command::{self, eq_ic, Argv};
 use crate::config::Config;
 use crate::format::aof::manifest::{manifest_name, AofInfo, FileKind, Manifest};
 use crate::format::aof::{has_rdb_preamble, AofError, CommandReader};
+use crate::format::blob::Elem;
 use crate::format::rdb::{KeyRecord, RdbError, RdbReader, Record};
 use crate::keyspace::{Keyspace, LRU_MAX};
 use crate::source::Source;
@@ -66,11 +67,15 @@ fn temp_file_pid(name: &str) -> Option<u32> {
 }
 
 /// Keys an RDB load kept and skipped (INFO's rdb_last_load_keys_loaded / _expired).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LoadCounts {
     pub loaded: u64,
     pub expired: u64,
     pub empty_skipped: u64,
+    /// The stream the file's data followed (its `repl-*` fields), when it says.
+    pub repl: Option<super::snapshot::ReplAux>,
+    /// The keys skipped as expired, by database (a master tells its replicas).
+    pub expired_keys: Vec<(usize, Vec<u8>)>,
 }
 
 /// What a load reports, and slows down for, as it goes.
@@ -87,6 +92,41 @@ pub struct LoadWatch<'h> {
     pub key_delay_us: i32,
     /// Keys skipped as empty collections (Redis logs each).
     pub empty_keys: Vec<Vec<u8>>,
+    /// The keys skipped as expired, by database, when `skip_expired_before` is set.
+    pub expired_keys: Vec<(usize, Vec<u8>)>,
+    /// The file's `repl-stream-db`, `repl-id` and `repl-offset` fields as read.
+    pub repl_fields: ReplFields,
+}
+
+/// The replication fields of an RDB's header.
+#[derive(Debug, Default)]
+pub struct ReplFields {
+    stream_db: Option<i64>,
+    id: Option<String>,
+    offset: Option<i64>,
+}
+
+impl ReplFields {
+    fn read(&mut self, key: &[u8], value: &Elem<'_>) {
+        let number = || value.as_i64().or_else(|| std::str::from_utf8(&value.to_bytes()).ok()?.parse().ok());
+        match key {
+            b"repl-stream-db" => self.stream_db = number(),
+            b"repl-id" => self.id = Some(String::from_utf8_lossy(&value.to_bytes()).into_owned()),
+            b"repl-offset" => self.offset = number(),
+            _ => {}
+        }
+    }
+
+    /// All three, with a database and an offset that mean something (Redis ignores the
+    /// fields otherwise).
+    pub fn valid(&self) -> Option<super::snapshot::ReplAux> {
+        let (db, id, offset) = (self.stream_db?, self.id.as_ref()?, self.offset?);
+        Some(super::snapshot::ReplAux {
+            stream_db: usize::try_from(db).ok()?,
+            replid: id.clone(),
+            offset: u64::try_from(offset).ok()?,
+        })
+    }
 }
 
 /// How often a load reports its progress, in bytes read (a call costs next to nothing;
@@ -96,7 +136,15 @@ pub const PROGRESS_EVERY: u64 = 16 * 1024;
 impl LoadWatch<'_> {
     /// A watch that reports to nobody.
     pub fn quiet(progress: &mut dyn FnMut(u64)) -> LoadWatch<'_> {
-        LoadWatch { skip_expired_before: None, expired: 0, progress, key_delay_us: 0, empty_keys: Vec::new() }
+        LoadWatch {
+            skip_expired_before: None,
+            expired: 0,
+            progress,
+            key_delay_us: 0,
+            empty_keys: Vec::new(),
+            expired_keys: Vec::new(),
+            repl_fields: ReplFields::default(),
+        }
     }
 }
 
@@ -120,6 +168,8 @@ pub fn load_dump(
         progress,
         key_delay_us: cfg.key_load_delay_us,
         empty_keys: Vec::new(),
+        expired_keys: Vec::new(),
+        repl_fields: ReplFields::default(),
     };
     // Like Redis, bytes after the checksum are not looked at.
     load_rdb_watched(ks, &src, &path, &cfg.limits, &mut watch)?;
@@ -128,6 +178,8 @@ pub fn load_dump(
         loaded: (after - before.min(after)) as u64,
         expired: watch.expired,
         empty_skipped: watch.empty_keys.len() as u64,
+        repl: watch.repl_fields.valid(),
+        expired_keys: std::mem::take(&mut watch.expired_keys),
     };
     Ok((counts, watch.empty_keys))
 }
@@ -249,8 +301,15 @@ pub fn load_rdb(
     skip_expired_before: Option<i64>,
 ) -> Result<usize, PersistError> {
     let mut none = |_| {};
-    let mut watch =
-        LoadWatch { skip_expired_before, expired: 0, progress: &mut none, key_delay_us: 0, empty_keys: Vec::new() };
+    let mut watch = LoadWatch {
+        skip_expired_before,
+        expired: 0,
+        progress: &mut none,
+        key_delay_us: 0,
+        empty_keys: Vec::new(),
+        expired_keys: Vec::new(),
+        repl_fields: ReplFields::default(),
+    };
     load_rdb_watched(ks, src, path, limits, &mut watch)
 }
 
@@ -336,6 +395,7 @@ fn read_records<'a>(
                 if let (Some(t), Some(now)) = (k.expire_ms, watch.skip_expired_before) {
                     if t < now {
                         watch.expired += 1;
+                        watch.expired_keys.push((k.db as usize, k.key.to_bytes().into_owned()));
                         continue;
                     }
                 }
@@ -381,7 +441,8 @@ fn read_records<'a>(
                     path.display()
                 )))
             }
-            Record::Aux { .. } | Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
+            Record::Aux { key, value } => watch.repl_fields.read(&key.to_bytes(), &value),
+            Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
         }
     }
     Err(rdb_err(

@@ -56,12 +56,23 @@ impl Persistence {
     /// Append one unit of propagated commands (already MULTI/EXEC-wrapped) to the AOF;
     /// Err when the unit is not as durable as the fsync policy promises.
     pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) -> Result<(), Failure> {
+        self.feed_split(ops, ops, now_ms)
+    }
+
+    /// [`Persistence::feed`] of a unit whose AOF part differs from the replicas' (it
+    /// leaves out what only replicas get, as PUBLISH).
+    pub fn feed_split(
+        &mut self,
+        aof_ops: &[(usize, Argv)],
+        replica_ops: &[(usize, Argv)],
+        now_ms: i64,
+    ) -> Result<(), Failure> {
         if let Some(r) = &mut self.replication {
-            r.unit(ops);
+            r.unit(replica_ops);
         }
         match &mut self.aof {
-            Some(aof) => aof.feed(ops, now_ms),
-            None => Ok(()),
+            Some(aof) if !aof_ops.is_empty() => aof.feed(aof_ops, now_ms),
+            _ => Ok(()),
         }
     }
 }

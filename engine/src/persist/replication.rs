@@ -59,6 +59,11 @@ impl ReplicationFeed {
     pub fn offset(&self) -> u64 {
         self.offset
     }
+
+    /// The database the stream last selected.
+    pub fn selected(&self) -> Option<usize> {
+        self.feed.selected()
+    }
 }
 
 impl Default for ReplicationFeed {

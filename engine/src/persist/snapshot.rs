@@ -258,8 +258,40 @@ pub fn write_rdb<W: Write>(w: W, ks: &Keyspace, cfg: &Config, now_ms: i64, aof_b
     write_rdb_from(w, Source::Keyspace(ks), cfg, now_ms, aof_base)
 }
 
+/// What a snapshot made for a replica says of the stream it precedes (Redis's
+/// `repl-stream-db`, `repl-id` and `repl-offset` fields).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplAux {
+    /// The database the stream has selected where it goes on.
+    pub stream_db: usize,
+    pub replid: String,
+    pub offset: u64,
+}
+
+/// A snapshot of `ks` for a replica's full resync.
+pub fn write_replication_rdb<W: Write>(
+    w: W,
+    ks: &Keyspace,
+    cfg: &Config,
+    now_ms: i64,
+    repl: &ReplAux,
+) -> io::Result<W> {
+    write_rdb_with(w, Source::Keyspace(ks), cfg, now_ms, false, Some(repl))
+}
+
 /// Write a snapshot as an RDB file to `w`.
 pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, aof_base: bool) -> io::Result<W> {
+    write_rdb_with(w, src, cfg, now_ms, aof_base, None)
+}
+
+fn write_rdb_with<W: Write>(
+    w: W,
+    src: Source,
+    cfg: &Config,
+    now_ms: i64,
+    aof_base: bool,
+    repl: Option<&ReplAux>,
+) -> io::Result<W> {
     let adjusted;
     let cfg = match &src {
         Source::Keyspace(ks) => {
@@ -270,7 +302,21 @@ pub fn write_rdb_from<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, ao
         Source::Stream { .. } => cfg,
     };
     let target = cfg.rdb_target();
-    let mut rdb = RdbWriter::with_writer(w, target, cfg.version.rdb_writer_aux(), now_ms.div_euclid(1000), aof_base)?;
+    let (db, offset);
+    let repl_aux = match repl {
+        Some(r) => {
+            db = r.stream_db.to_string();
+            offset = r.offset.to_string();
+            vec![
+                (&b"repl-stream-db"[..], db.as_bytes()),
+                (&b"repl-id"[..], r.replid.as_bytes()),
+                (&b"repl-offset"[..], offset.as_bytes()),
+            ]
+        }
+        None => Vec::new(),
+    };
+    let writer = cfg.version.rdb_writer_aux();
+    let mut rdb = RdbWriter::with_writer(w, target, writer, &repl_aux, now_ms.div_euclid(1000), aof_base)?;
     rdb.enc = encoder_for(cfg, target);
     let mut sink = RdbSink { rdb, losses: Vec::new() };
     src.feed(&mut sink, cfg.rdb_key_save_delay)?;
@@ -323,15 +369,16 @@ pub fn sync_dir(path: &Path) -> Result<(), PersistError> {
     disk::sync_dir(dir).map_err(|e| PersistError::io(dir, "fsync directory", e))
 }
 
-/// SAVE: the keyspace to `dir/dbfilename`, through `dir/temp-<pid>.rdb`.
-pub fn save(ks: &Keyspace, cfg: &Config, now_ms: i64) -> Result<(), PersistError> {
-    save_from(Source::Keyspace(ks), cfg, now_ms)
+/// SAVE: the keyspace to `dir/dbfilename`, through `dir/temp-<pid>.rdb`; with the
+/// replication fields of the stream the data follows, when there is one.
+pub fn save(ks: &Keyspace, cfg: &Config, now_ms: i64, repl: Option<&ReplAux>) -> Result<(), PersistError> {
+    save_from(Source::Keyspace(ks), cfg, now_ms, repl)
 }
 
 /// BGSAVE's writer: a snapshot to `dir/dbfilename`, through `dir/temp-<pid>.rdb` (Redis's
 /// child names it after its own pid; there is no child here).
-pub fn save_from(src: Source, cfg: &Config, now_ms: i64) -> Result<(), PersistError> {
+pub fn save_from(src: Source, cfg: &Config, now_ms: i64, repl: Option<&ReplAux>) -> Result<(), PersistError> {
     let path = cfg.dir.join(&cfg.dbfilename);
     let tmp = cfg.dir.join(format!("temp-{}.rdb", std::process::id()));
-    write_atomically(&tmp, &path, |w| write_rdb_from(w, src, cfg, now_ms, false))
+    write_atomically(&tmp, &path, |w| write_rdb_with(w, src, cfg, now_ms, false, repl))
 }

@@ -211,6 +211,15 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"quicklist-packed-threshold" if a.len() == 3 => super::debug::quicklist_packed_threshold(a),
         b"change-repl-id" if a.len() == 2 => {
             log("Changing replication IDs after receiving DEBUG change-repl-id");
+            s.replicas.history.renew();
+            Reply::ok()
+        }
+        b"replicate" if a.len() >= 3 => {
+            // To the replicas only (not the AOF), in the stream's current database.
+            if let Some(feed) = s.engine.persistence_mut().replication.as_mut() {
+                let db = feed.selected().unwrap_or(c.session.db);
+                feed.unit(&[(db, a[2..].to_vec())]);
+            }
             Reply::ok()
         }
         b"sleep" if a.len() == 3 => {

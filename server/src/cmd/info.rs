@@ -163,7 +163,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("rdb_current_bgsave_time_sec", "-1".into());
             kv("rdb_saves", s.jobs.rdb_saves.to_string());
             kv("rdb_last_cow_size", "0".into());
-            let loaded = s.engine.persistence().rdb_load;
+            let loaded = &s.engine.persistence().rdb_load;
             kv("rdb_last_load_keys_expired", loaded.expired.to_string());
             kv("rdb_last_load_keys_loaded", loaded.loaded.to_string());
             kv("aof_enabled", u8::from(aof_on).to_string());
@@ -195,6 +195,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("total_net_input_bytes", st.net_input_bytes.to_string());
             kv("total_net_output_bytes", st.net_output_bytes.to_string());
             kv("rejected_connections", st.rejected_connections.to_string());
+            kv("sync_full", st.sync_full.to_string());
+            kv("sync_partial_ok", st.sync_partial_ok.to_string());
+            kv("sync_partial_err", st.sync_partial_err.to_string());
             let v74 = s.engine.config().version == ServerVersion::Redis74;
             if v74 {
                 kv("expired_subkeys", es.expired_subkeys.to_string());
@@ -217,15 +220,13 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("tracking_total_keys", keys.to_string());
             kv("tracking_total_items", items.to_string());
             kv("tracking_total_prefixes", prefixes.to_string());
+            kv("unexpected_error_replies", st.unexpected_error_replies.to_string());
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());
         }
         "replication" => {
-            let offset = match &s.link {
-                Some(link) => link.offset,
-                None => s.engine.persistence().replication.as_ref().map_or(0, |r| r.offset()),
-            };
+            let offset = s.repl_offset();
             match &s.link {
                 Some(link) => {
                     kv("role", "slave".into());
@@ -247,16 +248,17 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
                 None => kv("role", "master".into()),
             }
             kv("connected_slaves", s.replicas.len().to_string());
+            let (want, lag) = (s.cfg.min_replicas_to_write, s.cfg.min_replicas_max_lag);
+            if want > 0 && lag > 0 {
+                kv("min_slaves_good_slaves", s.replicas.good(lag.into()).to_string());
+            }
             for (k, v) in s.replicas.info_lines() {
                 kv(&k, v);
             }
-            kv("master_failover_state", "no-failover".into());
-            let replid = s.link.as_ref().filter(|l| !l.replid.is_empty()).map_or(&s.run_id, |l| &l.replid);
-            kv("master_replid", replid.clone());
-            kv("master_replid2", "0000000000000000000000000000000000000000".into());
-            kv("master_repl_offset", offset.to_string());
-            kv("second_repl_offset", "-1".into());
-            kv("repl_backlog_active", "0".into());
+            kv("master_failover_state", crate::replication::Failover::state_name(s.replicas.failover.as_ref()).into());
+            for (k, v) in s.replicas.history.info_lines(offset) {
+                kv(k, v);
+            }
         }
         "cpu" => {
             let (user, sys) = cpu_seconds();

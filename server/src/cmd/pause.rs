@@ -28,8 +28,7 @@ pub fn client_pause(s: &mut Server, a: &[Vec<u8>]) -> Reply {
     let now = Instant::now();
     let end = now.checked_add(Duration::from_millis(ms)).unwrap_or(now + Duration::from_secs(100 * 365 * 86400));
     s.pause.start(kind, end);
-    // Keys stay as they are: reads see the expired ones missing, nothing deletes them.
-    s.engine.set_mode(ExpireMode::Replica);
+    s.refresh_expire_mode();
     Reply::ok()
 }
 
@@ -64,8 +63,23 @@ impl Server {
     /// The pause ended: its waiting clients run their commands at their next turn.
     pub(crate) fn end_pause(&mut self) {
         let waiting = self.pause.stop();
-        self.engine.set_mode(ExpireMode::Master);
+        self.refresh_expire_mode();
         self.pending.extend(waiting);
+    }
+
+    /// The expiry rule for clients' commands from now: a replica's (reads see expired
+    /// keys missing, writes delete them, only its master's DELs otherwise), a paused
+    /// server's (keys stay as they are), a master's.
+    pub(crate) fn refresh_expire_mode(&mut self) {
+        let mode = if self.link.is_some() {
+            ExpireMode::Writable
+        } else if self.pause.is_on(Instant::now()) {
+            ExpireMode::Replica
+        } else {
+            ExpireMode::Master
+        };
+        self.engine.set_mode(mode);
+        self.sync_modified_tracking();
     }
 
     /// At each round of the event loop: a pause whose time is up ends.

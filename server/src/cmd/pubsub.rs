@@ -69,11 +69,26 @@ pub fn sunsubscribe(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
 }
 
 pub fn spublish(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    Reply::Int(s.publish_shard(Some(c), &a[1], &a[2]) as i64)
+    let n = s.publish_shard(Some(c), &a[1], &a[2]);
+    to_replicas_only(s, c, a);
+    Reply::Int(n as i64)
 }
 
 pub fn publish(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
-    Reply::Int(s.publish(Some(c), &a[1], &a[2]) as i64)
+    let n = s.publish(Some(c), &a[1], &a[2]);
+    to_replicas_only(s, c, a);
+    Reply::Int(n as i64)
+}
+
+/// PUBLISH and SPUBLISH reach the replicas (their subscribers hear it too), never the
+/// AOF, as Redis propagates them outside cluster mode.
+fn to_replicas_only(s: &mut Server, c: &Client, a: &[Vec<u8>]) {
+    let fx = s.engine.effects_mut();
+    fx.replicas_only.push(fx.propagate.len());
+    fx.propagate.push((c.session.db, a.to_vec()));
+    if !c.in_exec {
+        s.engine.flush();
+    }
 }
 
 const HELP: &[&str] = &[

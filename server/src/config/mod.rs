@@ -66,8 +66,8 @@ pub struct ServerConfig {
     pub maxmemory_eviction_tenacity: u32,
     /// Evicted keys propagate as UNLINK rather than DEL.
     pub lazyfree_lazy_eviction: bool,
-    /// min-replicas-to-write / min-replicas-max-lag: with both above 0, writes are refused
-    /// (NOREPLICAS), as this server never has replicas.
+    /// min-replicas-to-write / min-replicas-max-lag: with both above 0, a master refuses
+    /// writes (NOREPLICAS) while fewer replicas acknowledged within the lag.
     pub min_replicas_to_write: u32,
     pub min_replicas_max_lag: u32,
     /// list-compress-depth: accepted and reported; lists are never compressed.

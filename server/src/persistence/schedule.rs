@@ -42,9 +42,10 @@ impl Server {
         };
         self.jobs.bgsave_dirty = self.engine.stats().dirty;
         self.jobs.last_bgsave_try = Clock::System.now_ms() / 1000;
+        let repl = self.repl_aux();
         self.jobs.bgsave = Some(std::thread::spawn(move || {
             let src = ferrokv::persist::snapshot::Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay };
-            ferrokv::persist::snapshot::save_from(src, &cfg, now)
+            ferrokv::persist::snapshot::save_from(src, &cfg, now, repl.as_ref())
         }));
     }
 
@@ -170,7 +171,8 @@ impl Server {
 
     /// SAVE, on this thread.
     pub fn save_now(&mut self) -> Result<(), PersistError> {
-        self.engine.save()?;
+        let repl = self.repl_aux();
+        self.engine.save_following(repl.as_ref())?;
         self.jobs.last_save = Clock::System.now_ms() / 1000;
         self.jobs.last_bgsave_ok = true;
         self.jobs.rdb_saves += 1;

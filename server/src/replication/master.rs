@@ -5,26 +5,98 @@ use std::time::{Duration, Instant};
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::keyspace::Keyspace;
 use ferrokv::persist::replication::ReplicationFeed;
+use ferrokv::persist::snapshot::ReplAux;
 use ferrokv::Reply;
 
+use super::backlog::Backlog;
 use super::state::{Attached, LinkState};
 use crate::blocking::Op;
 use crate::client::Client;
 use crate::log::log;
 use crate::server::Server;
 
-/// SYNC / PSYNC replid offset: a full resync. PSYNC is answered `+FULLRESYNC replid offset`
-/// first; then the snapshot as `$len` and the bytes (no CRLF after them), then the stream.
+/// SYNC / PSYNC replid offset. A PSYNC whose ID and offset this server's history still
+/// covers continues: `+CONTINUE replid` and the bytes from that offset. Otherwise a full
+/// resync: PSYNC is answered `+FULLRESYNC replid offset` first; then the snapshot as
+/// `$len` and the bytes (no CRLF after them), then the stream.
 pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     if c.replica {
         // Redis ignores SYNC from a client that is already a replica.
         c.raw_reply = true;
         return Reply::ok();
     }
+    if a.len() > 3 && eq_ic(&a[0], "psync") && eq_ic(&a[3], "failover") {
+        // The master hands over to us: continue its history as the master.
+        log(&format!("Failover request received for replid {}.", String::from_utf8_lossy(&a[1])));
+        if s.link.is_none() {
+            return Reply::err("ERR PSYNC FAILOVER can't be sent to a master.");
+        }
+        if !a[1].eq_ignore_ascii_case(s.replicas.history.replid().as_bytes()) {
+            return Reply::err("ERR PSYNC FAILOVER replid must match my replid.");
+        }
+        s.become_master();
+        log(&format!("MASTER MODE enabled (failover request from '{}')", c.info_line(Instant::now(), true)));
+    }
+    if s.replicas.failover.is_some() {
+        return Reply::err("NOMASTERLINK Can't SYNC while failing over");
+    }
     if s.link.as_ref().is_some_and(|l| !l.is_up()) {
         return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
     }
+    if c.pending_out() > 0 {
+        return Reply::err("ERR SYNC and PSYNC are invalid with pending output");
+    }
+    let name = replica_name(c);
+    log(&format!("Replica {name} asks for synchronization"));
+    // Everything written so far is in the backlog (and with the other replicas).
+    s.feed_replicas();
+    let psync = eq_ic(&a[0], "psync");
+    if psync {
+        let Some(from) = parse_i64(&a[2]) else {
+            log(&format!("Replica {name} asks for synchronization but with a wrong offset"));
+            return Reply::not_integer();
+        };
+        let replid = String::from_utf8_lossy(&a[1]);
+        if replid == "?" {
+            log(&format!("Full resync requested by replica {name}"));
+        } else {
+            match s.replicas.history.continues(&replid, from.max(0) as u64) {
+                Ok(missed) => {
+                    c.out.extend_from_slice(format!("+CONTINUE {}\r\n", s.replicas.history.replid()).as_bytes());
+                    c.out.extend_from_slice(&missed);
+                    attach(s, c);
+                    s.stats.sync_partial_ok += 1;
+                    log(&format!(
+                        "Partial resynchronization request from {name} accepted. Sending {} bytes of backlog starting from offset {from}.",
+                        missed.len()
+                    ));
+                    return Reply::ok();
+                }
+                Err(why) if why.is_empty() => log(&format!(
+                    "Unable to partial resync with replica {name} for lack of backlog (Replica request was: {from})."
+                )),
+                Err(why) => log(&format!("Partial resynchronization not accepted: {why}")),
+            }
+            s.stats.sync_partial_err += 1;
+        }
+    }
+    s.stats.sync_full += 1;
+    if s.link.is_none() {
+        s.keep_backlog();
+    }
     let now = s.engine.now_ms();
+    let offset = s.repl_offset();
+    // The stream a joining replica follows: a master's starts with a SELECT; a
+    // replica's goes on from its master's, whose database the snapshot names.
+    let stream_db = match &s.link {
+        Some(link) => link.db,
+        None => {
+            if let Some(feed) = s.engine.persistence_mut().replication.as_mut() {
+                feed.restart_select();
+            }
+            0
+        }
+    };
     // REPLCONF rdb-filter-only: no keys, and the functions only when asked for.
     let filtered = c.rdb_filter.map(|functions| {
         let mut ks = Keyspace::new(s.engine.keyspace().dbs.len());
@@ -34,33 +106,44 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         ks
     });
     let ks = filtered.as_ref().unwrap_or(s.engine.keyspace());
-    let rdb = match ferrokv::persist::snapshot::write_rdb(Vec::new(), ks, s.engine.config(), now, false) {
+    let aux = ReplAux { stream_db, replid: s.replicas.history.replid().to_string(), offset };
+    let rdb = match ferrokv::persist::snapshot::write_replication_rdb(Vec::new(), ks, s.engine.config(), now, &aux) {
         Ok(b) => b,
         Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
     };
-    let start = s.link.as_ref().map_or(0, |l| l.offset);
-    let feed = s.engine.persistence_mut().replication.get_or_insert_with(|| ReplicationFeed::starting_at(start));
-    // What was fed before this point is in the snapshot.
-    feed.take();
-    feed.restart_select();
-    let offset = feed.offset();
-    if eq_ic(&a[0], "psync") {
-        c.out.extend_from_slice(format!("+FULLRESYNC {} {offset}\r\n", s.run_id).as_bytes());
+    if psync {
+        c.out.extend_from_slice(format!("+FULLRESYNC {} {offset}\r\n", s.replicas.history.replid()).as_bytes());
     }
     c.out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
     c.out.extend_from_slice(&rdb);
+    attach(s, c);
+    log("Starting BGSAVE for SYNC with target: disk");
+    log(&format!("Synchronization with replica {name} succeeded ({} bytes of snapshot)", rdb.len()));
+    Reply::ok()
+}
+
+/// `c` is a replica from now on: fed the stream, its commands unanswered.
+fn attach(s: &mut Server, c: &mut Client) {
     c.raw_reply = true;
     // A master does not answer its replica's commands (REPLCONF ACK).
     c.reply_off = true;
     c.replica = true;
     let addr = c.addr.as_ref().map(|a| a.host()).unwrap_or_default();
-    s.replicas.attached.push(Attached { id: c.id, addr: addr.clone(), port: c.replica_port, ack: 0, fack: 0 });
-    log(&format!(
-        "Replica {addr}:{} asks for synchronization; full resync with {} bytes of snapshot",
-        c.replica_port,
-        rdb.len()
-    ));
-    Reply::ok()
+    s.replicas.attached.push(Attached {
+        id: c.id,
+        addr,
+        port: c.replica_port,
+        ack: 0,
+        fack: 0,
+        ack_at: Instant::now(),
+    });
+    s.replicas.history.alone_since = None;
+}
+
+/// How Redis names a replica in its log: the address it listens on.
+fn replica_name(c: &Client) -> String {
+    let host = c.addr.as_ref().map(|a| a.host()).unwrap_or_default();
+    format!("{host}:{}", c.replica_port)
 }
 
 /// REPLCONF option value ...: what a replica says about itself (listening-port, capa),
@@ -77,6 +160,7 @@ pub fn replconf(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             let fack = (a.len() >= 5 && eq_ic(&a[3], "fack")).then(|| parse_i64(&a[4]).unwrap_or(0).max(0) as u64);
             if let Some(r) = s.replicas.attached.iter_mut().find(|r| r.id == c.id) {
                 r.ack = r.ack.max(ack);
+                r.ack_at = Instant::now();
                 if let Some(f) = fack {
                     r.fack = r.fack.max(f);
                 }
@@ -179,7 +263,7 @@ pub fn waitaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let now = s.engine.now_ms();
     let synced = aof_on && s.engine.persistence_mut().aof.as_mut().is_some_and(|f| f.fsync(now));
     s.feed_replicas();
-    let offset = s.engine.persistence().replication.as_ref().map_or(0, |f| f.offset());
+    let offset = s.repl_offset();
     let fsynced = s.replicas.fsynced(offset);
     let done = (local <= 0 || synced) && fsynced as i64 >= wanted;
     if done || c.in_exec || c.deny_blocking || (local > 0 && !synced) {
@@ -196,23 +280,109 @@ pub fn waitaof_reply(local: bool, replicas: usize) -> Reply {
 }
 
 impl Server {
-    /// Hand the commands propagated since the last call to every replica.
+    /// Hand the commands propagated since the last call to the backlog and every
+    /// replica.
     pub fn feed_replicas(&mut self) {
         let Some(feed) = self.engine.persistence_mut().replication.as_mut() else { return };
         if std::mem::take(&mut self.replicas.want_acks) {
             feed.getack();
         }
         let bytes = feed.take();
+        self.send_to_replicas(&bytes);
+    }
+
+    /// Bytes of the stream (ours, or our master's as applied): into the backlog and
+    /// to every replica.
+    pub(super) fn send_to_replicas(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
+        if let Some(b) = self.replicas.history.backlog.as_mut() {
+            b.push(bytes);
+        }
         for r in &self.replicas.attached {
             let Some(c) = self.clients.get_mut(&r.id) else { continue };
-            c.out.extend_from_slice(&bytes);
+            c.out.extend_from_slice(bytes);
             if !c.write_deferred {
                 c.write_deferred = true;
                 self.deferred_writes.push(r.id);
             }
+        }
+    }
+
+    /// What a snapshot saved now says of the stream its data follows (Redis's
+    /// rdbPopulateSaveInfo): a master's with a backlog, a replica's with a master (or the
+    /// state of a dropped link); nothing otherwise.
+    pub fn repl_aux(&self) -> Option<ReplAux> {
+        let stream_db = match &self.link {
+            None => {
+                self.replicas.history.backlog.as_ref()?;
+                self.engine.persistence().replication.as_ref().and_then(|f| f.selected()).unwrap_or(0)
+            }
+            Some(link) => match link.state {
+                LinkState::Up { id } => self.clients.get(&id).map_or(link.db, |c| c.session.db),
+                _ if link.can_continue => link.db,
+                _ => return None,
+            },
+        };
+        Some(ReplAux { stream_db, replid: self.replicas.history.replid().to_string(), offset: self.repl_offset() })
+    }
+
+    /// The replication offset: the stream's bytes so far, as a master fed them or as a
+    /// replica applied its master's.
+    pub fn repl_offset(&self) -> u64 {
+        match (&self.link, self.engine.persistence().replication.as_ref()) {
+            (Some(link), _) => link.offset,
+            (None, Some(feed)) => feed.offset(),
+            (None, None) => self.replicas.resting_offset,
+        }
+    }
+
+    /// A master about to serve a replica keeps a backlog, under a new replication ID
+    /// when it had none, and counts the stream from its last offset.
+    pub(super) fn keep_backlog(&mut self) {
+        let offset = self.repl_offset();
+        let size = self.backlog_size();
+        if self.replicas.history.backlog.is_none() {
+            self.replicas.history.renew();
+            self.replicas.history.backlog = Some(Backlog::new(size, offset));
+            log(&format!(
+                "Replication backlog created, my new replication IDs are '{}' and '{}'",
+                self.replicas.history.replid, self.replicas.history.replid2
+            ));
+        }
+        let p = self.engine.persistence_mut();
+        if p.replication.is_none() {
+            p.replication = Some(ReplicationFeed::starting_at(offset));
+        }
+    }
+
+    pub(super) fn backlog_size(&self) -> usize {
+        self.cfg.get("repl-backlog-size").and_then(|v| crate::memory_value::parse_memory(&v)).unwrap_or(1 << 20)
+            as usize
+    }
+
+    /// From the cron: follow repl-backlog-size, and free a master's backlog after
+    /// repl-backlog-ttl seconds without replicas (its history ends: a new ID).
+    pub fn backlog_cron(&mut self) {
+        let size = self.backlog_size();
+        let Some(b) = self.replicas.history.backlog.as_mut() else { return };
+        if b.size() != size.max(16 * 1024) {
+            b.resize(size);
+        }
+        if self.link.is_some() || !self.replicas.is_empty() {
+            self.replicas.history.alone_since = None;
+            return;
+        }
+        let ttl = self.cfg.get("repl-backlog-ttl").and_then(|t| t.parse::<u64>().ok()).unwrap_or(3600);
+        let since = *self.replicas.history.alone_since.get_or_insert_with(Instant::now);
+        if ttl > 0 && since.elapsed().as_secs() >= ttl {
+            self.replicas.resting_offset = self.repl_offset();
+            self.engine.persistence_mut().replication = None;
+            self.replicas.history.backlog = None;
+            self.replicas.history.alone_since = None;
+            self.replicas.history.renew();
+            log(&format!("Replication backlog freed after {ttl} seconds without connected replicas."));
         }
     }
 
@@ -261,6 +431,12 @@ impl Server {
             if let Some(link) = &mut self.link {
                 if matches!(link.state, LinkState::Up { id } if id == c.id) {
                     log("Connection with master lost.");
+                    log("Caching the disconnected master state.");
+                    // What ran of an unfinished MULTI is not applied: the stream goes on
+                    // from before it.
+                    link.unapplied.clear();
+                    link.db = c.session.db;
+                    link.can_continue = true;
                     link.state = LinkState::Connect { retry_at: Instant::now() };
                 }
             }
@@ -269,9 +445,6 @@ impl Server {
             return;
         }
         self.replicas.attached.retain(|r| r.id != c.id);
-        if self.replicas.is_empty() && self.link.is_none() {
-            self.engine.persistence_mut().replication = None;
-        }
-        log(&format!("Connection with replica {} lost.", c.addr.as_ref().map(|a| a.to_string()).unwrap_or_default()));
+        log(&format!("Connection with replica {} lost.", replica_name(c)));
     }
 }

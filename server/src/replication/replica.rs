@@ -2,16 +2,19 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::ToSocketAddrs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, TryRecvError};
 use std::time::{Duration, Instant};
 
 use ferrokv::command::{eq_ic, parse_i64};
+use ferrokv::keyspace::NO_EXPIRE;
+use ferrokv::persist::replication::ReplicationFeed;
 use ferrokv::Reply;
 use mio::{Interest, Token};
 
+use super::backlog::Backlog;
 use super::master::write_ack;
-use super::state::{LinkState, MasterLink, Synced};
+use super::state::{LinkState, MasterLink, SyncKind, Synced};
 use crate::client::Client;
 use crate::log::log;
 use crate::server::Server;
@@ -19,6 +22,7 @@ use crate::server::Server;
 impl Server {
     /// From the cron: connect, collect a finished handshake, acknowledge the offset.
     pub fn replication_cron(&mut self) {
+        self.failover_cron();
         let my_port = self.local_port().unwrap_or(0);
         let Some(link) = &mut self.link else { return };
         let synced = match &link.state {
@@ -26,6 +30,8 @@ impl Server {
                 log(&format!("Connecting to MASTER {}:{}", link.host, link.port));
                 let (tx, rx) = channel();
                 let job = Handshake {
+                    failover: self.replicas.failover.as_ref().is_some_and(|f| f.in_progress),
+                    psync: link.can_continue.then(|| (self.replicas.history.replid().to_string(), link.offset + 1)),
                     host: link.host.clone(),
                     port: link.port,
                     my_port,
@@ -52,6 +58,9 @@ impl Server {
                     log(&format!("Synchronization with MASTER {}:{} failed: {e}", link.host, link.port));
                     let _ = std::fs::remove_file(sync_temp_file(&self.engine.config().dir));
                     link.state = LinkState::Connect { retry_at: Instant::now() + Duration::from_secs(1) };
+                    if self.replicas.failover.as_ref().is_some_and(|f| f.in_progress) {
+                        self.abort_failover("Failover target rejected psync request");
+                    }
                     return;
                 }
                 Err(TryRecvError::Disconnected) => {
@@ -76,19 +85,37 @@ impl Server {
                 return;
             }
         };
-        if let Err(e) = self.install_sync(synced) {
-            log(&format!("Failed trying to load the MASTER synchronization DB from disk: {e}"));
-            if let Some(link) = &mut self.link {
-                link.state = LinkState::Connect { retry_at: Instant::now() + Duration::from_secs(1) };
+        let installed = match synced.how {
+            SyncKind::Full { replid, offset, rdb, stream_db } => self
+                .install_snapshot(&rdb, replid, offset, stream_db)
+                .map_err(|e| format!("Failed trying to load the MASTER synchronization DB from disk: {e}")),
+            SyncKind::Continue { replid } => {
+                self.continue_stream(replid);
+                Ok(())
+            }
+        };
+        let installed = installed.and_then(|()| {
+            let db = self.link.as_ref().map_or(0, |l| l.db);
+            self.serve_master(synced.sock, synced.tls, synced.rest, db)
+        });
+        self.failover_done();
+        match installed {
+            Ok(()) => log("MASTER <-> REPLICA sync: Finished with success"),
+            Err(e) => {
+                log(&e);
+                if let Some(link) = &mut self.link {
+                    link.state = LinkState::Connect { retry_at: Instant::now() + Duration::from_secs(1) };
+                }
             }
         }
     }
 
-    /// The snapshot is downloaded: make it the dump file, load it, and serve the
-    /// master's connection as a client whose commands run unanswered.
-    fn install_sync(&mut self, synced: Synced) -> Result<(), String> {
+    /// A full resync: the master's snapshot becomes the dump file and the dataset, and
+    /// the history is the master's from `offset`. Our own replicas must resync.
+    fn install_snapshot(&mut self, rdb: &Path, replid: String, offset: u64, stream_db: usize) -> Result<(), String> {
+        self.disconnect_replicas();
         let dump = self.engine.config().dir.join(&self.engine.config().dbfilename);
-        std::fs::rename(&synced.rdb, &dump).map_err(|e| format!("{}: {e}", dump.display()))?;
+        std::fs::rename(rdb, &dump).map_err(|e| format!("{}: {e}", dump.display()))?;
         log("MASTER <-> REPLICA sync: Loading DB in memory");
         let ks = self.read_dump_file()?;
         self.replace_dataset(ks)?;
@@ -98,10 +125,51 @@ impl Server {
             // The AOF must now say what the master's snapshot holds.
             self.jobs.rewrite_scheduled = true;
         }
-        synced.sock.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let addr = synced.sock.peer_addr().ok().map(crate::net::Peer::Tcp);
-        let sock = mio::net::TcpStream::from_std(synced.sock);
-        let mut conn = match synced.tls {
+        let size = self.backlog_size();
+        let history = &mut self.replicas.history;
+        history.replid = replid;
+        history.clear_second();
+        history.backlog = Some(Backlog::new(size, offset));
+        if let Some(link) = &mut self.link {
+            link.offset = offset;
+            link.db = stream_db;
+            link.can_continue = true;
+            link.local_ttls.clear();
+        }
+        Ok(())
+    }
+
+    /// A partial resync: the stream goes on from our offset. When the master names
+    /// another ID, ours becomes the previous one and our replicas must reconnect to
+    /// learn it.
+    fn continue_stream(&mut self, replid: Option<String>) {
+        log("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
+        let offset = self.link.as_ref().map_or(0, |l| l.offset);
+        if self.replicas.history.backlog.is_none() {
+            self.replicas.history.backlog = Some(Backlog::new(self.backlog_size(), offset));
+        }
+        if let Some(id) = replid.filter(|id| *id != self.replicas.history.replid) {
+            log(&format!("Master replication ID changed to {id}"));
+            self.replicas.history.shift(id, offset);
+            self.disconnect_replicas();
+        }
+        log("Successful partial resynchronization with master.");
+    }
+
+    /// Serve the master's connection as a client whose commands run unanswered, in
+    /// the database its stream has selected.
+    fn serve_master(
+        &mut self,
+        sock: std::net::TcpStream,
+        tls: Option<Box<rustls::ClientConnection>>,
+        rest: Vec<u8>,
+        db: usize,
+    ) -> Result<(), String> {
+        let synced_sock = sock;
+        synced_sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let addr = synced_sock.peer_addr().ok().map(crate::net::Peer::Tcp);
+        let sock = mio::net::TcpStream::from_std(synced_sock);
+        let mut conn = match tls {
             Some(tls) => crate::net::Conn::tls_client(sock, *tls),
             None => crate::net::Conn::Plain(sock),
         };
@@ -110,40 +178,77 @@ impl Server {
         let mut c = Client::new(id, conn, addr, true);
         c.master = true;
         c.reply_off = true;
-        c.query = synced.rest;
+        c.query = rest;
+        c.session.db = db;
         self.clients.insert(id, Box::new(c));
         self.pending.push_back(id);
         if let Some(link) = &mut self.link {
             link.state = LinkState::Up { id };
-            link.offset = synced.offset;
-            link.replid = synced.replid;
             link.last_io = Instant::now();
+            link.unapplied.clear();
         }
-        log("MASTER <-> REPLICA sync: Finished with success");
         Ok(())
     }
 
-    /// The master's client consumed `n` bytes of the stream.
-    pub fn master_processed(&mut self, n: usize) {
-        if let Some(link) = &mut self.link {
-            link.offset += n as u64;
-            link.last_io = Instant::now();
+    /// The master's client read `bytes` of the stream: part of a command, or a command
+    /// it ran. Unless `unfinished` (a partial command, or inside a MULTI) the stream is
+    /// applied up to here: the offset moves, and the bytes go on, unchanged, to the
+    /// backlog and our replicas.
+    pub fn master_processed(&mut self, bytes: &[u8], unfinished: bool) {
+        let Some(link) = &mut self.link else { return };
+        link.last_io = Instant::now();
+        if unfinished {
+            link.unapplied.extend_from_slice(bytes);
+            return;
+        }
+        link.offset += (link.unapplied.len() + bytes.len()) as u64;
+        let held = std::mem::take(&mut link.unapplied);
+        self.send_to_replicas(&held);
+        self.send_to_replicas(bytes);
+    }
+
+    /// A command of the master's stream answered an error (the data may now differ from
+    /// the master's): Redis's warning, the end of the backlog, and a crash when
+    /// propagation-error-behavior says so on a read-only replica.
+    pub(crate) fn master_command_failed(&mut self, c: &Client, error: &str) {
+        let error: String = error.chars().take(4096).collect();
+        crate::log::warn(&format!(
+            "== CRITICAL == This replica is sending an error to its master: '{error}' after processing the command '{}'",
+            c.last_cmd
+        ));
+        if let Some(tail) = self.replicas.history.backlog.as_ref().and_then(|b| b.tail(256)) {
+            crate::log::warn(&format!("Latest backlog is: '{}'", ferrokv::format::rdb::escape_key(&tail)));
+        }
+        self.stats.unexpected_error_replies += 1;
+        let read_only = self.cfg.get("replica-read-only").as_deref() == Some("yes");
+        let behavior = self.cfg.get("propagation-error-behavior").unwrap_or_default();
+        if read_only && behavior.starts_with("panic") {
+            crate::log::warn(&format!(
+                "This replica panicked sending an error to its master after processing the command '{}'",
+                c.last_cmd
+            ));
+            std::process::abort();
+        }
+    }
+
+    /// Close every replica's link (they reconnect, and resync as our history allows).
+    pub(super) fn disconnect_replicas(&mut self) {
+        let ids: Vec<u64> = self.replicas.attached.iter().map(|r| r.id).collect();
+        for id in ids {
+            self.kill_client(id);
         }
     }
 }
 
 /// REPLICAOF host port | NO ONE (and SLAVEOF).
 pub fn replicaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
+    if s.replicas.failover.is_some() {
+        return Reply::err("ERR REPLICAOF not allowed while failing over.");
+    }
     if eq_ic(&a[1], "no") && eq_ic(&a[2], "one") {
-        if let Some(link) = s.link.take() {
-            if let LinkState::Up { id } = link.state {
-                s.kill_client(id);
-            }
+        if s.become_master() {
             log("MASTER MODE enabled (user request from client)");
         }
-        crate::log::set_replica(false);
-        // CONFIG GET and CONFIG REWRITE report the master followed now.
-        s.cfg.replicaof = None;
         return Reply::ok();
     }
     if c.replica {
@@ -167,10 +272,33 @@ pub fn replicaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
 impl Server {
     /// Become a replica of `host:port` (REPLICAOF, or `replicaof` in the configuration):
     /// the timer connects.
+    /// Our data follows the stream it followed so far: the handshake asks the new master
+    /// to continue it (a master turned replica offers its own history).
     pub(crate) fn follow_master(&mut self, host: String, port: u16) {
-        if let Some(LinkState::Up { id }) = self.link.take().map(|l| l.state) {
-            self.kill_client(id);
-        }
+        let (offset, can_continue, db) = match self.link.take() {
+            Some(old) => {
+                let mut db = old.db;
+                let mut was_up = false;
+                if let LinkState::Up { id } = old.state {
+                    if let Some(c) = self.clients.get(&id) {
+                        db = c.session.db;
+                    }
+                    was_up = true;
+                    self.kill_client(id);
+                }
+                (old.offset, old.can_continue || was_up, db)
+            }
+            None => {
+                self.feed_replicas();
+                let offset = self.repl_offset();
+                if self.replicas.history.backlog.is_none() {
+                    self.replicas.history.backlog = Some(Backlog::new(self.backlog_size(), offset));
+                }
+                // A replica's stream is its master's, never its own commands'.
+                self.engine.persistence_mut().replication = None;
+                (offset, true, 0)
+            }
+        };
         self.cfg.replicaof = Some((host.clone(), port));
         crate::log::set_replica(true);
         let now = Instant::now();
@@ -178,11 +306,115 @@ impl Server {
             host,
             port,
             state: LinkState::Connect { retry_at: now },
-            offset: 0,
-            replid: String::new(),
+            offset,
+            can_continue,
+            db,
+            unapplied: Vec::new(),
+            local_ttls: Default::default(),
             last_io: now,
             last_ack: now,
         });
+        self.refresh_expire_mode();
+    }
+
+    /// Keys the command of one of our own clients wrote: those with a TTL now are ours
+    /// to expire.
+    pub(crate) fn note_local_ttls<K: AsRef<[u8]>>(&mut self, modified: &[(usize, K)]) {
+        let Some(link) = &mut self.link else { return };
+        for (db, key) in modified {
+            let key = key.as_ref();
+            if self.engine.keyspace().dbs.get(*db).and_then(|d| d.get(key)).is_some_and(|s| s.expire != NO_EXPIRE) {
+                link.local_ttls.insert((*db, key.to_vec()));
+            }
+        }
+    }
+
+    /// From the cron: the keys our own clients gave a TTL expire here (deleted, the DEL
+    /// in our AOF); those gone or without a TTL now are forgotten.
+    pub(crate) fn expire_local_ttls(&mut self) {
+        let Some(link) = &mut self.link else { return };
+        if link.local_ttls.is_empty() {
+            return;
+        }
+        let keys = std::mem::take(&mut link.local_ttls);
+        let mut kept = std::collections::HashSet::new();
+        let mode = self.engine.mode();
+        self.engine.set_mode(ferrokv::command::ExpireMode::Master);
+        for (db, key) in keys {
+            let has_ttl =
+                self.engine.keyspace().dbs.get(db).and_then(|d| d.get(&key)).is_some_and(|s| s.expire != NO_EXPIRE);
+            if has_ttl && !self.engine.expire_if_needed(db, &key) {
+                kept.insert((db, key));
+            }
+        }
+        self.engine.set_mode(mode);
+        self.touch_modified_here();
+        if let Some(link) = &mut self.link {
+            link.local_ttls.extend(kept);
+        }
+    }
+
+    /// After the start's load (Redis's loadDataFromDisk): an RDB that names the stream
+    /// its data followed lets a replica ask to continue it, and a master's former
+    /// replicas continue from it (its ID becomes our previous one); the keys the load
+    /// skipped as expired reach them as DELs.
+    pub(crate) fn resume_history(&mut self) {
+        let load = &mut self.engine.persistence_mut().rdb_load;
+        let (repl, expired) = (load.repl.take(), std::mem::take(&mut load.expired_keys));
+        let repl = repl.filter(|_| !self.cfg.engine.appendonly);
+        let size = self.backlog_size();
+        if let Some(link) = &mut self.link {
+            match repl {
+                Some(r) => {
+                    self.replicas.history.replid = r.replid;
+                    self.replicas.history.backlog = Some(Backlog::new(size, r.offset));
+                    link.offset = r.offset;
+                    link.db = r.stream_db;
+                }
+                None => link.can_continue = false,
+            }
+            return;
+        }
+        let Some(r) = repl else { return };
+        let history = &mut self.replicas.history;
+        history.replid = r.replid;
+        history.shift(super::new_replid(), r.offset);
+        history.backlog = Some(Backlog::new(size, r.offset));
+        history.alone_since = Some(Instant::now());
+        let mut feed = ReplicationFeed::starting_at(r.offset);
+        let del: &[u8] = if self.cfg.engine.lazyfree_lazy_expire { b"UNLINK" } else { b"DEL" };
+        for (db, key) in expired {
+            feed.unit(&[(db, vec![del.to_vec(), key])]);
+        }
+        self.engine.persistence_mut().replication = Some(feed);
+        self.feed_replicas();
+    }
+
+    /// Stop following a master (REPLICAOF NO ONE, a FAILOVER request, an aborted
+    /// failover); false when this server was a master already.
+    pub(crate) fn become_master(&mut self) -> bool {
+        let Some(link) = self.link.take() else { return false };
+        if let LinkState::Up { id } = link.state {
+            self.kill_client(id);
+        }
+        self.promote(link.offset);
+        crate::log::set_replica(false);
+        // CONFIG GET and CONFIG REWRITE report the master followed now.
+        self.cfg.replicaof = None;
+        self.refresh_expire_mode();
+        true
+    }
+
+    /// A replica becomes a master at `offset`: its history goes on under a new ID, the
+    /// old one valid up to here, so its replicas (told by a reconnection) and its former
+    /// master can continue from it.
+    fn promote(&mut self, offset: u64) {
+        self.replicas.history.shift(super::new_replid(), offset);
+        if self.replicas.history.backlog.is_none() {
+            self.replicas.history.backlog = Some(Backlog::new(self.backlog_size(), offset));
+        }
+        self.engine.persistence_mut().replication = Some(ReplicationFeed::starting_at(offset));
+        self.disconnect_replicas();
     }
 }
 
@@ -200,7 +432,7 @@ pub fn role(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
             Reply::Array(vec![b("slave"), b(&link.host), Reply::Int(link.port.into()), b(state), Reply::Int(offset)])
         }
         None => {
-            let offset = s.engine.persistence().replication.as_ref().map_or(0, |f| f.offset());
+            let offset = s.repl_offset();
             let replicas = s
                 .replicas
                 .attached
@@ -214,6 +446,10 @@ pub fn role(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
 
 /// The replica's side of the handshake, run on its own thread with blocking I/O.
 struct Handshake {
+    /// A FAILOVER hands over to this master: PSYNC says so.
+    failover: bool,
+    /// The stream to ask to continue, and from which offset.
+    psync: Option<(String, u64)>,
     host: String,
     port: u16,
     my_port: u16,
@@ -270,10 +506,31 @@ impl Handshake {
         log("Master replied to PING, replication can continue...");
         ask(&["REPLCONF", "listening-port", &self.my_port.to_string()], &mut r)?;
         ask(&["REPLCONF", "capa", "psync2"], &mut r)?;
-        let full = ask(&["PSYNC", "?", "-1"], &mut r)?;
-        let mut words = full.split(' ');
+        let reply = match &self.psync {
+            Some((replid, from)) => {
+                log(&format!("Trying a partial resynchronization (request {replid}:{from})."));
+                let from = from.to_string();
+                let mut psync = vec!["PSYNC", replid, &from];
+                if self.failover {
+                    psync.push("FAILOVER");
+                }
+                ask(&psync, &mut r)?
+            }
+            None => {
+                log("Partial resynchronization not possible (no cached master)");
+                ask(&["PSYNC", "?", "-1"], &mut r)?
+            }
+        };
+        if let Some(id) = reply.strip_prefix("+CONTINUE") {
+            let replid = Some(id.trim()).filter(|id| !id.is_empty()).map(str::to_string);
+            return synced(r, SyncKind::Continue { replid });
+        }
+        let mut words = reply.split(' ');
         if words.next() != Some("+FULLRESYNC") {
-            return Err(format!("Unexpected reply to PSYNC from master: {full}"));
+            if reply.starts_with("-NOMASTERLINK") || reply.starts_with("-LOADING") {
+                return Err(format!("Master is currently unable to PSYNC but should be in the future: {reply}"));
+            }
+            return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
         }
         let replid = words.next().unwrap_or_default().to_string();
         let offset: u64 = words.next().and_then(|o| o.parse().ok()).ok_or("no offset in +FULLRESYNC")?;
@@ -290,18 +547,47 @@ impl Handshake {
             return Err(format!("the master closed the connection after {copied} of {len} bytes"));
         }
         file.sync_all().map_err(|e| e.to_string())?;
-        let rest = r.buffer().to_vec();
-        let (sock, tls) = match r.into_inner() {
-            Link::Plain(sock) => (sock, None),
-            Link::Tls(stream) => {
-                let (tls, sock) = stream.into_parts();
-                (sock, Some(Box::new(tls)))
-            }
-        };
-        sock.set_read_timeout(None).map_err(|e| e.to_string())?;
-        sock.set_write_timeout(None).map_err(|e| e.to_string())?;
-        Ok(Synced { sock, tls, rest, replid, offset, rdb: self.rdb })
+        let stream_db = stream_db_of(&self.rdb);
+        synced(r, SyncKind::Full { replid, offset, rdb: self.rdb, stream_db })
     }
+}
+
+/// The handshake's outcome: the connection back from its blocking reader, with the
+/// stream bytes already read.
+fn synced(r: BufReader<Link>, how: SyncKind) -> Result<Synced, String> {
+    let rest = r.buffer().to_vec();
+    let (sock, tls) = match r.into_inner() {
+        Link::Plain(sock) => (sock, None),
+        Link::Tls(stream) => {
+            let (tls, sock) = stream.into_parts();
+            (sock, Some(Box::new(tls)))
+        }
+    };
+    sock.set_read_timeout(None).map_err(|e| e.to_string())?;
+    sock.set_write_timeout(None).map_err(|e| e.to_string())?;
+    Ok(Synced { sock, tls, rest, how })
+}
+
+/// The database the master's stream has selected where the snapshot ends: the
+/// snapshot's `repl-stream-db` field (among the first records), 0 without one.
+fn stream_db_of(rdb: &Path) -> usize {
+    let mut head = Vec::new();
+    let Ok(file) = std::fs::File::open(rdb) else { return 0 };
+    if file.take(64 * 1024).read_to_end(&mut head).is_err() {
+        return 0;
+    }
+    let opts = ferrokv::format::rdb::ReadOptions { check_crc: false };
+    let Ok(reader) = ferrokv::format::rdb::RdbReader::with_options(&head, opts) else { return 0 };
+    for record in reader {
+        match record {
+            Ok(ferrokv::format::rdb::Record::Aux { key, value }) if key.to_bytes().as_ref() == b"repl-stream-db" => {
+                return value.as_i64().and_then(|db| usize::try_from(db).ok()).unwrap_or(0);
+            }
+            Ok(ferrokv::format::rdb::Record::Aux { .. }) => continue,
+            _ => break,
+        }
+    }
+    0
 }
 
 /// A replica's link to its master while it syncs: blocking, over TCP or TLS.

@@ -807,18 +807,29 @@ impl<W: Write> RdbWriter<W> {
     /// As [`RdbWriter::new`]; `aof_base` marks an AOF base file (`aof-base` 1), as Redis
     /// writes the RDB it rewrites its AOF into.
     pub fn with_aof_base(w: W, target: Target, ctime: i64, aof_base: bool) -> io::Result<Self> {
-        Self::with_writer(w, target, target.writer_aux(), ctime, aof_base)
+        Self::with_writer(w, target, target.writer_aux(), &[], ctime, aof_base)
     }
 
     /// As [`RdbWriter::with_aof_base`], naming the writer with `writer` (`redis-ver 7.2.7`,
     /// `valkey-ver 8.0.1`: servers that share a format differ there).
-    pub fn with_writer(w: W, target: Target, writer: (&str, &str), ctime: i64, aof_base: bool) -> io::Result<Self> {
+    /// `extra` aux fields go after `used-mem`, where Redis puts its replication ones.
+    pub fn with_writer(
+        w: W,
+        target: Target,
+        writer: (&str, &str),
+        extra: &[(&[u8], &[u8])],
+        ctime: i64,
+        aof_base: bool,
+    ) -> io::Result<Self> {
         let mut me = RdbWriter { w, crc: Crc64::new(), enc: Encoder::new(target), scratch: Vec::new(), db: None };
         me.put(target.dialect().magic().as_bytes())?;
         me.aux(writer.0.as_bytes(), writer.1.as_bytes())?;
         me.aux(b"redis-bits", b"64")?;
         me.aux(b"ctime", ctime.to_string().as_bytes())?;
         me.aux(b"used-mem", b"0")?;
+        for (k, v) in extra {
+            me.aux(k, v)?;
+        }
         if target == Target::Redis62 {
             me.aux(b"aof-preamble", b"0")?;
         } else {
