@@ -86,6 +86,7 @@ impl Server {
             fresh: None,
             wall: WallAnchor::now(),
             call_depth: 0,
+            busy_round: false,
         };
         cmd::config::follow_cached(&mut server);
         crate::acl::command::load_at_startup(&mut server)?;
@@ -351,6 +352,13 @@ impl Server {
             if c.close_after_reply || c.close_asap || c.blocked.is_some() {
                 return false;
             }
+            if c.master && self.busy_round {
+                // Its commands run once the script is done: a turn then.
+                if !self.pending.contains(&c.id) {
+                    self.pending.push_back(c.id);
+                }
+                return false;
+            }
             if c.postponed.is_some() && !self.resume_postponed(c) {
                 return false;
             }
@@ -430,6 +438,7 @@ impl Server {
         if self.poll.poll(&mut events, Some(Duration::ZERO)).is_err() {
             return;
         }
+        let was = std::mem::replace(&mut self.busy_round, true);
         let tokens: Vec<Token> = events.iter().map(|e| e.token()).collect();
         for t in tokens {
             match self.listeners.owner(t) {
@@ -444,6 +453,7 @@ impl Server {
             self.serve(id);
         }
         self.write_deferred();
+        self.busy_round = was;
     }
 
     pub(crate) fn drop_client(&mut self, mut c: Box<Client>) {

@@ -97,6 +97,9 @@ pub struct Server {
     pub(crate) wall: WallAnchor,
     /// Nesting of [`Server::call`]: EXEC's and scripts' commands share their caller's time.
     pub(crate) call_depth: u32,
+    /// Inside a round served while a script is busy (or a load runs): the master's
+    /// stream waits in its query buffer meanwhile, as Redis leaves it.
+    pub(crate) busy_round: bool,
 }
 
 /// Unix time in microseconds (the wall clock, as Redis's ustime).

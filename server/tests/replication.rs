@@ -159,6 +159,17 @@ fn redis_cli_backups_over_replication() {
     assert!(mine[1].1.contains("lib1"), "{:?}", mine[1]);
 }
 
+/// A server known by its port.
+struct Port {
+    port: u16,
+}
+
+impl Port {
+    fn cli(&self, args: &[&str]) -> String {
+        cli(self.port, args)
+    }
+}
+
 /// Writes in several databases, a transaction and TTLs, tagged so rounds differ.
 fn writes_round(port: u16, tag: &str) {
     let mut c = ferrokv_testkit::Client::connect(port);
@@ -190,10 +201,51 @@ fn stat(port: u16, field: &str) -> String {
 /// made its replica, continues from ferrokv's previous replication ID.
 #[test]
 fn partial_resync_along_a_chain_and_after_a_promotion() {
-    let master = Redis::start();
+    chain_and_promotion(&debian_redis, &[]);
+}
+
+/// A real server to replicate with: something that stops it when dropped, and its port.
+type RealServer = (Box<dyn std::any::Any>, u16);
+
+fn debian_redis() -> RealServer {
+    let r = Redis::start();
+    let port = r.port;
+    (Box::new(r), port)
+}
+
+/// A server of ../shared/bin, its data in a directory removed with it.
+fn shared_server(bin: &std::path::Path) -> RealServer {
+    let dir = TempDir::new("shared");
+    let s = start_shared(bin, dir.path(), &[]);
+    let port = s.port;
+    (Box::new((s, dir)), port)
+}
+
+/// The other real servers users run (make compat): the chain, the promotion and FAILOVER
+/// with Redis 6.2.16 and 7.4.1 and Valkey 8.0.1 on the other side.
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn partial_resync_and_failover_with_redis_6_2_7_4_and_valkey_8() {
+    for (name, version) in
+        [("redis-server-6.2.16", "6.2"), ("redis-server-7.4.1", "7.4"), ("valkey-server-8.0.1", "valkey-8.0")]
+    {
+        let Some(bin) = shared_bin(name) else {
+            eprintln!("skipped: ../shared/bin/{name} is absent");
+            return;
+        };
+        let spawn = || shared_server(&bin);
+        chain_and_promotion(&spawn, &["--redis-version", version]);
+        failover_both_ways(&spawn, &["--redis-version", version]);
+    }
+}
+
+fn chain_and_promotion(real: &dyn Fn() -> RealServer, ours_args: &[&str]) {
+    let (_m, master_port) = real();
+    let master = Port { port: master_port };
     let dir = TempDir::new("chain");
-    let ours = Ours::start(dir.path(), &[]);
-    let replica = Redis::start();
+    let ours = Ours::start(dir.path(), ours_args);
+    let (_r, replica_port) = real();
+    let replica = Port { port: replica_port };
     master.cli(&["SET", "before", "sync"]);
     assert_eq!(ours.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
     wait_in_sync(master.port, ours.port);
@@ -271,14 +323,77 @@ fn publish_reaches_replicas_not_the_aof() {
     assert!(aof.contains("set") && !aof.contains("publish"), "{aof}");
 }
 
+/// While a script keeps the replica busy, its master's stream waits (it is not answered
+/// BUSY and lost): after the script the replica catches up with every write.
+#[test]
+fn the_stream_waits_for_a_busy_script_on_the_replica() {
+    let (d1, d2) = (TempDir::new("busy-m"), TempDir::new("busy-r"));
+    let master = Ours::start(d1.path(), &[]);
+    let replica = Ours::start(d2.path(), &["--busy-reply-threshold", "100"]);
+    assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
+    wait_in_sync(master.port, replica.port);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let (stop, port) = (stop.clone(), master.port);
+        std::thread::spawn(move || {
+            let mut c = ferrokv_testkit::Client::connect(port);
+            let mut i = 0u64;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                c.call_str(&["INCR", &format!("n{}", i % 100)]);
+                i += 1;
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(200));
+    let out = replica.cli(&["EVAL", "local n = 0 for i = 1, 60000000 do n = n + 1 end return n", "0"]);
+    assert_eq!(out, "60000000");
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = writer.join();
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(state(replica.port), state(master.port));
+    assert_eq!(info_field(replica.port, "stats", "unexpected_error_replies"), "0");
+    let log = std::fs::read_to_string(d2.path().join("server.log")).unwrap_or_default();
+    assert!(log.contains("Slow script detected"), "the script was not busy long enough");
+}
+
+/// A master that becomes a replica ends its blocked clients' commands with Redis's
+/// UNBLOCKED error and closes them, so its master's writes cannot serve them.
+#[test]
+fn blocked_clients_end_when_a_master_becomes_a_replica() {
+    use std::io::{Read, Write};
+    let leader = Redis::start();
+    let dir = TempDir::new("unblock");
+    let ours = Ours::start(dir.path(), &[]);
+    let other = Redis::start();
+    let probe = |port: u16| -> String {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        s.write_all(b"*3\r\n$5\r\nBLPOP\r\n$3\r\nfoo\r\n$1\r\n0\r\n").expect("send");
+        wait_for("the client to block", || info_field(port, "clients", "blocked_clients") == "1");
+        assert_eq!(cli(port, &["REPLICAOF", "127.0.0.1", &leader.port.to_string()]), "OK");
+        let mut got = Vec::new();
+        // The server closes the connection after the error.
+        let _ = s.read_to_end(&mut got);
+        String::from_utf8_lossy(&got).into_owned()
+    };
+    let redis = probe(other.port);
+    assert!(redis.starts_with("-UNBLOCKED"), "{redis}");
+    assert_eq!(probe(ours.port), redis);
+}
+
 /// FAILOVER both ways with a real Redis 7.0: ferrokv hands its dataset over to a Redis
 /// replica and follows it, then Redis's own FAILOVER hands it back; each handover is a
 /// partial resync, the data equal after each.
 #[test]
 fn failover_hands_over_both_ways_with_real_redis() {
+    failover_both_ways(&debian_redis, &[]);
+}
+
+fn failover_both_ways(real: &dyn Fn() -> RealServer, ours_args: &[&str]) {
     let dir = TempDir::new("failover");
-    let ours = Ours::start(dir.path(), &[]);
-    let redis = Redis::start();
+    let ours = Ours::start(dir.path(), ours_args);
+    let (_r, redis_port) = real();
+    let redis = Port { port: redis_port };
     assert_eq!(redis.cli(&["REPLICAOF", "127.0.0.1", &ours.port.to_string()]), "OK");
     wait_in_sync(ours.port, redis.port);
     writes_round(ours.port, "a");

@@ -524,3 +524,66 @@ fn backups_of_redis_7_4() {
 fn backups_of_valkey_8_0() {
     run_version("valkey-8.0.1");
 }
+
+/// `aoftool capture` of a live server of each version, and of ferrokv standing in for
+/// it: the dataset written before, during and after a dropped link, with expiring keys;
+/// the capture ends at the source's offset, and the directory loads (in a server of that
+/// version; Redis 6.2, whose AOF is one file, in ferrokv) with the source's dataset.
+#[test]
+#[ignore = "needs ../shared and ferrokv-server; run with make compat"]
+fn captures_of_every_version() {
+    for v in versions() {
+        if v.server.is_absolute() && !v.server.exists() {
+            eprintln!("skipped: {} is absent", v.server.display());
+            continue;
+        }
+        let real_dir = TempDir::new("capture-real");
+        let real = start_real(&v, real_dir.path(), &[]);
+        capture_and_load(&v, real.port, v.name);
+        let ours_dir = TempDir::new("capture-ours");
+        let ours = start_ours(ours_dir.path(), &["--redis-version", v.ours]);
+        capture_and_load(&v, ours.port, &format!("ferrokv as {}", v.ours));
+    }
+}
+
+fn capture_and_load(v: &Version, port: u16, what: &str) {
+    populate(port, v);
+    let out = TempDir::new("capture");
+    let dir = out.path().join("appendonlydir");
+    let bin = Path::new(env!("CARGO_BIN_EXE_rdbtool")).with_file_name("aoftool");
+    let child = Command::new(&bin)
+        .args(["capture", &format!("127.0.0.1:{port}")])
+        .arg(&dir)
+        .args(["--duration", "4", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("aoftool capture");
+    let attached = || info_field(port, "replication", "connected_slaves") == "1";
+    wait_for("the capture to attach", attached);
+    more_writes(port, v);
+    assert_eq!(cli(port, &["CLIENT", "KILL", "TYPE", "replica"]), "1", "{what}");
+    for i in 0..100 {
+        call(port, &["SET", &format!("cap:{i}"), &i.to_string()]);
+    }
+    expiring(port, v);
+    wait_for("the capture to come back", attached);
+    let done = child.wait_with_output().expect("aoftool capture output");
+    assert_eq!(done.status.code(), Some(0), "{what}: {}", String::from_utf8_lossy(&done.stderr));
+    let sum: serde_json::Value = serde_json::from_slice(&done.stdout).expect("json");
+    let offset = info_field(port, "replication", "master_repl_offset");
+    assert_eq!(sum["offset"].as_u64().map(|o| o.to_string()), Some(offset), "{what}");
+    assert_eq!(sum["full_syncs"], 1, "{what}");
+    let want = state(port, v);
+    let load = ["--appendonly", "yes", "--appenddirname", "appendonlydir"];
+    let got = if v.multipart {
+        state_in_fresh(v, &load, |d| copy_tree(&dir, &d.join("appendonlydir")))
+    } else {
+        let d = TempDir::new("capture-load");
+        copy_tree(&dir, &d.path().join("appendonlydir"));
+        let ours = start_ours(d.path(), &load);
+        wait_for("loading", || !cli(ours.port, &["PING"]).starts_with("LOADING"));
+        state(ours.port, v)
+    };
+    assert_eq!(got, want, "{what}");
+}

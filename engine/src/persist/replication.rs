@@ -66,6 +66,18 @@ impl ReplicationFeed {
     }
 }
 
+/// The database a master's stream has selected where the snapshot it sent at `rdb` ends
+/// (its `repl-stream-db` field, read from the file's start); 0 without one.
+pub fn snapshot_stream_db(rdb: &std::path::Path) -> usize {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let Ok(file) = std::fs::File::open(rdb) else { return 0 };
+    if file.take(64 * 1024).read_to_end(&mut head).is_err() {
+        return 0;
+    }
+    crate::format::rdb::repl_stream_db(&head)
+}
+
 impl Default for ReplicationFeed {
     fn default() -> Self {
         ReplicationFeed::new()

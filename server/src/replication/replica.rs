@@ -299,6 +299,7 @@ impl Server {
                 (offset, true, 0)
             }
         };
+        self.unblock_for_role_change();
         self.cfg.replicaof = Some((host.clone(), port));
         crate::log::set_replica(true);
         let now = Instant::now();
@@ -315,6 +316,21 @@ impl Server {
             last_ack: now,
         });
         self.refresh_expire_mode();
+    }
+
+    /// A server about to follow a master ends its blocked clients' commands with an
+    /// error and closes them after it (their command is part-way, and the master's stream
+    /// must be the only writer), as Redis does; a client waiting for a pause to end
+    /// stays, its command runs (or is refused) from the start.
+    fn unblock_for_role_change(&mut self) {
+        let blocked: Vec<u64> = self.clients.values().filter(|c| c.blocked.is_some()).map(|c| c.id).collect();
+        for id in blocked {
+            let why = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
+            self.end_wait(id, Some(Reply::err(why)));
+            if let Some(c) = self.clients.get_mut(&id) {
+                c.close_after_reply = true;
+            }
+        }
     }
 
     /// Keys the command of one of our own clients wrote: those with a TTL now are ours
@@ -547,7 +563,7 @@ impl Handshake {
             return Err(format!("the master closed the connection after {copied} of {len} bytes"));
         }
         file.sync_all().map_err(|e| e.to_string())?;
-        let stream_db = stream_db_of(&self.rdb);
+        let stream_db = ferrokv::persist::replication::snapshot_stream_db(&self.rdb);
         synced(r, SyncKind::Full { replid, offset, rdb: self.rdb, stream_db })
     }
 }
@@ -566,28 +582,6 @@ fn synced(r: BufReader<Link>, how: SyncKind) -> Result<Synced, String> {
     sock.set_read_timeout(None).map_err(|e| e.to_string())?;
     sock.set_write_timeout(None).map_err(|e| e.to_string())?;
     Ok(Synced { sock, tls, rest, how })
-}
-
-/// The database the master's stream has selected where the snapshot ends: the
-/// snapshot's `repl-stream-db` field (among the first records), 0 without one.
-fn stream_db_of(rdb: &Path) -> usize {
-    let mut head = Vec::new();
-    let Ok(file) = std::fs::File::open(rdb) else { return 0 };
-    if file.take(64 * 1024).read_to_end(&mut head).is_err() {
-        return 0;
-    }
-    let opts = ferrokv::format::rdb::ReadOptions { check_crc: false };
-    let Ok(reader) = ferrokv::format::rdb::RdbReader::with_options(&head, opts) else { return 0 };
-    for record in reader {
-        match record {
-            Ok(ferrokv::format::rdb::Record::Aux { key, value }) if key.to_bytes().as_ref() == b"repl-stream-db" => {
-                return value.as_i64().and_then(|db| usize::try_from(db).ok()).unwrap_or(0);
-            }
-            Ok(ferrokv::format::rdb::Record::Aux { .. }) => continue,
-            _ => break,
-        }
-    }
-    0
 }
 
 /// A replica's link to its master while it syncs: blocking, over TCP or TLS.

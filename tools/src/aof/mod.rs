@@ -5,7 +5,10 @@
 //!   preamble, unknown commands and arity; the first problem found.
 //! - [`fix`]: `fix`: truncate an incomplete tail, or `--salvage` corrupt regions anywhere.
 //! - [`dump`]: `dump`: one command per line.
+//! - [`capture`]: `capture`: a live server's data as a multi-part AOF directory, kept
+//!   current as its replica.
 
+pub mod capture;
 pub mod check;
 pub mod dump;
 pub mod fix;

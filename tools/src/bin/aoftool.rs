@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use ferrokv::command::catalog::ServerVersion;
-use ferrokv_tools::aof::{check, dump, fix};
+use ferrokv_tools::aof::{capture, check, dump, fix};
 use ferrokv_tools::exit;
 use ferrokv_tools::generate;
 use ferrokv_tools::out::{Out, ToolError};
@@ -17,6 +17,7 @@ const AFTER_HELP: &str = r#"Examples:
   aoftool fix appendonlydir --yes              cut an incomplete tail (originals kept as .bak)
   aoftool fix appendonly.aof --salvage --yes   drop corrupt regions anywhere, report the losses
   aoftool dump appendonlydir --format jsonl    one command per line with file, offset, db
+  aoftool capture redis://10.0.0.5:6379 backup/appendonlydir --duration 3600
   aoftool completions zsh > ~/.zfunc/_aoftool
 
 Exit codes:
@@ -80,6 +81,25 @@ enum Cmd {
         path: PathBuf,
         #[arg(long, value_enum, default_value = "text")]
         format: FormatArg,
+    },
+    /// Follow a live Redis (or ferrokv) as its replica and keep its data as a multi-part
+    /// AOF directory Redis loads: the full sync's snapshot as the base, the stream as the
+    /// incr file (with #TS: lines); a dropped link continues with PSYNC, a full resync
+    /// starts a new base. Stops after --duration, or when interrupted.
+    Capture {
+        /// The server: host:port or redis://[user:password@]host:port.
+        source: String,
+        /// The AOF directory to write (Redis's appenddirname; created when missing).
+        dir: PathBuf,
+        /// The files' prefix (Redis's appendfilename).
+        #[arg(long, default_value = "appendonly.aof")]
+        name: String,
+        /// Stop after this many seconds.
+        #[arg(long)]
+        duration: Option<u64>,
+        /// Print where the capture stands as JSON at the end.
+        #[arg(long)]
+        json: bool,
     },
     /// Print a completion script for a shell.
     Completions {
@@ -163,11 +183,56 @@ fn run(cli: Cli) -> Result<u8, ToolError> {
                 }
             }
         }
+        Cmd::Capture { source, dir, name, duration, json } => {
+            let (addr, user, password) = parse_source(&source)?;
+            let opts = capture::Options {
+                addr,
+                user,
+                password,
+                dir,
+                name,
+                duration: duration.map(std::time::Duration::from_secs),
+            };
+            let sum = capture::capture(&opts, |line| eprintln!("aoftool capture: {line}"))?;
+            if json {
+                let j = serde_json::json!({
+                    "replid": sum.replid, "offset": sum.offset, "full_syncs": sum.full_syncs,
+                    "partial_syncs": sum.partial_syncs, "commands": sum.commands,
+                });
+                writeln!(stdout, "{j}")?;
+            } else {
+                writeln!(
+                    stdout,
+                    "captured {} commands up to offset {} of {} ({} full, {} partial syncs)",
+                    sum.commands, sum.offset, sum.replid, sum.full_syncs, sum.partial_syncs
+                )?;
+            }
+            Ok(exit::OK)
+        }
         Cmd::Completions { shell } => {
             generate::write(Cli::command(), &shell, &mut stdout)?;
             Ok(exit::OK)
         }
     }
+}
+
+/// `host:port` or `redis://[user:password@]host:port`: the address and credentials.
+fn parse_source(source: &str) -> Result<(String, Option<String>, Option<String>), ToolError> {
+    let Some(rest) = source.strip_prefix("redis://") else { return Ok((source.to_string(), None, None)) };
+    let rest = rest.trim_end_matches('/');
+    let (auth, addr) = match rest.rsplit_once('@') {
+        Some((auth, addr)) => (Some(auth), addr),
+        None => (None, rest),
+    };
+    if addr.is_empty() {
+        return Err(ToolError::Usage(format!("no host:port in {source}")));
+    }
+    let (user, password) = match auth.map(|a| a.split_once(':')) {
+        None => (None, None),
+        Some(Some((u, p))) => (Some(u).filter(|u| !u.is_empty()).map(str::to_string), Some(p.to_string())),
+        Some(None) => (None, auth.map(str::to_string)),
+    };
+    Ok((addr.to_string(), user, password))
 }
 
 fn main() -> ExitCode {

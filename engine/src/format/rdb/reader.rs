@@ -62,6 +62,24 @@ impl RdbError {
 }
 
 /// Render key bytes for a message: printable ASCII as is, the rest as \xNN.
+/// The `repl-stream-db` field among the first records of an RDB a master sent for a full
+/// sync (`head` may be only the file's start): the database its stream has selected
+/// where the snapshot ends; 0 without one.
+pub fn repl_stream_db(head: &[u8]) -> usize {
+    let Ok(reader) = RdbReader::with_options(head, ReadOptions { check_crc: false }) else { return 0 };
+    for record in reader {
+        match record {
+            Ok(Record::Aux { key, value }) if key.to_bytes().as_ref() == b"repl-stream-db" => {
+                let db = value.as_i64().or_else(|| std::str::from_utf8(&value.to_bytes()).ok()?.parse().ok());
+                return db.and_then(|db| usize::try_from(db).ok()).unwrap_or(0);
+            }
+            Ok(Record::Aux { .. }) => continue,
+            _ => break,
+        }
+    }
+    0
+}
+
 pub fn escape_key(k: &[u8]) -> String {
     let mut s = String::new();
     for &b in k.iter().take(200) {

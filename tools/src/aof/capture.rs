@@ -1,0 +1,388 @@
+//! `aoftool capture`: a continuous backup of a live Redis (or ferrokv) as a multi-part AOF
+//! directory that Redis itself loads. The tool attaches as a replica: the full sync's
+//! snapshot becomes the base RDB, the replication stream the incr file (with `#TS:`
+//! annotations, PINGs and REPLCONF left out), acknowledged every second as a replica
+//! does. A dropped link resumes with PSYNC from the last applied offset; a full resync
+//! starts a new base. The manifest is written last and atomically, so the directory
+//! always loads: an incr file only ever ends at a whole command outside a MULTI (a
+//! dropped link's unfinished tail is cut).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use ferrokv::format::aof::manifest::Manifest;
+use ferrokv::format::aof::CommandReader;
+use ferrokv::persist::feed::put_multibulk;
+
+use crate::out::ToolError;
+
+/// What to capture, and where.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// `host:port` of the server to follow.
+    pub addr: String,
+    pub user: Option<String>,
+    pub password: Option<String>,
+    /// The AOF directory written (created when missing).
+    pub dir: PathBuf,
+    /// The files' prefix, Redis's `appendfilename`.
+    pub name: String,
+    /// Stop after this long (else run until the process is stopped).
+    pub duration: Option<Duration>,
+}
+
+/// Where a capture stands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub replid: String,
+    /// The stream offset the files hold everything up to.
+    pub offset: u64,
+    pub full_syncs: u64,
+    pub partial_syncs: u64,
+    pub commands: u64,
+}
+
+/// How long a silent link is waited for, and between reconnections.
+const READ_TICK: Duration = Duration::from_millis(100);
+const RETRY: Duration = Duration::from_secs(1);
+const LINK_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Follow `opts.addr` into `opts.dir` until the duration ends (or forever).
+pub fn capture(opts: &Options, mut progress: impl FnMut(&str)) -> Result<Summary, ToolError> {
+    std::fs::create_dir_all(&opts.dir)?;
+    let started = Instant::now();
+    let out_of_time = || opts.duration.is_some_and(|d| started.elapsed() >= d);
+    let mut files = Files { dir: opts.dir.clone(), name: opts.name.clone(), manifest: Manifest::default(), incr: None };
+    let mut sum = Summary::default();
+    while !out_of_time() {
+        match session(opts, &mut files, &mut sum, &out_of_time, &mut progress) {
+            Ok(()) => {}
+            Err(Failure::Disk(e)) => {
+                files.cut_unfinished()?;
+                return Err(ToolError::Io(e));
+            }
+            Err(Failure::Link(e)) => {
+                files.cut_unfinished()?;
+                progress(&format!("link to {} lost at offset {}: {e}; retrying", opts.addr, sum.offset));
+                if !out_of_time() {
+                    std::thread::sleep(RETRY);
+                }
+            }
+        }
+    }
+    files.cut_unfinished()?;
+    Ok(sum)
+}
+
+/// Why a link's session ended: the link (retried), or the directory (fatal).
+enum Failure {
+    Link(String),
+    Disk(std::io::Error),
+}
+
+impl From<std::io::Error> for Failure {
+    fn from(e: std::io::Error) -> Self {
+        Failure::Disk(e)
+    }
+}
+
+/// One connection: the handshake, a full sync or a continuation, then the stream.
+fn session(
+    opts: &Options,
+    files: &mut Files,
+    sum: &mut Summary,
+    out_of_time: &dyn Fn() -> bool,
+    progress: &mut impl FnMut(&str),
+) -> Result<(), Failure> {
+    let mut link = Link::connect(opts).map_err(Failure::Link)?;
+    let from = (!sum.replid.is_empty()).then(|| (sum.replid.clone(), sum.offset + 1));
+    match link.psync(from).map_err(Failure::Link)? {
+        Sync::Continue(id) => {
+            sum.partial_syncs += 1;
+            if let Some(id) = id {
+                sum.replid = id;
+            }
+            progress(&format!("continuing {} from offset {}", sum.replid, sum.offset));
+        }
+        Sync::Full { replid, offset, len } => {
+            files.new_base(&mut link, len)?;
+            sum.full_syncs += 1;
+            sum.replid = replid;
+            sum.offset = offset;
+            progress(&format!("full sync: {len} bytes of snapshot, stream {}:{offset}", sum.replid));
+        }
+    }
+    follow(&mut link, files, sum, out_of_time)
+}
+
+/// Run the stream into the incr file until the link fails or the time is up.
+fn follow(
+    link: &mut Link,
+    files: &mut Files,
+    sum: &mut Summary,
+    out_of_time: &dyn Fn() -> bool,
+) -> Result<(), Failure> {
+    let mut buf: Vec<u8> = Vec::new();
+    let mut pos = 0;
+    // Bytes read of a unit not applied yet (inside a MULTI).
+    let mut pending: u64 = 0;
+    let mut in_multi = false;
+    let (mut last_ack, mut last_io) = (Instant::now(), Instant::now());
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        while let Some((argv, end)) = CommandReader::command_at(&buf, pos) {
+            let raw = &buf[pos..end];
+            let name = argv[0].to_ascii_lowercase();
+            pending += raw.len() as u64;
+            match name.as_slice() {
+                b"ping" => {}
+                b"replconf" => {
+                    if argv.get(1).is_some_and(|a| a.eq_ignore_ascii_case(b"getack")) {
+                        // The offset applied before this command, as Redis replicas answer.
+                        link.ack(sum.offset).map_err(|e| Failure::Link(e.to_string()))?;
+                    }
+                }
+                _ => {
+                    files.write_command(raw, !in_multi)?;
+                    sum.commands += 1;
+                    if name == b"multi" {
+                        in_multi = true;
+                    } else if name == b"exec" {
+                        in_multi = false;
+                    }
+                }
+            }
+            pos = end;
+            if !in_multi {
+                sum.offset += pending;
+                pending = 0;
+                files.commit();
+            }
+        }
+        buf.drain(..pos);
+        pos = 0;
+        if last_ack.elapsed() >= Duration::from_secs(1) {
+            last_ack = Instant::now();
+            files.sync()?;
+            link.ack(sum.offset).map_err(|e| Failure::Link(e.to_string()))?;
+        }
+        if out_of_time() {
+            return Ok(());
+        }
+        match link.read(&mut chunk) {
+            Ok(0) => return Err(Failure::Link("the server closed the connection".into())),
+            Ok(n) => {
+                buf.extend_from_slice(&chunk[..n]);
+                last_io = Instant::now();
+            }
+            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
+                if last_io.elapsed() >= LINK_TIMEOUT {
+                    return Err(Failure::Link("no data from the server for 60 seconds".into()));
+                }
+            }
+            Err(e) => return Err(Failure::Link(e.to_string())),
+        }
+    }
+}
+
+/// The directory's files: the manifest as written, and the incr file being appended.
+struct Files {
+    dir: PathBuf,
+    name: String,
+    manifest: Manifest,
+    incr: Option<Incr>,
+}
+
+struct Incr {
+    file: File,
+    /// Its length at the last applied command: what a dropped link cuts back to.
+    committed: u64,
+    written: u64,
+    last_ts: i64,
+}
+
+impl Files {
+    /// A full sync: the snapshot's `len` bytes become a new base, with a new empty incr
+    /// file; the manifest switches to them, then the old files go.
+    fn new_base(&mut self, link: &mut Link, len: u64) -> Result<(), Failure> {
+        let old: Vec<String> = self.manifest.base.iter().chain(&self.manifest.incr).map(|f| f.name.clone()).collect();
+        let mut next = self.manifest.clone();
+        next.base = None;
+        next.incr.clear();
+        let base = next.new_base(&self.name, true);
+        next.history.clear();
+        let incr = next.new_incr(&self.name);
+        let base_path = self.dir.join(&base);
+        let mut f = File::create(&base_path)?;
+        let mut left = len;
+        let mut chunk = vec![0u8; 64 * 1024];
+        while left > 0 {
+            let want = chunk.len().min(usize::try_from(left).unwrap_or(usize::MAX));
+            let n = match link.r.read(&mut chunk[..want]) {
+                Ok(0) => return Err(Failure::Link(format!("closed after {} of {len} snapshot bytes", len - left))),
+                Ok(n) => n,
+                Err(e) => return Err(Failure::Link(e.to_string())),
+            };
+            f.write_all(&chunk[..n])?;
+            left -= n as u64;
+        }
+        f.sync_all()?;
+        let stream_db = ferrokv::persist::replication::snapshot_stream_db(&base_path);
+        let mut file = OpenOptions::new().create(true).write(true).truncate(true).open(self.dir.join(&incr))?;
+        let mut head = Vec::new();
+        if stream_db != 0 {
+            // The stream goes on in the database it had selected; a loader starts in 0.
+            let db = stream_db.to_string();
+            put_multibulk(&mut head, &[b"SELECT".as_slice(), db.as_bytes()]);
+            file.write_all(&head)?;
+        }
+        file.sync_all()?;
+        ferrokv::persist::aof::persist_manifest(&self.dir, &self.name, &next)
+            .map_err(|e| Failure::Disk(std::io::Error::other(e.to_string())))?;
+        for name in old {
+            let _ = std::fs::remove_file(self.dir.join(name));
+        }
+        self.manifest = next;
+        let n = head.len() as u64;
+        self.incr = Some(Incr { file, committed: n, written: n, last_ts: 0 });
+        Ok(())
+    }
+
+    /// Append one command; `unit_start` when it begins a unit (a `#TS:` line may precede
+    /// it when the second changed).
+    fn write_command(&mut self, raw: &[u8], unit_start: bool) -> std::io::Result<()> {
+        let Some(incr) = &mut self.incr else { return Ok(()) };
+        if unit_start {
+            let now = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs() as i64);
+            if now > incr.last_ts {
+                let ts = format!("#TS:{now}\r\n");
+                incr.file.write_all(ts.as_bytes())?;
+                incr.written += ts.len() as u64;
+                incr.last_ts = now;
+            }
+        }
+        incr.file.write_all(raw)?;
+        incr.written += raw.len() as u64;
+        Ok(())
+    }
+
+    /// Everything written is applied (no MULTI open).
+    fn commit(&mut self) {
+        if let Some(incr) = &mut self.incr {
+            incr.committed = incr.written;
+        }
+    }
+
+    fn sync(&mut self) -> std::io::Result<()> {
+        match &mut self.incr {
+            Some(incr) => incr.file.sync_data(),
+            None => Ok(()),
+        }
+    }
+
+    /// The link ended: cut what was written of an unfinished MULTI, so the file ends
+    /// where the offset the next PSYNC asks from begins.
+    fn cut_unfinished(&mut self) -> std::io::Result<()> {
+        let Some(incr) = &mut self.incr else { return Ok(()) };
+        if incr.written != incr.committed {
+            incr.file.set_len(incr.committed)?;
+            incr.file.seek(SeekFrom::Start(incr.committed))?;
+            incr.written = incr.committed;
+        }
+        incr.file.sync_data()
+    }
+}
+
+enum Sync {
+    Full { replid: String, offset: u64, len: u64 },
+    Continue(Option<String>),
+}
+
+/// The replication link: blocking, with a short read timeout while streaming.
+struct Link {
+    r: BufReader<TcpStream>,
+}
+
+impl Link {
+    fn connect(opts: &Options) -> Result<Link, String> {
+        let sock = TcpStream::connect(&opts.addr).map_err(|e| e.to_string())?;
+        sock.set_read_timeout(Some(LINK_TIMEOUT)).map_err(|e| e.to_string())?;
+        let _ = sock.set_nodelay(true);
+        let mut link = Link { r: BufReader::new(sock) };
+        if let Some(pass) = &opts.password {
+            let reply = match &opts.user {
+                Some(u) => link.ask(&["AUTH", u, pass])?,
+                None => link.ask(&["AUTH", pass])?,
+            };
+            if reply.starts_with('-') {
+                return Err(format!("AUTH: {reply}"));
+            }
+        }
+        let pong = link.ask(&["PING"])?;
+        if pong.starts_with('-') {
+            return Err(format!("PING: {pong}"));
+        }
+        link.ask(&["REPLCONF", "capa", "psync2"])?;
+        Ok(link)
+    }
+
+    fn ask(&mut self, args: &[&str]) -> Result<String, String> {
+        let mut out = Vec::new();
+        put_multibulk(&mut out, args);
+        self.r.get_mut().write_all(&out).map_err(|e| e.to_string())?;
+        self.line()
+    }
+
+    /// The next reply line.
+    fn line(&mut self) -> Result<String, String> {
+        loop {
+            let mut line = String::new();
+            if self.r.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+                return Err("the server closed the connection".into());
+            }
+            let line = line.trim_end_matches(['\r', '\n']);
+            // Newlines are keepalives while the server prepares the snapshot.
+            if !line.is_empty() {
+                return Ok(line.to_string());
+            }
+        }
+    }
+
+    /// PSYNC: continue `from` (replid, offset) when given, else a full sync.
+    fn psync(&mut self, from: Option<(String, u64)>) -> Result<Sync, String> {
+        let reply = match &from {
+            Some((id, offset)) => self.ask(&["PSYNC", id, &offset.to_string()]),
+            None => self.ask(&["PSYNC", "?", "-1"]),
+        }?;
+        if let Some(id) = reply.strip_prefix("+CONTINUE") {
+            return Ok(Sync::Continue(Some(id.trim()).filter(|id| !id.is_empty()).map(str::to_string)));
+        }
+        let mut words = reply.split(' ');
+        let (Some("+FULLRESYNC"), Some(replid), Some(offset)) = (words.next(), words.next(), words.next()) else {
+            return Err(format!("unexpected reply to PSYNC: {reply}"));
+        };
+        let offset = offset.parse().map_err(|_| format!("bad offset in {reply}"))?;
+        let bulk = self.line()?;
+        let len = bulk
+            .strip_prefix('$')
+            .and_then(|l| l.parse().ok())
+            .ok_or_else(|| format!("the snapshot does not start with a length: {bulk}"))?;
+        Ok(Sync::Full { replid: replid.to_string(), offset, len })
+    }
+
+    /// Stream bytes (those buffered past the handshake first), waiting at most a tick.
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.r.get_ref().set_read_timeout(Some(READ_TICK))?;
+        self.r.read(buf)
+    }
+
+    fn ack(&mut self, offset: u64) -> std::io::Result<()> {
+        let mut out = Vec::new();
+        let off = offset.to_string();
+        put_multibulk(&mut out, &[b"REPLCONF".as_slice(), b"ACK", off.as_bytes()]);
+        self.r.get_mut().write_all(&out)
+    }
+}
