@@ -249,8 +249,18 @@ fn chain_and_promotion(real: &dyn Fn() -> RealServer, ours_args: &[&str]) {
     master.cli(&["SET", "before", "sync"]);
     assert_eq!(ours.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
     wait_in_sync(master.port, ours.port);
+    // The stream is in database 5 when our replica joins, and goes on there without a
+    // SELECT: the snapshot we send must say so.
+    let mut in5 = ferrokv_testkit::Client::connect(master.port);
+    in5.call_str(&["SELECT", "5"]);
+    in5.call_str(&["SET", "first", "in 5"]);
+    wait_in_sync(master.port, ours.port);
     assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &ours.port.to_string()]), "OK");
     wait_in_sync(ours.port, replica.port);
+    in5.call_str(&["SET", "second", "in 5"]);
+    wait_in_sync(master.port, ours.port);
+    wait_in_sync(ours.port, replica.port);
+    assert_eq!(cli(replica.port, &["-n", "5", "GET", "second"]), "in 5");
     writes_round(master.port, "a");
     wait_in_sync(master.port, ours.port);
     wait_in_sync(ours.port, replica.port);
@@ -329,7 +339,7 @@ fn publish_reaches_replicas_not_the_aof() {
 fn the_stream_waits_for_a_busy_script_on_the_replica() {
     let (d1, d2) = (TempDir::new("busy-m"), TempDir::new("busy-r"));
     let master = Ours::start(d1.path(), &[]);
-    let replica = Ours::start(d2.path(), &["--busy-reply-threshold", "100"]);
+    let replica = Ours::start(d2.path(), &["--busy-reply-threshold", "50"]);
     assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
     wait_in_sync(master.port, replica.port);
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -345,8 +355,8 @@ fn the_stream_waits_for_a_busy_script_on_the_replica() {
         })
     };
     std::thread::sleep(Duration::from_millis(200));
-    let out = replica.cli(&["EVAL", "local n = 0 for i = 1, 60000000 do n = n + 1 end return n", "0"]);
-    assert_eq!(out, "60000000");
+    let out = replica.cli(&["EVAL", "local n = 0 for i = 1, 150000000 do n = n + 1 end return n", "0"]);
+    assert_eq!(out, "150000000");
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     let _ = writer.join();
     wait_in_sync(master.port, replica.port);

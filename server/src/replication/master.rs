@@ -89,7 +89,8 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     // The stream a joining replica follows: a master's starts with a SELECT; a
     // replica's goes on from its master's, whose database the snapshot names.
     let stream_db = match &s.link {
-        Some(link) => link.db,
+        // The database its master's client has selected now.
+        Some(_) => s.repl_aux().map_or(0, |aux| aux.stream_db),
         None => {
             if let Some(feed) = s.engine.persistence_mut().replication.as_mut() {
                 feed.restart_select();
