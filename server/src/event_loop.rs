@@ -396,9 +396,10 @@ impl Server {
                         if c.master {
                             // Its master's stream sees every key as it is (the master
                             // sends the DELs of what expires).
+                            let mode = self.engine.mode();
                             self.engine.set_mode(ferrokv::command::ExpireMode::Loading);
                             self.dispatch(c, &mut argv);
-                            self.refresh_expire_mode();
+                            self.engine.set_mode(mode);
                             if let Some(e) = c.unsent_error.take() {
                                 self.master_command_failed(c, &e);
                             }

@@ -154,6 +154,11 @@ impl Server {
     // ------------------------------------------------------------ WATCH
 
     /// Whether `key` is logically expired now (still stored, TTL passed).
+    /// Whether `key` of `db` exists with a TTL.
+    pub fn has_ttl(&self, db: usize, key: &[u8]) -> bool {
+        self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).is_some_and(|s| s.expire_ms().is_some())
+    }
+
     pub fn key_is_expired(&self, db: usize, key: &[u8]) -> bool {
         let now = self.engine.now_ms();
         self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).and_then(|s| s.expire_ms()).is_some_and(|t| now > t)

@@ -108,7 +108,7 @@ pub struct ReplFields {
 
 impl ReplFields {
     fn read(&mut self, key: &[u8], value: &Elem<'_>) {
-        let number = || value.as_i64().or_else(|| std::str::from_utf8(&value.to_bytes()).ok()?.parse().ok());
+        let number = || crate::format::rdb::aux_int(value);
         match key {
             b"repl-stream-db" => self.stream_db = number(),
             b"repl-id" => self.id = Some(String::from_utf8_lossy(&value.to_bytes()).into_owned()),

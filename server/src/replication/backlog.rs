@@ -94,6 +94,11 @@ impl History {
         self.clear_second();
     }
 
+    /// A backlog from `offset` on, unless one is kept already.
+    pub(super) fn keep_backlog(&mut self, size: usize, offset: u64) {
+        self.backlog.get_or_insert_with(|| Backlog::new(size, offset));
+    }
+
     pub(super) fn clear_second(&mut self) {
         self.replid2 = NO_REPLID.into();
         self.second_offset = -1;

@@ -8,7 +8,6 @@ use ferrokv::persist::replication::ReplicationFeed;
 use ferrokv::persist::snapshot::ReplAux;
 use ferrokv::Reply;
 
-use super::backlog::Backlog;
 use super::state::{Attached, LinkState};
 use crate::blocking::Op;
 use crate::client::Client;
@@ -82,22 +81,18 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
     s.stats.sync_full += 1;
     if s.link.is_none() {
+        // A master's stream starts anew for a joining replica, with a SELECT.
         s.keep_backlog();
+        if let Some(feed) = s.engine.persistence_mut().replication.as_mut() {
+            feed.restart_select();
+        }
     }
     let now = s.engine.now_ms();
-    let offset = s.repl_offset();
-    // The stream a joining replica follows: a master's starts with a SELECT; a
-    // replica's goes on from its master's, whose database the snapshot names.
-    let stream_db = match &s.link {
-        // The database its master's client has selected now.
-        Some(_) => s.repl_aux().map_or(0, |aux| aux.stream_db),
-        None => {
-            if let Some(feed) = s.engine.persistence_mut().replication.as_mut() {
-                feed.restart_select();
-            }
-            0
-        }
+    // A replica's goes on from its master's: the snapshot names the database selected.
+    let Some(aux) = s.repl_aux() else {
+        return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
     };
+    let offset = aux.offset;
     // REPLCONF rdb-filter-only: no keys, and the functions only when asked for.
     let filtered = c.rdb_filter.map(|functions| {
         let mut ks = Keyspace::new(s.engine.keyspace().dbs.len());
@@ -107,7 +102,6 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         ks
     });
     let ks = filtered.as_ref().unwrap_or(s.engine.keyspace());
-    let aux = ReplAux { stream_db, replid: s.replicas.history.replid().to_string(), offset };
     let rdb = match ferrokv::persist::snapshot::write_replication_rdb(Vec::new(), ks, s.engine.config(), now, &aux) {
         Ok(b) => b,
         Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
@@ -346,7 +340,7 @@ impl Server {
         let size = self.backlog_size();
         if self.replicas.history.backlog.is_none() {
             self.replicas.history.renew();
-            self.replicas.history.backlog = Some(Backlog::new(size, offset));
+            self.replicas.history.keep_backlog(size, offset);
             log(&format!(
                 "Replication backlog created, my new replication IDs are '{}' and '{}'",
                 self.replicas.history.replid, self.replicas.history.replid2

@@ -7,7 +7,6 @@ use std::sync::mpsc::{channel, TryRecvError};
 use std::time::{Duration, Instant};
 
 use ferrokv::command::{eq_ic, parse_i64};
-use ferrokv::keyspace::NO_EXPIRE;
 use ferrokv::persist::replication::ReplicationFeed;
 use ferrokv::Reply;
 use mio::{Interest, Token};
@@ -145,9 +144,8 @@ impl Server {
     fn continue_stream(&mut self, replid: Option<String>) {
         log("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.");
         let offset = self.link.as_ref().map_or(0, |l| l.offset);
-        if self.replicas.history.backlog.is_none() {
-            self.replicas.history.backlog = Some(Backlog::new(self.backlog_size(), offset));
-        }
+        let size = self.backlog_size();
+        self.replicas.history.keep_backlog(size, offset);
         if let Some(id) = replid.filter(|id| *id != self.replicas.history.replid) {
             log(&format!("Master replication ID changed to {id}"));
             self.replicas.history.shift(id, offset);
@@ -165,10 +163,9 @@ impl Server {
         rest: Vec<u8>,
         db: usize,
     ) -> Result<(), String> {
-        let synced_sock = sock;
-        synced_sock.set_nonblocking(true).map_err(|e| e.to_string())?;
-        let addr = synced_sock.peer_addr().ok().map(crate::net::Peer::Tcp);
-        let sock = mio::net::TcpStream::from_std(synced_sock);
+        sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let addr = sock.peer_addr().ok().map(crate::net::Peer::Tcp);
+        let sock = mio::net::TcpStream::from_std(sock);
         let mut conn = match tls {
             Some(tls) => crate::net::Conn::tls_client(sock, *tls),
             None => crate::net::Conn::Plain(sock),
@@ -291,9 +288,8 @@ impl Server {
             None => {
                 self.feed_replicas();
                 let offset = self.repl_offset();
-                if self.replicas.history.backlog.is_none() {
-                    self.replicas.history.backlog = Some(Backlog::new(self.backlog_size(), offset));
-                }
+                let size = self.backlog_size();
+                self.replicas.history.keep_backlog(size, offset);
                 // A replica's stream is its master's, never its own commands'.
                 self.engine.persistence_mut().replication = None;
                 (offset, true, 0)
@@ -336,12 +332,16 @@ impl Server {
     /// Keys the command of one of our own clients wrote: those with a TTL now are ours
     /// to expire.
     pub(crate) fn note_local_ttls<K: AsRef<[u8]>>(&mut self, modified: &[(usize, K)]) {
-        let Some(link) = &mut self.link else { return };
-        for (db, key) in modified {
-            let key = key.as_ref();
-            if self.engine.keyspace().dbs.get(*db).and_then(|d| d.get(key)).is_some_and(|s| s.expire != NO_EXPIRE) {
-                link.local_ttls.insert((*db, key.to_vec()));
-            }
+        if self.link.is_none() {
+            return;
+        }
+        let with_ttl: Vec<(usize, Vec<u8>)> = modified
+            .iter()
+            .filter(|(db, key)| self.has_ttl(*db, key.as_ref()))
+            .map(|(db, key)| (*db, key.as_ref().to_vec()))
+            .collect();
+        if let Some(link) = &mut self.link {
+            link.local_ttls.extend(with_ttl);
         }
     }
 
@@ -357,9 +357,7 @@ impl Server {
         let mode = self.engine.mode();
         self.engine.set_mode(ferrokv::command::ExpireMode::Master);
         for (db, key) in keys {
-            let has_ttl =
-                self.engine.keyspace().dbs.get(db).and_then(|d| d.get(&key)).is_some_and(|s| s.expire != NO_EXPIRE);
-            if has_ttl && !self.engine.expire_if_needed(db, &key) {
+            if self.has_ttl(db, &key) && !self.engine.expire_if_needed(db, &key) {
                 kept.insert((db, key));
             }
         }
@@ -426,9 +424,8 @@ impl Server {
     /// master can continue from it.
     fn promote(&mut self, offset: u64) {
         self.replicas.history.shift(super::new_replid(), offset);
-        if self.replicas.history.backlog.is_none() {
-            self.replicas.history.backlog = Some(Backlog::new(self.backlog_size(), offset));
-        }
+        let size = self.backlog_size();
+        self.replicas.history.keep_backlog(size, offset);
         self.engine.persistence_mut().replication = Some(ReplicationFeed::starting_at(offset));
         self.disconnect_replicas();
     }

@@ -70,14 +70,19 @@ pub fn repl_stream_db(head: &[u8]) -> usize {
     for record in reader {
         match record {
             Ok(Record::Aux { key, value }) if key.to_bytes().as_ref() == b"repl-stream-db" => {
-                let db = value.as_i64().or_else(|| std::str::from_utf8(&value.to_bytes()).ok()?.parse().ok());
-                return db.and_then(|db| usize::try_from(db).ok()).unwrap_or(0);
+                return aux_int(&value).and_then(|db| usize::try_from(db).ok()).unwrap_or(0);
             }
             Ok(Record::Aux { .. }) => continue,
             _ => break,
         }
     }
     0
+}
+
+/// An aux field's value as a number: Redis writes the numeric ones as integer-encoded
+/// strings, or as text.
+pub fn aux_int(value: &Elem<'_>) -> Option<i64> {
+    value.as_i64().or_else(|| std::str::from_utf8(&value.to_bytes()).ok()?.parse().ok())
 }
 
 pub fn escape_key(k: &[u8]) -> String {
