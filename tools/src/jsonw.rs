@@ -9,6 +9,15 @@ const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Write `b` as a JSON string or a `{"hex": ...}` object.
 pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
+    // Most values are ASCII with nothing to escape: one pass checks both, and they are
+    // copied whole. The rest (escapes, other UTF-8, binary) take the general path.
+    if clean_ascii(b) {
+        out.reserve(b.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(b);
+        out.push(b'"');
+        return;
+    }
     match std::str::from_utf8(b) {
         Ok(s) => string(out, s),
         Err(_) => {
@@ -49,6 +58,20 @@ fn word_needs_escape(w: u64) -> bool {
     let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let lt_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
     lt_space | has_zero(w ^ (ONES * 0x22)) | has_zero(w ^ (ONES * 0x5C)) | has_zero(w ^ (ONES * 0x7F)) != 0
+}
+
+/// True when every byte is ASCII that a JSON string holds as it is.
+#[inline]
+fn clean_ascii(b: &[u8]) -> bool {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut words = b.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+        if w & HIGH != 0 || word_needs_escape(w) {
+            return false;
+        }
+    }
+    words.remainder().iter().all(|&c| c < 0x80 && !ESCAPE[c as usize])
 }
 
 /// Write a JSON string, escaping quotes, backslashes and control characters.
@@ -110,11 +133,21 @@ pub fn int(out: &mut Vec<u8>, v: i64) {
 }
 
 pub fn uint(out: &mut Vec<u8>, v: u64) {
-    out.extend_from_slice(v.to_string().as_bytes());
+    match i64::try_from(v) {
+        Ok(i) => int(out, i),
+        Err(_) => out.extend_from_slice(v.to_string().as_bytes()),
+    }
 }
 
 /// A score as text that parses back to the same double (as Redis's d2string writes it).
 pub use ferrokv::format::rdb::score_text;
+
+/// A score as a JSON string of its [`score_text`] (which never needs escaping).
+pub fn score(out: &mut Vec<u8>, f: f64) {
+    out.push(b'"');
+    ferrokv::format::rdb::score_text_into(out, f);
+    out.push(b'"');
+}
 
 #[cfg(test)]
 mod tests {
@@ -154,5 +187,22 @@ mod tests {
         }
         assert_eq!(score_text(3.0), "3");
         assert_eq!(score_text(f64::NEG_INFINITY), "-inf");
+        for f in [0.1, 3.0, -0.0, f64::NAN, f64::INFINITY, 9.3e18, -2.5e-7] {
+            let mut v = Vec::new();
+            score(&mut v, f);
+            assert_eq!(v, format!("\"{}\"", score_text(f)).into_bytes());
+        }
+    }
+
+    #[test]
+    fn non_ascii_anywhere_leaves_the_fast_path() {
+        // A UTF-8 sequence or a stray high byte at every position of a 20-byte string.
+        for pos in 0..19 {
+            let mut v = vec![b'a'; 20];
+            v[pos..pos + 2].copy_from_slice("é".as_bytes());
+            assert_eq!(s(&v), format!("\"{}\"", String::from_utf8(v.clone()).unwrap()));
+            v[pos] = 0xff;
+            assert!(s(&v).starts_with("{\"hex\":"), "{pos}");
+        }
     }
 }

@@ -44,7 +44,13 @@ impl<'w> Out<'w> {
 
     /// Output kept in `buf` until the caller takes it.
     pub fn memory() -> Out<'static> {
-        Out { buf: Vec::with_capacity(64 * 1024), w: None }
+        Out::memory_with(64 * 1024)
+    }
+
+    /// In-memory output with room for `capacity` bytes before it grows (each growth
+    /// copies what is there).
+    pub fn memory_with(capacity: usize) -> Out<'static> {
+        Out { buf: Vec::with_capacity(capacity), w: None }
     }
 
     /// Flush if the buffer is past the threshold (never for in-memory output).

@@ -111,13 +111,24 @@ fn special(d: f64) -> Option<&'static str> {
 /// A score as the tools print it (JSON, RESP dumps): integer text when integral, else the
 /// shortest text that reads back to the same double.
 pub fn score_text(f: f64) -> String {
+    let mut text = Vec::with_capacity(24);
+    score_text_into(&mut text, f);
+    // The text is ASCII, so nothing is replaced.
+    String::from_utf8_lossy(&text).into_owned()
+}
+
+/// [`score_text`] appended to `out` (no allocation of its own: dumps print millions).
+pub fn score_text_into(out: &mut Vec<u8>, f: f64) {
     if let Some(s) = special(f) {
-        return s.into();
+        out.extend_from_slice(s.as_bytes());
+    } else if f.fract() == 0.0 && f.abs() < 9.2e18 {
+        let mut buf = crate::format::blob::itoa_buf();
+        out.extend_from_slice(crate::format::blob::fmt_i64(f as i64, &mut buf));
+    } else {
+        use std::io::Write;
+        // Writing into a Vec cannot fail.
+        let _ = write!(out, "{f:?}");
     }
-    if f.fract() == 0.0 && f.abs() < 9.2e18 {
-        return format!("{}", f as i64);
-    }
-    format!("{f:?}")
 }
 
 impl Doubles {

@@ -35,9 +35,9 @@ fn name(out: &mut Vec<u8>, b: &[u8]) {
 
 fn number(out: &mut Vec<u8>, f: f64) {
     if f.is_finite() {
-        out.extend_from_slice(jsonw::score_text(f).as_bytes());
+        ferrokv::format::rdb::score_text_into(out, f);
     } else {
-        jsonw::string(out, &jsonw::score_text(f));
+        jsonw::score(out, f);
     }
 }
 

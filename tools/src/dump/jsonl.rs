@@ -112,7 +112,7 @@ impl Writer for Jsonl {
                     out.buf.push(b'[');
                     jsonw::elem(&mut out.buf, &m);
                     out.buf.push(b',');
-                    jsonw::string(&mut out.buf, &jsonw::score_text(s));
+                    jsonw::score(&mut out.buf, s);
                     out.buf.push(b']');
                     out.check()?;
                 }

@@ -229,7 +229,7 @@ fn put_raw_str(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-pub use crate::format::double::score_text;
+pub use crate::format::double::{score_text, score_text_into};
 
 // ---------------------------------------------------------------- values
 

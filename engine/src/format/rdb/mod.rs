@@ -10,8 +10,8 @@ mod value;
 
 pub use encode::{
     dump_payload, dump_payload_with, function_payload, put_function, put_key, put_key_with, put_len, put_select_db,
-    put_str, read_dump_payload, read_dump_payload_with, read_function_payload, score_text, Encoder, Form,
-    FunctionPayloadError, KeyParts, Limits, Loss, RdbWriter, Target,
+    put_str, read_dump_payload, read_dump_payload_with, read_function_payload, score_text, score_text_into, Encoder,
+    Form, FunctionPayloadError, KeyParts, Limits, Loss, RdbWriter, Target,
 };
 pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
 pub use prim::{parse_double, RStr};
