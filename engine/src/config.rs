@@ -99,6 +99,13 @@ impl Config {
         self.limits.hash_ziplist_keeps_long = version == ServerVersion::Redis62;
     }
 
+    /// Whether the AOF is one file, `dir/appendfilename`, as Redis 6.2 keeps it (an RDB
+    /// preamble and the commands after it, rewritten whole) rather than 7.0's directory
+    /// of base and incr files under a manifest.
+    pub fn aof_is_single_file(&self) -> bool {
+        self.version == ServerVersion::Redis62
+    }
+
     /// What this version's SAVE and DUMP write (Valkey 7.2 and 8.0 write RDB 11 as Redis
     /// 7.2 does).
     pub fn rdb_target(&self) -> Target {

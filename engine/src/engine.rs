@@ -220,7 +220,7 @@ impl Engine {
         self.persist.warnings.extend(load::remove_stale_temp_files(&cfg));
         self.mode = ExpireMode::Loading;
         let loaded = if cfg.appendonly {
-            load::load_aof_dir(&cfg, &mut Watched { engine: self, host })
+            load::load_aof(&cfg, &mut Watched { engine: self, host })
         } else {
             load::load_dump(&cfg, &mut self.ks, self.clock.now_ms(), &mut |bytes| host.progress(bytes)).map(
                 |(counts, empty_keys)| {
@@ -255,12 +255,16 @@ impl Engine {
     /// DEBUG LOADAOF: the dataset the AOF directory's files hold, replayed into a fresh
     /// keyspace (nothing is opened for writing). None when the manifest names no file.
     pub fn load_aof_files(cfg: &Config, host: &mut dyn LoadHost) -> Result<Option<Keyspace>, PersistError> {
+        let mut e = Engine::with_clock(cfg.clone(), Clock::System);
+        e.mode = ExpireMode::Loading;
+        if cfg.aof_is_single_file() {
+            let found = load::load_single_aof(cfg, &mut Watched { engine: &mut e, host })?;
+            return Ok(found.then_some(e.ks));
+        }
         let m = load::read_manifest(cfg)?;
         if m.base.is_none() && m.incr.is_empty() {
             return Ok(None);
         }
-        let mut e = Engine::with_clock(cfg.clone(), Clock::System);
-        e.mode = ExpireMode::Loading;
         load::load_aof_dir(cfg, &mut Watched { engine: &mut e, host })?;
         Ok(Some(e.ks))
     }

@@ -615,3 +615,84 @@ fn old_single_file_aof_is_moved_into_the_directory() {
     assert_eq!(manifest(dir.path()), "file appendonly.aof seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n");
     assert!(!dir.path().join("appendonly.aof").exists());
 }
+
+/// A Redis 6.2 configuration: one AOF file in the data directory.
+fn config_62(dir: &Path, appendonly: bool, rdb_preamble: bool) -> Config {
+    let mut cfg = config(dir, appendonly, rdb_preamble);
+    cfg.set_version(ferrokv::command::catalog::ServerVersion::Redis62);
+    cfg
+}
+
+#[test]
+fn redis_6_2_keeps_one_aof_file_through_rewrites() {
+    for preamble in [true, false] {
+        let dir = TempDir::new("persist-aof-62");
+        let cfg = config_62(dir.path(), true, preamble);
+        let mut e = Engine::open(cfg.clone(), clock()).unwrap();
+        // Redis 6.2 creates the file empty at start: no directory, no base.
+        assert_eq!(files_in(dir.path()), ["appendonly.aof"]);
+        assert_eq!(std::fs::metadata(dir.path().join("appendonly.aof")).unwrap().len(), 0);
+        // Values built directly are in no AOF until the rewrite captures them.
+        build(&mut e, preamble, 1_700_000_100_000);
+        write_commands(&mut e);
+        let plain = std::fs::read(dir.path().join("appendonly.aof")).unwrap();
+        assert!(plain.starts_with(b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$5\r\ncmd:0\r\n"));
+
+        // Writes between the rewrite's start and its end reach the old file at once and
+        // the new one after its base.
+        let mut s = Session { db: 3, ..Default::default() };
+        let job = e.start_rewrite().unwrap();
+        e.execute(&mut s, &argv(&["SET", "during-rewrite", "2"]));
+        let old_len = std::fs::metadata(dir.path().join("appendonly.aof")).unwrap().len();
+        assert!(old_len > plain.len() as u64, "the old file is still written to");
+        let built = std::thread::spawn(move || job.run()).join().unwrap();
+        e.execute(&mut s, &argv(&["SET", "before-finish", "3"]));
+        e.finish_rewrite(built).unwrap();
+        e.execute(&mut s, &argv(&["SET", "after-finish", "4"]));
+        assert_eq!(files_in(dir.path()), ["appendonly.aof"]);
+        let file = std::fs::read(dir.path().join("appendonly.aof")).unwrap();
+        if preamble {
+            assert!(file.starts_with(b"REDIS0009"), "6.2 writes an RDB 9 preamble");
+            let aux = b"\xfa\x0caof-preamble\xc0\x01";
+            assert!(file.windows(aux.len()).any(|w| w == aux), "aof-preamble 1, as 6.2 marks it");
+        }
+        let tail = String::from_utf8_lossy(&file);
+        let during = tail.find("during-rewrite").unwrap();
+        let finish = tail.find("before-finish").unwrap();
+        let after = tail.find("after-finish").unwrap();
+        assert!(during < finish && finish < after);
+        let before = contents(&e);
+        e.close().unwrap();
+        let e = Engine::open(cfg.clone(), clock()).unwrap();
+        assert_eq!(contents(&e), before);
+        drop(e);
+        // The 7.0 layout is not read or made by a 6.2 start.
+        assert!(!aof_dir(dir.path()).exists());
+    }
+}
+
+#[test]
+fn redis_6_2_rewrite_with_the_aof_off_writes_the_one_file() {
+    let dir = TempDir::new("persist-aof-62-off");
+    let mut e = Engine::open(config_62(dir.path(), false, true), clock()).unwrap();
+    build(&mut e, true, 1_700_000_100_000);
+    let before = contents(&e);
+    e.rewrite_aof().unwrap();
+    e.execute(&mut Session::default(), &argv(&["SET", "not-logged", "x"]));
+    e.close().unwrap();
+    assert_eq!(files_in(dir.path()), ["appendonly.aof"]);
+    let e = Engine::open(config_62(dir.path(), true, true), clock()).unwrap();
+    assert_eq!(contents(&e), before);
+}
+
+#[test]
+fn redis_6_2_with_appendonly_and_no_aof_starts_empty_as_6_2_does() {
+    let dir = TempDir::new("persist-aof-62-rdb");
+    let mut e = Engine::open(config_62(dir.path(), false, true), clock()).unwrap();
+    write_commands(&mut e);
+    e.save().unwrap();
+    e.close().unwrap();
+    let e = Engine::open(config_62(dir.path(), true, true), clock()).unwrap();
+    assert!(e.keyspace().is_empty(), "Redis 6.2 reads only appendonly.aof with appendonly on");
+    assert_eq!(files_in(dir.path()), ["appendonly.aof", "dump.rdb"]);
+}

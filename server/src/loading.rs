@@ -67,7 +67,9 @@ impl Loading {
 
 /// The bytes a start will read: the AOF directory's files, or the dump.
 fn files_to_load(cfg: &ferrokv::Config) -> u64 {
-    if cfg.appendonly {
+    if cfg.appendonly && cfg.aof_is_single_file() {
+        std::fs::metadata(cfg.dir.join(&cfg.appendfilename)).map_or(0, |m| m.len())
+    } else if cfg.appendonly {
         let dir = cfg.dir.join(&cfg.appenddirname);
         std::fs::read_dir(dir)
             .map(|d| d.flatten().filter_map(|e| e.metadata().ok()).filter(|m| m.is_file()).map(|m| m.len()).sum())

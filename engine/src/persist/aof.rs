@@ -15,6 +15,10 @@
 //! `always`, [`Aof::feed`] reports a unit that did not reach the disk, so the command is
 //! not acknowledged.
 //!
+//! Redis 6.2 (`Config::aof_is_single_file`) keeps one file, `dir/appendfilename`; a
+//! rewrite there builds the new file (base, then the writes made meanwhile, which are
+//! kept in a buffer as Redis's rewrite buffer keeps them) and renames it over the old one.
+//!
 //! A rewrite is three steps. [`Aof::start_rewrite`] opens a new incr file and persists a
 //! manifest naming it, so writes from then on land there, and returns a [`RewriteJob`]
 //! owning a point-in-time copy of the keyspace. [`RewriteJob::run`] (any thread) writes
@@ -67,6 +71,11 @@ pub struct Aof {
     /// While the AOF is being turned on (CONFIG SET appendonly yes) and has no base of its
     /// own yet: the manifest on disk, which stays in force until the first rewrite ends.
     enabling: Option<Manifest>,
+    /// One file, as Redis 6.2 (no manifest; `dir` is the data directory).
+    single: bool,
+    /// Single file, while a rewrite runs: the units written since it started, which go
+    /// after the new base (Redis 6.2's rewrite buffer).
+    rewrite_buf: Option<Vec<u8>>,
 }
 
 /// A failed write or fsync of the incr file.
@@ -148,6 +157,17 @@ impl Aof {
         ks: &Keyspace,
         now_ms: i64,
     ) -> Result<Aof, PersistError> {
+        if cfg.aof_is_single_file() {
+            // Redis 6.2 opens (creating) its one file and appends to it, whatever it held.
+            let mut aof = Aof::closed(cfg, cfg.dir.clone(), Manifest::default(), now_ms);
+            let path = aof.dir.join(&cfg.appendfilename);
+            let file = disk::open_append(&path).map_err(|e| PersistError::io(&path, "open for appending", e))?;
+            aof.written_len = file.metadata().map_err(|e| PersistError::io(&path, "stat", e))?.len();
+            aof.base_size = aof.written_len;
+            aof.incr_name = cfg.appendfilename.clone();
+            aof.file = Some(file);
+            return Ok(aof);
+        }
         let dir = cfg.dir.join(&cfg.appenddirname);
         fs::create_dir_all(&dir).map_err(|e| PersistError::io(&dir, "create AOF directory", e))?;
         let mut dirty = false;
@@ -172,32 +192,18 @@ impl Aof {
             persist_manifest(&dir, &cfg.appendfilename, &manifest)?;
         }
         let other_files_len = files_len(&dir, &manifest, &incr_name);
-        Ok(Aof {
-            dir,
-            manifest,
-            cfg: cfg.clone(),
-            file: Some(file),
-            incr_name,
-            feed: AofFeed::new(cfg.aof_timestamp_enabled),
-            last_fsync_ms: now_ms,
-            unsynced: false,
-            rewriting: false,
-            pending: Vec::new(),
-            written_len,
-            other_files_len,
-            base_size: other_files_len + written_len,
-            failed: None,
-            events: Vec::new(),
-            enabling: None,
-        })
+        let mut aof = Aof::closed(cfg, dir, manifest, now_ms);
+        aof.file = Some(file);
+        aof.incr_name = incr_name;
+        aof.written_len = written_len;
+        aof.other_files_len = other_files_len;
+        aof.base_size = other_files_len + written_len;
+        Ok(aof)
     }
 
-    /// The AOF directory of a server with appendonly off, for a rewrite (Redis allows
-    /// BGREWRITEAOF then: the result is a manifest naming only the new base).
-    pub fn detached(cfg: &Config, manifest: Manifest, now_ms: i64) -> Result<Aof, PersistError> {
-        let dir = cfg.dir.join(&cfg.appenddirname);
-        fs::create_dir_all(&dir).map_err(|e| PersistError::io(&dir, "create AOF directory", e))?;
-        Ok(Aof {
+    /// An AOF in `dir` with no file open for appending.
+    fn closed(cfg: &Config, dir: PathBuf, manifest: Manifest, now_ms: i64) -> Aof {
+        Aof {
             dir,
             manifest,
             cfg: cfg.clone(),
@@ -214,7 +220,20 @@ impl Aof {
             failed: None,
             events: Vec::new(),
             enabling: None,
-        })
+            single: cfg.aof_is_single_file(),
+            rewrite_buf: None,
+        }
+    }
+
+    /// The AOF directory of a server with appendonly off, for a rewrite (Redis allows
+    /// BGREWRITEAOF then: the result is a manifest naming only the new base).
+    pub fn detached(cfg: &Config, manifest: Manifest, now_ms: i64) -> Result<Aof, PersistError> {
+        if cfg.aof_is_single_file() {
+            return Ok(Aof::closed(cfg, cfg.dir.clone(), Manifest::default(), now_ms));
+        }
+        let dir = cfg.dir.join(&cfg.appenddirname);
+        fs::create_dir_all(&dir).map_err(|e| PersistError::io(&dir, "create AOF directory", e))?;
+        Ok(Aof::closed(cfg, dir, manifest, now_ms))
     }
 
     /// CONFIG SET appendonly yes, as Redis's startAppendOnly: nothing is written until the
@@ -278,9 +297,17 @@ impl Aof {
     /// as Redis acknowledges it and keeps it in aof_buf.
     pub fn feed(&mut self, ops: &[(usize, Argv)], now_ms: i64) -> Result<(), Failure> {
         if self.file.is_none() {
+            // A single file being turned on: the first rewrite's buffer is all there is.
+            if let Some(buf) = &mut self.rewrite_buf {
+                self.feed.unit(buf, ops, now_ms);
+            }
             return Ok(());
         }
+        let unit_at = self.pending.len();
         self.feed.unit(&mut self.pending, ops, now_ms);
+        if let Some(buf) = &mut self.rewrite_buf {
+            buf.extend_from_slice(&self.pending[unit_at..]);
+        }
         if self.failed.is_none() && self.write_pending() {
             match self.cfg.appendfsync {
                 Fsync::Always => {
@@ -457,7 +484,14 @@ impl Aof {
         if self.rewriting {
             return Err(PersistError::State("a rewrite is already in progress".into()));
         }
-        if self.file.is_none() && self.enabling.is_some() {
+        if self.single {
+            // One file: writes go on to it, and to the buffer that follows the new base
+            // (none with the AOF off: nothing is fed then). A SELECT starts both.
+            if self.file.is_some() || self.enabling.is_some() {
+                self.rewrite_buf = Some(Vec::new());
+                self.feed.reset();
+            }
+        } else if self.file.is_none() && self.enabling.is_some() {
             // The incr file the writes during the first rewrite go to. The manifest naming
             // it is written with the base (an incr file alone misses the data before it).
             let mut next = self.manifest.clone();
@@ -496,6 +530,9 @@ impl Aof {
     /// Step 3: install the base `done` built (or clean up after the job failed).
     pub fn finish_rewrite(&mut self, done: Result<RewrittenBase, PersistError>) -> Result<(), PersistError> {
         self.rewriting = false;
+        if self.single {
+            return self.finish_single_file_rewrite(done);
+        }
         let done = match done {
             Ok(d) => d,
             Err(e) => {
@@ -542,6 +579,44 @@ impl Aof {
         self.other_files_len = files_len(&self.dir, &self.manifest, &self.incr_name);
         self.base_size = self.current_size();
         Ok(())
+    }
+
+    /// Step 3 for a single file (Redis 6.2's backgroundRewriteDoneHandler): the writes
+    /// made during the rewrite are appended to the new file, which is fsynced and renamed
+    /// over the old one and appended to from then on. Until the rename the old file stays
+    /// whole and in use, so a failure anywhere before it loses nothing.
+    fn finish_single_file_rewrite(&mut self, done: Result<RewrittenBase, PersistError>) -> Result<(), PersistError> {
+        let during = self.rewrite_buf.take().unwrap_or_default();
+        let done = done?;
+        let path = self.dir.join(&self.cfg.appendfilename);
+        let new_file = match append_synced(&done.tmp, &during) {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = fs::remove_file(&done.tmp);
+                return Err(PersistError::io(&done.tmp, "write", e));
+            }
+        };
+        if let Err(e) = disk::rename(&done.tmp, &path) {
+            let _ = fs::remove_file(&done.tmp);
+            return Err(PersistError::io(&path, "rename", e));
+        }
+        // The renamed file is the AOF now, whether or not its directory entry is durable.
+        let durable = disk::sync_dir(&self.dir);
+        if self.file.is_some() || self.enabling.is_some() {
+            self.written_len = new_file.metadata().map_err(|e| PersistError::io(&path, "stat", e))?.len();
+            self.file = Some(new_file);
+            self.incr_name = self.cfg.appendfilename.clone();
+            // What was buffered for the old file is in the new one (base or `during`).
+            self.pending.clear();
+            self.unsynced = false;
+            self.feed.reset();
+            if self.failed.take().is_some() {
+                self.events.push(AofEvent::Recovered);
+            }
+        }
+        self.enabling = None;
+        self.base_size = self.current_size();
+        durable.map_err(|source| PersistError::RenameNotDurable { path, source })
     }
 
     /// Bytes of the whole AOF: base and incr files (INFO's aof_current_size).
@@ -595,6 +670,15 @@ impl RewriteJob {
         write_base(&tmp, src, &cfg, now_ms, rdb_base)?;
         Ok(RewrittenBase { tmp, rdb_base })
     }
+}
+
+/// Open `path` for appending, append `bytes` and fsync: the file handle stays valid
+/// across a rename.
+fn append_synced(path: &Path, bytes: &[u8]) -> io::Result<File> {
+    let mut file = disk::open_append(path)?;
+    disk::Checked(&mut file).write_all(bytes)?;
+    disk::fsync(&file)?;
+    Ok(file)
 }
 
 /// Whether a base of `ks` is an RDB: with aof-use-rdb-preamble (a RESP base holds streams

@@ -471,6 +471,31 @@ pub trait Replayer {
     }
 }
 
+/// The AOF as the version keeps it: Redis 6.2's one file ([`load_single_aof`]), else the
+/// directory ([`load_aof_dir`]). The manifest read, for the directory.
+pub fn load_aof(cfg: &Config, r: &mut dyn Replayer) -> Result<Option<Manifest>, PersistError> {
+    if cfg.aof_is_single_file() {
+        load_single_aof(cfg, r)?;
+        return Ok(None);
+    }
+    load_aof_dir(cfg, r)
+}
+
+/// Redis 6.2's AOF, `dir/appendfilename` (an RDB preamble, then commands), when it
+/// exists: false when it does not. 6.2 reads nothing else with appendonly on, not even
+/// the dump.
+pub fn load_single_aof(cfg: &Config, r: &mut dyn Replayer) -> Result<bool, PersistError> {
+    let path = cfg.dir.join(&cfg.appendfilename);
+    match fs::metadata(&path) {
+        Ok(md) if md.len() > 0 => {}
+        Ok(_) => return Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(PersistError::io(&path, "stat", e)),
+    }
+    replay_aof_file(cfg, r, &path, true)?;
+    Ok(true)
+}
+
 /// The AOF directory: manifest, upgrade of an old single-file AOF, then every file.
 pub fn load_aof_dir(cfg: &Config, r: &mut dyn Replayer) -> Result<Option<Manifest>, PersistError> {
     let dir = cfg.dir.join(&cfg.appenddirname);
@@ -498,30 +523,34 @@ pub fn load_aof_dir(cfg: &Config, r: &mut dyn Replayer) -> Result<Option<Manifes
     }
     let n = files.len();
     for (i, ai) in files.iter().enumerate() {
-        let path = dir.join(&ai.name);
-        let last = i + 1 == n;
-        match replay_file(r, &cfg.limits, &path)? {
-            Replayed::Whole => {}
-            Replayed::Truncated { valid_up_to, why } => {
-                if !last {
-                    let why = format!("{why}, and it is not the last file");
-                    return Err(PersistError::aof(&path, valid_up_to, AofFault::Truncated, why));
-                }
-                if !cfg.aof_load_truncated {
-                    let why = format!("{why} (aof-load-truncated is off)");
-                    return Err(PersistError::aof(&path, valid_up_to, AofFault::Truncated, why));
-                }
-                let f =
-                    OpenOptions::new().write(true).open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
-                disk::truncate(&f, valid_up_to).map_err(|err| PersistError::io(&path, "truncate", err))?;
-                r.warn(format!(
-                    "{}: {why}; truncated the AOF at offset {valid_up_to} and loaded it anyway",
-                    path.display()
-                ));
-            }
-        }
+        replay_aof_file(cfg, r, &dir.join(&ai.name), i + 1 == n)?;
     }
     Ok(Some(m))
+}
+
+/// Replay one file of the AOF. A truncated end is cut off and loaded with a warning when
+/// it is the `last` file and aof-load-truncated allows it, else an error.
+fn replay_aof_file(cfg: &Config, r: &mut dyn Replayer, path: &Path, last: bool) -> Result<(), PersistError> {
+    match replay_file(r, &cfg.limits, path)? {
+        Replayed::Whole => Ok(()),
+        Replayed::Truncated { valid_up_to, why } => {
+            if !last {
+                let why = format!("{why}, and it is not the last file");
+                return Err(PersistError::aof(path, valid_up_to, AofFault::Truncated, why));
+            }
+            if !cfg.aof_load_truncated {
+                let why = format!("{why} (aof-load-truncated is off)");
+                return Err(PersistError::aof(path, valid_up_to, AofFault::Truncated, why));
+            }
+            let f = OpenOptions::new().write(true).open(path).map_err(|err| PersistError::io(path, "open", err))?;
+            disk::truncate(&f, valid_up_to).map_err(|err| PersistError::io(path, "truncate", err))?;
+            r.warn(format!(
+                "{}: {why}; truncated the AOF at offset {valid_up_to} and loaded it anyway",
+                path.display()
+            ));
+            Ok(())
+        }
+    }
 }
 
 /// The manifest on disk; empty when the AOF directory or the manifest does not exist.

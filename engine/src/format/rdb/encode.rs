@@ -831,7 +831,8 @@ impl<W: Write> RdbWriter<W> {
             me.aux(k, v)?;
         }
         if target == Target::Redis62 {
-            me.aux(b"aof-preamble", b"0")?;
+            // Redis 6.2 names the RDB part of its single-file AOF a preamble.
+            me.aux(b"aof-preamble", if aof_base { b"1" } else { b"0" })?;
         } else {
             me.aux(b"aof-base", if aof_base { b"1" } else { b"0" })?;
         }
