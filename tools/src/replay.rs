@@ -395,6 +395,12 @@ impl Replayer<'_> {
             return;
         }
         let name = String::from_utf8_lossy(&argv[0]).to_ascii_lowercase();
+        if name == "script" {
+            // SCRIPT LOAD / FLUSH (Redis 6.2 logs them whenever a client sends them) fill
+            // or empty the script cache, which is not data: nothing to replay.
+            self.summary.commands += 1;
+            return;
+        }
         if name == "function" {
             // Libraries are data: kept, rewritten and compared with the keys. Redis's loader
             // logs a FUNCTION command that fails and goes on.

@@ -65,6 +65,7 @@ pub fn run(
     version: Option<ServerVersion>,
 ) -> Result<Written, ToolError> {
     let mut replay = Replay::run(input, &Options::default())?;
+    refuse_lost_writes(&replay)?;
     if let Some(v) = version.or_else(|| input_version(input)) {
         replay.engine.config_mut().set_version(v);
     }
@@ -78,6 +79,25 @@ pub fn run(
         Layout::Dir => write_dir(&replay, out, base, now_ms, previous_manifest(&input.aof))?,
     };
     Ok(Written { files, keys, expired_left_out })
+}
+
+/// Scripts logged verbatim (EVAL, EVALSHA: Redis before 7.0 could write them) change data
+/// this tool cannot rebuild without running them: no output rather than one that lacks
+/// their writes. ferrokv-server runs them when it loads such an AOF.
+fn refuse_lost_writes(replay: &Replay) -> Result<(), ToolError> {
+    let scripts: Vec<String> = ["eval", "evalsha"]
+        .iter()
+        .filter_map(|name| replay.summary.skipped.get(*name).map(|n| format!("{} x{n}", name.to_uppercase())))
+        .collect();
+    if scripts.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::Usage(format!(
+        "the AOF runs scripts ({}) that aof-rewrite does not run: their writes would be missing from the \
+         output, so none was written. Load the AOF in ferrokv-server (which runs them) or Redis, and \
+         BGREWRITEAOF there.",
+        scripts.join(", ")
+    )))
 }
 
 /// Remove keys whose TTL is before `now` (Redis's rewrite skips them the same way).

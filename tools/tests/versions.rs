@@ -207,6 +207,11 @@ fn more_writes(port: u16, v: &Version) {
     if v.functions {
         call(port, &["FCALL", "f1", "1", "fn:counter"]);
     }
+    // Scripts as applications use them: Redis 6.2 logs the SCRIPT LOAD itself, then the
+    // script's effects; later versions only the effects.
+    let sha = call(port, &["SCRIPT", "LOAD", "return redis.call('incrby', KEYS[1], ARGV[1])"]);
+    call(port, &["EVALSHA", &sha, "1", "script:counter", "5"]);
+    call(port, &["EVAL", "return redis.call('rpush', KEYS[1], ARGV[1])", "1", "script:list", "x"]);
     if v.field_ttls {
         call(port, &["HPERSIST", "hf:big", "FIELDS", "1", "f2"]);
         call(port, &["HPEXPIRE", "hf:small", "200000", "FIELDS", "1", "b"]);
@@ -586,4 +591,45 @@ fn capture_and_load(v: &Version, port: u16, what: &str) {
         state(ours.port, v)
     };
     assert_eq!(got, want, "{what}");
+}
+
+/// Redis 6.2 with `lua-replicate-commands no` logs scripts verbatim: EVAL as sent, an
+/// EVALSHA as the EVAL of its script (no replica knows the sha), SCRIPT LOAD too.
+/// aof-rewrite cannot run them, so it writes nothing and exits 2 naming them; `replay`
+/// reports them skipped; ferrokv-server as 6.2 runs them while loading and ends with
+/// 6.2's DEBUG DIGEST.
+#[test]
+#[ignore = "needs ../shared and ferrokv-server; run with make compat"]
+fn scripts_logged_verbatim_by_redis_6_2() {
+    let v = versions().into_iter().find(|v| v.ours == "6.2").unwrap();
+    if !v.server.exists() {
+        eprintln!("skipped: {} is absent", v.server.display());
+        return;
+    }
+    let dir = TempDir::new("r62-eval");
+    let real = start_real(&v, dir.path(), &["--appendonly", "yes", "--lua-replicate-commands", "no"]);
+    call(real.port, &["SET", "plain", "1"]);
+    let script = "redis.call('set', KEYS[1], ARGV[1]); return redis.call('incr', KEYS[2])";
+    call(real.port, &["EVAL", script, "2", "by-eval", "counter", "v1"]);
+    let sha = call(real.port, &["SCRIPT", "LOAD", script]);
+    call(real.port, &["EVALSHA", &sha, "2", "by-evalsha", "counter", "v2"]);
+    let truth = state(real.port, &v);
+    real.shutdown();
+    let aof = dir.path().join("appendonly.aof");
+    let logged = std::fs::read(&aof).unwrap();
+    assert!(contains(&logged, b"$4\r\nEVAL\r\n") && contains(&logged, b"LOAD"), "6.2 logged the scripts verbatim");
+
+    let out = TempDir::new("r62-eval-out");
+    let target = out.path().join("rewritten.aof");
+    let o = tool("aof-rewrite", &[aof.to_str().unwrap(), target.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("scripts (EVAL x2)"), "{}", text(&o));
+    assert!(!target.exists(), "no output that lacks the scripts' writes");
+    let o = tool("replay", &[aof.to_str().unwrap()]);
+    assert!(text(&o).contains("commands skipped (unknown to the engine): eval x2\n"), "{}", text(&o));
+    assert!(!text(&o).contains("script x"), "SCRIPT LOAD changes no data: not skipped\n{}", text(&o));
+
+    let ours = start_ours(dir.path(), &["--redis-version", "6.2", "--appendonly", "yes"]);
+    wait_for("loading", || !cli(ours.port, &["PING"]).starts_with("LOADING"));
+    assert_eq!(state(ours.port, &v), truth, "ferrokv-server runs the logged scripts");
 }

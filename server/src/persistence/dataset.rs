@@ -27,7 +27,8 @@ const AOF_CLIENT_ID: u64 = u64::MAX;
 /// The server as the host of its engine's load: clients are answered while the data
 /// loads, and the scripts an AOF holds (EVAL, EVALSHA: Redis before 7.0 could log a script
 /// verbatim) run as Redis's AOF client runs them, on the engine being loaded, their replies
-/// discarded and their effects not logged again.
+/// discarded and their effects not logged again. SCRIPT LOAD and FLUSH, which Redis 6.2
+/// logs whenever a client sends them, act on the script cache as they did there.
 pub(crate) struct ServerAsLoadHost<'a>(pub &'a mut Server);
 
 impl LoadHost for ServerAsLoadHost<'_> {
@@ -36,12 +37,13 @@ impl LoadHost for ServerAsLoadHost<'_> {
     }
 
     fn runs(&self, name: &[u8]) -> bool {
-        eq_ic(name, "eval") || eq_ic(name, "evalsha")
+        eq_ic(name, "eval") || eq_ic(name, "evalsha") || eq_ic(name, "script")
     }
 
     fn run(&mut self, engine: &mut Engine, db: usize, argv: &[Vec<u8>]) {
         let s = &mut *self.0;
-        if argv.len() < 3 {
+        let is_script = eq_ic(&argv[0], "script");
+        if argv.len() < if is_script { 2 } else { 3 } {
             warn(&format!("Skipping a '{}' with too few arguments in the AOF", String::from_utf8_lossy(&argv[0])));
             return;
         }
@@ -53,7 +55,9 @@ impl LoadHost for ServerAsLoadHost<'_> {
         // As inside EXEC: the script's effects are not flushed (they are data being loaded).
         c.in_exec = true;
         std::mem::swap(&mut s.engine, engine);
-        let reply = if eq_ic(&argv[0], "eval") {
+        let reply = if is_script {
+            crate::script::script(s, &mut c, argv)
+        } else if eq_ic(&argv[0], "eval") {
             crate::script::eval(s, &mut c, argv)
         } else {
             crate::script::evalsha(s, &mut c, argv)

@@ -25,7 +25,9 @@ const AFTER_HELP: &str = r#"Examples:
 
 Exit codes:
   0  the output was written (and fsynced)
-  2  usage error, an unreadable or invalid input, or an output error
+  2  usage error, an unreadable or invalid input, an input with scripts logged verbatim
+     (EVAL/EVALSHA, written by Redis before 7.0: their writes cannot be rebuilt here, so
+     nothing is written), or an output error
 
 aof-rewrite --generate man|bash|zsh|fish prints the man page or a completion script.
 Manual: docs/cli.md"#;
