@@ -3,7 +3,10 @@
 //! the data, and check that expirations reached the log as DEL/UNLINK/HDEL.
 //!
 //! The clock: `#TS:<secs>` annotations (aof-timestamp-enabled) say a command ran at or after
-//! that second. An expiry-shaped deletion (a single-key DEL/UNLINK of a key with a TTL, an
+//! that second, in the AOF of the server that ran it. In a file made from a replication
+//! stream (a replica's own AOF, a directory `aoftool capture` wrote: its base has the
+//! `repl-id` of the stream) they are when the command was received, which may be seconds
+//! after the master ran it (a link catching up): there they only bound the time from above. An expiry-shaped deletion (a single-key DEL/UNLINK of a key with a TTL, an
 //! HDEL of a field with a TTL) that could have been an expiry at that time says the clock
 //! had passed that TTL; without annotations this is the only evidence of time. The clock
 //! never goes back.
@@ -13,6 +16,10 @@
 //! clock has certainly passed, found with no deletion in between, is a violation: the log
 //! diverged from the master. The engine replays in loading mode (nothing expires by
 //! itself), so such a key is still there and its TTL is the one the log gave it.
+//!
+//! Point in time: with `until`, the replay stops at the first `#TS:` annotation after it
+//! (as `redis-check-aof --truncate-to-timestamp` cuts, without touching the files), so the
+//! state is the dataset as it was then, to the second of the annotations.
 //!
 //! Also used by `aof-rewrite` ([`Replay::run`] without checks).
 
@@ -25,7 +32,7 @@ use std::path::{Path, PathBuf};
 use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{self, eq_ic, ExpireMode};
 use ferrokv::format::aof::{has_rdb_preamble, AofSet, Command, CommandReader};
-use ferrokv::format::rdb::escape_key;
+use ferrokv::format::rdb::{escape_key, head_aux, head_aux_int};
 use ferrokv::keyspace::Clock;
 use ferrokv::persist::load::load_rdb;
 use ferrokv::persist::snapshot::write_rdb;
@@ -46,9 +53,24 @@ pub struct Input {
 #[derive(Debug, Clone, Default)]
 pub struct Options {
     pub check_expiry: bool,
-    /// The time at the end of the log (unix ms): keys and fields whose TTL passed by then
-    /// are listed as pending, then left out of the final state.
+    /// A point in time (unix ms): the replay stops at the first `#TS:` annotation after it,
+    /// and the clock is there at the end: keys and fields whose TTL passed by then are
+    /// listed as pending, then left out of the final state.
     pub until: Option<i64>,
+    /// The `#TS:` annotations are when a replica received the commands (see the module's
+    /// documentation); set by itself for a log whose base came from a replication stream.
+    pub stamps_received: bool,
+}
+
+/// Where a replay with `until` stopped: the first command annotated after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stopped {
+    pub file: String,
+    pub offset: usize,
+    /// Its `#TS:` (unix seconds).
+    pub ts: i64,
+    /// A MULTI block was open there, and was not applied.
+    pub in_multi: bool,
 }
 
 /// A command on an expired key (or field) that the log did not delete first.
@@ -104,6 +126,12 @@ pub struct Replay {
     pub pending: Vec<Pending>,
     /// The clock at the end (unix ms), if the data said anything about time.
     pub clock_ms: Option<i64>,
+    /// The point in time asked for (unix ms).
+    pub until: Option<i64>,
+    /// Where `until` stopped the replay; None when the log ends first.
+    pub stopped: Option<Stopped>,
+    /// Whether the log has `#TS:` annotations at all (without them `until` cannot stop it).
+    pub annotated: bool,
 }
 
 /// One command waiting for its EXEC.
@@ -117,8 +145,11 @@ struct Replayer<'o> {
     e: Engine,
     sess: Session,
     opts: &'o Options,
-    /// Lower bound of the time from `#TS:` annotations.
+    /// The last `#TS:` annotation's second (ms): the time is at least that, unless the
+    /// stamps are receive times, and at most its end.
     ts_ms: Option<i64>,
+    /// The stamps are receive times ([`Options::stamps_received`], or a base from a stream).
+    stamps_received: bool,
     /// Lower bound of the time proved by expiry-shaped deletions, and which one.
     evidence: Option<(i64, String)>,
     /// Hash field TTLs as the log set them, for the expiry check.
@@ -130,6 +161,8 @@ struct Replayer<'o> {
     summary: Summary,
     violations: Vec<Violation>,
     file: String,
+    stopped: Option<Stopped>,
+    annotated: bool,
 }
 
 type Reported = (usize, Vec<u8>, Option<Vec<u8>>, i64);
@@ -186,6 +219,7 @@ impl Replay {
             sess: Session::default(),
             opts,
             ts_ms: None,
+            stamps_received: opts.stamps_received,
             evidence: None,
             field_ttls: HashMap::new(),
             reported: HashSet::new(),
@@ -193,9 +227,11 @@ impl Replay {
             summary: Summary::default(),
             violations: Vec::new(),
             file: String::new(),
+            stopped: None,
+            annotated: false,
         };
         if let Some(rdb) = &input.rdb {
-            r.file(rdb, true)?;
+            r.file(rdb, true, false)?;
         }
         let set = AofSet::open(&input.aof).map_err(|err| ToolError::Usage(err.to_string()))?;
         if let Some(p) = set.missing().first() {
@@ -203,7 +239,10 @@ impl Replay {
         }
         let n = set.parts.len();
         for (i, part) in set.parts.iter().enumerate() {
-            r.file(&part.path, i + 1 == n)?;
+            r.file(&part.path, i + 1 == n, i == 0)?;
+            if r.stopped.is_some() {
+                break;
+            }
         }
         Ok(r.finish())
     }
@@ -279,7 +318,29 @@ impl Replay {
         if let Some(c) = self.clock_ms {
             let _ = writeln!(s, "clock at the end: {c}");
         }
+        if let Some(line) = self.until_text() {
+            s.push_str(&line);
+            s.push('\n');
+        }
         s
+    }
+}
+
+impl Replay {
+    /// Where `--until` left the replay, when it was given.
+    pub fn until_text(&self) -> Option<String> {
+        self.until?;
+        Some(match &self.stopped {
+            Some(st) => format!(
+                "stopped at --until: file {} offset {}, the first command after it (#TS:{}){}",
+                st.file,
+                st.offset,
+                st.ts,
+                if st.in_multi { "; the MULTI block open there was not applied" } else { "" }
+            ),
+            None if self.annotated => "--until: the log ends before it; replayed whole".to_string(),
+            None => "--until: the log has no #TS: annotations, so it cannot stop at a time; replayed whole".to_string(),
+        })
     }
 }
 
@@ -298,7 +359,7 @@ pub fn violation_text(v: &Violation) -> String {
 impl Replayer<'_> {
     /// The time the data proves, and where it comes from.
     fn clock(&self) -> Option<(i64, String)> {
-        let ts = self.ts_ms.map(|t| (t, format!("#TS:{}", t / 1000)));
+        let ts = self.ts_ms.filter(|_| !self.stamps_received).map(|t| (t, format!("#TS:{}", t / 1000)));
         match (ts, &self.evidence) {
             (Some(t), Some(ev)) => Some(if ev.0 > t.0 { ev.clone() } else { t }),
             (t, ev) => t.or_else(|| ev.clone()),
@@ -311,13 +372,26 @@ impl Replayer<'_> {
         }
     }
 
-    /// Replay one file: an RDB part when it starts with one, then its commands.
-    fn file(&mut self, path: &Path, last: bool) -> Result<(), ToolError> {
+    /// Replay one file: an RDB part when it starts with one, then its commands; `base` for
+    /// the log's first file.
+    fn file(&mut self, path: &Path, last: bool, base: bool) -> Result<(), ToolError> {
         self.file = path.display().to_string();
         let src = Source::open(path).map_err(|err| ToolError::Usage(format!("{}: cannot read: {err}", self.file)))?;
         let data: &[u8] = &src;
         let mut pos = 0;
         if has_rdb_preamble(data) || data.starts_with(b"VALKEY") {
+            // A base made from a replication stream (a replica's full sync): the log's
+            // stamps are receive times.
+            self.stamps_received |= base && head_aux(data, b"repl-id").is_some();
+            if let (Some(until), Some(ctime)) = (self.opts.until, head_aux_int(data, b"ctime")) {
+                if until < ctime.saturating_mul(1000) {
+                    return Err(ToolError::Usage(format!(
+                        "{}: --until {until} ms is before this RDB was written (ctime {ctime}): the log cannot go \
+                         back past it",
+                        self.file
+                    )));
+                }
+            }
             let limits = self.e.config().limits;
             pos = load_rdb(self.e.keyspace_mut(), &src, path, &limits, None)
                 .map_err(|err| ToolError::Usage(err.to_string()))?;
@@ -338,6 +412,14 @@ impl Replayer<'_> {
                 }
                 Err(err) => return Err(ToolError::Usage(format!("{}: {err}", self.file))),
             };
+            if let Some(ts) = cmd.ts {
+                self.annotated = true;
+                if self.opts.until.is_some_and(|u| ts.saturating_mul(1000) > u) {
+                    let in_multi = multi.is_some();
+                    self.stopped = Some(Stopped { file: self.file.clone(), offset: cmd.offset, ts, in_multi });
+                    return Ok(());
+                }
+            }
             self.annotation(&cmd);
             if cmd.is("multi") {
                 multi = Some(Vec::new());
@@ -611,7 +693,16 @@ impl Replayer<'_> {
             }
         }
         let clock_ms = self.opts.until.or_else(|| self.clock().map(|c| c.0));
-        Replay { engine: self.e, summary: self.summary, violations: self.violations, pending, clock_ms }
+        Replay {
+            engine: self.e,
+            summary: self.summary,
+            violations: self.violations,
+            pending,
+            clock_ms,
+            until: self.opts.until,
+            stopped: self.stopped,
+            annotated: self.annotated,
+        }
     }
 }
 
@@ -647,7 +738,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.aof");
         std::fs::write(&path, text).unwrap();
-        let opts = Options { check_expiry: true, until: None };
+        let opts = Options { check_expiry: true, ..Options::default() };
         let r = Replay::run(&Input { aof: path, rdb: None }, &opts).unwrap();
         let _ = std::fs::remove_dir_all(&dir);
         r

@@ -3,6 +3,7 @@
 //! an AOF directory (a manifest naming one base and one empty incr file) or as one file
 //! holding just the base. The base is RESP (RPUSH/SADD/ZADD/HMSET in batches of 64,
 //! PEXPIREAT; streams as XADD/XSETID/XGROUP/XCLAIM) or an RDB with `aof-base` set.
+//! With `until`, the dataset as it was at that time (see [`crate::replay`]).
 
 use std::fs::{self, File};
 use std::io::Write;
@@ -44,6 +45,8 @@ pub struct Written {
     pub keys: u64,
     /// Keys left out because they were expired at `now`.
     pub expired_left_out: u64,
+    /// With `until`: where the replay stopped (the line `replay` prints).
+    pub until: Option<String>,
 }
 
 /// The layout for OUT: a name ending in `.aof` or `.rdb` is one file, anything else a
@@ -55,7 +58,8 @@ pub fn layout_for(out: &Path) -> Layout {
     }
 }
 
-/// Replay `input`, then write OUT for `version` (None: the input's, see [`input_version`]).
+/// Replay `input` (up to `until`, unix ms, when given), then write OUT for `version`
+/// (None: the input's, see [`input_version`]).
 pub fn run(
     input: &Input,
     out: &Path,
@@ -63,9 +67,17 @@ pub fn run(
     layout: Layout,
     now_ms: i64,
     version: Option<ServerVersion>,
+    until: Option<i64>,
 ) -> Result<Written, ToolError> {
-    let mut replay = Replay::run(input, &Options::default())?;
+    let mut replay = Replay::run(input, &Options { until, ..Options::default() })?;
     refuse_lost_writes(&replay)?;
+    if until.is_some() && !replay.annotated {
+        return Err(ToolError::Usage(
+            "--until: the AOF has no #TS: annotations (aof-timestamp-enabled yes, or a directory `aoftool \
+             capture` wrote), so where that time falls in it is unknown; nothing was written"
+                .to_string(),
+        ));
+    }
     if let Some(v) = version.or_else(|| input_version(input)) {
         replay.engine.config_mut().set_version(v);
     }
@@ -78,7 +90,7 @@ pub fn run(
         }
         Layout::Dir => write_dir(&replay, out, base, now_ms, previous_manifest(&input.aof))?,
     };
-    Ok(Written { files, keys, expired_left_out })
+    Ok(Written { files, keys, expired_left_out, until: replay.until_text() })
 }
 
 /// Scripts logged verbatim (EVAL, EVALSHA: Redis before 7.0 could write them) change data
@@ -208,6 +220,9 @@ fn fill_dir(
 /// The one-line summary `aof-rewrite` prints.
 pub fn summary(w: &Written, mut out: impl Write) -> std::io::Result<()> {
     let files: Vec<String> = w.files.iter().map(|p| p.display().to_string()).collect();
+    if let Some(line) = &w.until {
+        writeln!(out, "{line}")?;
+    }
     writeln!(out, "wrote {} keys ({} expired left out): {}", w.keys, w.expired_left_out, files.join(", "))?;
     Ok(())
 }

@@ -159,7 +159,7 @@ fn expiry_check_state_and_rewrite_on_a_real_log() {
     let input = Input { aof: rec.aof.clone(), rdb: None };
 
     // The real log: every expiry reached it, as DEL then UNLINK.
-    let opts = Options { check_expiry: true, until: Some(now_ms()) };
+    let opts = Options { check_expiry: true, until: Some(now_ms()), ..Options::default() };
     let r = Replay::run(&input, &opts).unwrap();
     assert!(r.violations.is_empty(), "{}", r.report_text());
     assert!(r.pending.is_empty(), "{}", r.report_text());
@@ -202,7 +202,7 @@ fn expiry_check_state_and_rewrite_on_a_real_log() {
     for k in &rec.rewritten {
         assert!(out.contains(&format!("key '{k}' expired at")), "{k}: {out}");
     }
-    let until = now_ms().to_string();
+    let until = format!("{}ms", now_ms());
     let (code, out) = replay_bin(&["--until".as_ref(), until.as_ref(), "--strict".as_ref(), stripped.as_os_str()]);
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("pending: 50"), "{out}");
@@ -295,7 +295,7 @@ fn corpus_expire_7_4_1_check_expiry() {
     assert!(dir.is_dir(), "{} is missing: make compat needs ../shared", dir.display());
     let aof = dir.join("aof/appendonlydir");
     let until = Some(now_ms().max(1_900_000_000_000));
-    let opts = Options { check_expiry: true, until };
+    let opts = Options { check_expiry: true, until, ..Options::default() };
     let r = Replay::run(&Input { aof: aof.clone(), rdb: None }, &opts).unwrap();
     assert!(r.violations.is_empty(), "{}", r.report_text());
     assert!(r.pending.is_empty(), "{}", r.report_text());

@@ -335,7 +335,8 @@ fn one_version(v: &Version, preamble: &str) {
     // The log with its expirations taken out: every key and field named.
     let stripped = work.path().join("stripped");
     without_expirations(&aof, &stripped, &gone);
-    let until = (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis()).to_string();
+    let until =
+        format!("{}ms", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis());
     let o = tool("replay", &[stripped.to_str().unwrap(), "--check-expiry", "--until", &until]);
     let t = text(&o);
     for key in &gone {

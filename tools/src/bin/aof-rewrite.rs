@@ -22,10 +22,12 @@ const AFTER_HELP: &str = r#"Examples:
   aof-rewrite appendonly.aof compacted.aof --base resp
   aof-rewrite appendonlydir out --redis-version 6.2   a base Redis 6.2 can load
   aof-rewrite appendonlydir out --now 1700000000000   keys expired by then left out
+  aof-rewrite captured state.rdb --until 2026-11-27T08:00:00Z   the dataset as it was then
 
 Exit codes:
   0  the output was written (and fsynced)
-  2  usage error, an unreadable or invalid input, an input with scripts logged verbatim
+  2  usage error, an unreadable or invalid input, --until on a log without #TS:
+     annotations, an input with scripts logged verbatim
      (EVAL/EVALSHA, written by Redis before 7.0: their writes cannot be rebuilt here, so
      nothing is written), or an output error
 
@@ -45,9 +47,15 @@ struct Cli {
     /// The base's form.
     #[arg(long, value_enum, default_value = "rdb")]
     base: BaseKind,
-    /// Keys expired at this time (unix ms) are left out (default: now).
+    /// Keys expired at this time (unix ms) are left out (default: now, or --until).
     #[arg(long, value_name = "MS")]
     now: Option<i64>,
+    /// The dataset as it was at this time: unix seconds, RFC 3339, or milliseconds ending
+    /// in `ms`. The log is read up to its first #TS: annotation after it (it needs them:
+    /// aof-timestamp-enabled, or a directory `aoftool capture` wrote); the files are left
+    /// as they are.
+    #[arg(long, value_name = "TIME", value_parser = ferrokv_tools::parse_until)]
+    until: Option<i64>,
     /// Write one file whatever OUT's name.
     #[arg(long, conflicts_with = "dir")]
     single_file: bool,
@@ -74,8 +82,8 @@ fn main() -> ExitCode {
         layout_for(&cli.output)
     };
     let input = Input { aof: cli.input, rdb: cli.rdb };
-    let now = cli.now.unwrap_or_else(now_ms);
-    let result = rewrite::run(&input, &cli.output, cli.base, layout, now, cli.redis_version)
+    let now = cli.now.or(cli.until).unwrap_or_else(now_ms);
+    let result = rewrite::run(&input, &cli.output, cli.base, layout, now, cli.redis_version, cli.until)
         .and_then(|w| rewrite::summary(&w, io::stdout().lock()).map_err(ToolError::Io));
     match result {
         Ok(()) => ExitCode::from(exit::OK),

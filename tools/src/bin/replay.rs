@@ -21,7 +21,8 @@ const AFTER_HELP: &str = r#"Examples:
   replay appendonlydir                         the dataset the log describes, summarised
   replay appendonlydir --against dump.rdb      does the log end where the snapshot is?
   replay appendonly.aof --check-expiry         commands on keys whose TTL had passed
-  replay appendonlydir --check-expiry --until 1700000000000 --strict
+  replay appendonlydir --check-expiry --until 1700000000 --strict
+  replay appendonlydir --until 2026-11-27T08:00:00Z --against dump.rdb   the state at that time
 
 Exit codes:
   0  replayed; no violation (and the snapshot is the same, with --against)
@@ -45,9 +46,16 @@ struct Cli {
     /// Report commands on keys (and hash fields) whose TTL had passed and that the log did not delete first.
     #[arg(long)]
     check_expiry: bool,
-    /// The time at the end of the log (unix ms): TTLs passed by then but never deleted are listed as pending.
-    #[arg(long, value_name = "MS")]
+    /// Stop at this time: unix seconds, RFC 3339, or milliseconds ending in `ms`. The replay
+    /// ends at the first #TS: annotation after it; TTLs passed by then but never deleted are
+    /// listed as pending.
+    #[arg(long, value_name = "TIME", value_parser = ferrokv_tools::parse_until)]
     until: Option<i64>,
+    /// The #TS: annotations are when a replica received the commands (its own AOF), not when
+    /// the master ran them: the expiry check takes its time from expirations only. Set by
+    /// itself for a directory `aoftool capture` wrote.
+    #[arg(long)]
+    stamps_received: bool,
     /// Pending keys are an error (exit 1).
     #[arg(long)]
     strict: bool,
@@ -55,7 +63,7 @@ struct Cli {
 
 fn run(cli: Cli) -> Result<u8, ToolError> {
     let input = Input { aof: cli.path.clone(), rdb: cli.rdb.clone() };
-    let opts = Options { check_expiry: cli.check_expiry, until: cli.until };
+    let opts = Options { check_expiry: cli.check_expiry, until: cli.until, stamps_received: cli.stamps_received };
     let replay = Replay::run(&input, &opts)?;
     let mut stdout = io::stdout().lock();
     stdout.write_all(replay.report_text().as_bytes())?;

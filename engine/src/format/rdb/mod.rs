@@ -15,7 +15,10 @@ pub use encode::{
 };
 pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
 pub use prim::{parse_double, RStr};
-pub use reader::{aux_int, escape_key, repl_stream_db, Checksum, KeyRecord, RdbError, RdbReader, ReadOptions, Record};
+pub use reader::{
+    aux_int, escape_key, head_aux, head_aux_int, repl_stream_db, Checksum, KeyRecord, RdbError, RdbReader, ReadOptions,
+    Record,
+};
 pub use stream::{
     Consumer, Group, Idmp, IdmpProducer, PendingEntry, Stream, StreamEntries, StreamEntry, StreamId, StreamMeta,
 };

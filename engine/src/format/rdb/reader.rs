@@ -66,17 +66,30 @@ impl RdbError {
 /// sync (`head` may be only the file's start): the database its stream has selected
 /// where the snapshot ends; 0 without one.
 pub fn repl_stream_db(head: &[u8]) -> usize {
-    let Ok(reader) = RdbReader::with_options(head, ReadOptions { check_crc: false }) else { return 0 };
+    head_aux_int(head, b"repl-stream-db").and_then(|db| usize::try_from(db).ok()).unwrap_or(0)
+}
+
+/// The numeric aux field `name` of an RDB's header (`ctime`, `repl-stream-db`), read from
+/// its first bytes; None when absent.
+pub fn head_aux_int(head: &[u8], name: &[u8]) -> Option<i64> {
+    head_aux_with(head, name, aux_int)
+}
+
+/// The aux field `name` of an RDB's header (`repl-id`), as bytes; None when absent.
+pub fn head_aux(head: &[u8], name: &[u8]) -> Option<Vec<u8>> {
+    head_aux_with(head, name, |value| Some(value.to_bytes().into_owned()))
+}
+
+fn head_aux_with<T>(head: &[u8], name: &[u8], read: impl Fn(&Elem<'_>) -> Option<T>) -> Option<T> {
+    let reader = RdbReader::with_options(head, ReadOptions { check_crc: false }).ok()?;
     for record in reader {
         match record {
-            Ok(Record::Aux { key, value }) if key.to_bytes().as_ref() == b"repl-stream-db" => {
-                return aux_int(&value).and_then(|db| usize::try_from(db).ok()).unwrap_or(0);
-            }
+            Ok(Record::Aux { key, value }) if key.to_bytes().as_ref() == name => return read(&value),
             Ok(Record::Aux { .. }) => continue,
             _ => break,
         }
     }
-    0
+    None
 }
 
 /// An aux field's value as a number: Redis writes the numeric ones as integer-encoded
