@@ -5,7 +5,7 @@ DEMO := fixtures/rdb/redis-7.0/all-types.rdb
 
 SERVER_DATA := target/ferrokv-data
 
-.PHONY: run server dump-demo build test lint unit compat conformance conformance-spawned bench fixtures catalog fuzz faults fuzz-diff deps clean
+.PHONY: run server dump-demo build test lint unit compat conformance conformance-spawned redis-py bench fixtures catalog fuzz faults fuzz-diff deps clean
 
 # The binaries, and their man pages and shell completions (generated from the same clap
 # definitions) in target/doc-gen/man1 and target/doc-gen/completions.
@@ -52,6 +52,11 @@ compat:
 # docs/conformance.md). Not part of make test: fetching the suite is a developer step.
 conformance:
 	./scripts/conformance.sh
+
+# redis-py's own test suite against a real redis-server and ferrokv-server (REDIS_PY_SRC:
+# redis-py 5.0.8's source; see docs/conformance.md).
+redis-py:
+	./scripts/redis-py.sh
 
 # Units of Redis's suite in spawned mode, the suite starting ferrokv-server as
 # src/redis-server (docs/conformance.md); REDIS_SRC as above, of the tag tested.

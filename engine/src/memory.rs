@@ -242,7 +242,7 @@ pub fn value_size(v: &Value, samples: usize, list_fill: i64, m: &Model) -> usize
             // Redis's objectComputeSize: the stream, its radix tree, the listpacks (the first
             // `samples` averaged for all but the last), the groups and their consumers.
             let mut size = ROBJ + m.stream + rax_usage(st.node_count(), st.rax_nodes(), m);
-            let nodes: Vec<usize> = st.node_bytes().map(|b| m.round(b)).collect();
+            let nodes: Vec<usize> = st.node_allocations().map(|b| m.round(b)).collect();
             if nodes.len() <= samples {
                 size += nodes.iter().sum::<usize>();
             } else {

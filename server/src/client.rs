@@ -74,6 +74,9 @@ pub struct Client {
     pub deny_blocking: bool,
     /// CLIENT REPLY OFF / SKIP: replies are dropped (pub/sub messages still go out).
     pub reply_off: bool,
+    /// CLIENT NO-EVICT ON (flag `e`): exempt from client eviction, which this server does
+    /// not do (maxmemory-clients is kept, not enforced), so only the flag is shown.
+    pub no_evict: bool,
     /// Attached as a replica (SYNC/PSYNC): fed the replication stream.
     pub replica: bool,
     /// In MONITOR mode (crate::monitor).
@@ -152,6 +155,7 @@ impl Client {
             raw_reply: false,
             deny_blocking: false,
             reply_off: false,
+            no_evict: false,
             replica: false,
             monitor: false,
             replica_port: 0,
@@ -327,6 +331,9 @@ impl Client {
         }
         if self.sock.is_unix() {
             f.push('U');
+        }
+        if self.no_evict {
+            f.push('e');
         }
         if self.session.no_touch {
             f.push('T');

@@ -51,8 +51,15 @@ struct Node {
     deleted: u64,
     /// The listpack's size in bytes, as Redis would encode it.
     bytes: usize,
+    /// The room Redis allocates up front for a node XADD starts (its lpNew(prealloc)):
+    /// until the listpack outgrows it, that is what the node takes. 0 for a loaded node,
+    /// allocated at its size.
+    prealloc: usize,
     master_fields: Vec<Sds>,
 }
+
+/// Redis's STREAM_LISTPACK_MAX_PRE_ALLOCATE.
+const NODE_PREALLOC_MAX: usize = 4096;
 
 /// A pending entry: delivered to a consumer, not acknowledged yet.
 #[derive(Debug, Clone, PartialEq)]
@@ -198,9 +205,10 @@ impl Stream {
         rax_nodes_of(self.nodes.keys().copied())
     }
 
-    /// Each listpack node's size in bytes, as Redis encodes it.
-    pub fn node_bytes(&self) -> impl Iterator<Item = usize> + '_ {
-        self.nodes.values().map(|n| n.bytes)
+    /// The bytes each listpack node takes, as Redis allocates it: its size, or the room an
+    /// XADD made for it up front while it is smaller (MEMORY USAGE counts the allocation).
+    pub fn node_allocations(&self) -> impl Iterator<Item = usize> + '_ {
+        self.nodes.values().map(|n| n.bytes.max(n.prealloc))
     }
 
     /// Append an entry with `id` (greater than the last ID: the caller checked).
@@ -224,7 +232,11 @@ impl Stream {
                     + lp_int(master_fields.len() as i64)
                     + master_fields.iter().map(|f| lp_str(f)).sum::<usize>()
                     + lp_int(0);
-                self.nodes.insert(id, Node { last: id, live: 0, deleted: 0, bytes, master_fields });
+                let prealloc = match limits.stream_node_max_bytes {
+                    0 => NODE_PREALLOC_MAX,
+                    max => max.min(NODE_PREALLOC_MAX),
+                };
+                self.nodes.insert(id, Node { last: id, live: 0, deleted: 0, bytes, prealloc, master_fields });
                 id
             }
         };
@@ -445,6 +457,10 @@ impl Stream {
         let mut s = Stream::default();
         for (id, fields) in &v.entries {
             s.append(*id, fields.iter().map(|(f, x)| (sds(f), sds(x))).collect(), limits);
+        }
+        // A loaded listpack is allocated at its size.
+        for n in s.nodes.values_mut() {
+            n.prealloc = 0;
         }
         s.last_id = meta.last_id;
         s.first_id = meta.first_id.unwrap_or_default();

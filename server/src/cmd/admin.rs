@@ -158,7 +158,8 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     if !s.cfg.enable_debug_command.allows(c.addr.as_ref()) {
         return protected_refusal("DEBUG", "enable-debug-command");
     }
-    let harmless = ["log", "sleep", "help", "protocol", "pause-cron", "segfault", "panic", "set-active-expire"];
+    let harmless =
+        ["log", "sleep", "help", "protocol", "error", "pause-cron", "segfault", "panic", "set-active-expire"];
     if s.is_loading() && !harmless.iter().any(|h| eq_ic(&a[1], h)) {
         // The engine is empty until the load ends (DEBUG RELOAD would save it).
         return Reply::err(crate::admission::LOADING_ERROR);
@@ -257,6 +258,8 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             Reply::ok()
         }
         b"help" => Reply::bulks(HELP),
+        // A client library's test asks for an error reply of its choosing (on one line).
+        b"error" if a.len() == 3 => Reply::error(text(&a[2]).replace(['\r', '\n'], " ")),
         b"protocol" if a.len() == 3 => super::debug::protocol(c, &a[2]),
         b"log" if a.len() == 3 => {
             log(&format!("DEBUG LOG: {}", text(&a[2])));
@@ -272,6 +275,8 @@ const HELP: &[&str] = &[
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
     "    Output a hex signature of the values of all the specified keys.",
+    "ERROR <string>",
+    "    Answer with an error whose text is <string>.",
     "LISTPACK <key>",
     "    Show low level info about the listpack encoding of <key>.",
     "OBJECT <key>",

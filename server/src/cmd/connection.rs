@@ -155,7 +155,7 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             return unknown_subcommand(&a[1], "client")
         }
         b"setinfo" => a.len() == 4,
-        b"no-touch" => a.len() == 3,
+        b"no-touch" | b"no-evict" => a.len() == 3,
         b"capa" if crate::version::version() == ServerVersion::Valkey80 => a.len() >= 3,
         _ => return unknown_subcommand(&a[1], "client"),
     };
@@ -187,19 +187,20 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"getredir" => super::tracking::client_getredir(c),
         b"trackinginfo" => super::tracking::client_trackinginfo(c),
         b"setinfo" => client_setinfo(c, &a[2], &a[3]),
-        b"no-touch" => match a[2].to_ascii_lowercase().as_slice() {
-            b"on" => {
-                c.session.no_touch = true;
-                Reply::ok()
-            }
-            b"off" => {
-                c.session.no_touch = false;
-                Reply::ok()
-            }
-            _ => Reply::err("ERR syntax error"),
-        },
+        b"no-touch" => on_off(&a[2], &mut c.session.no_touch),
+        b"no-evict" => on_off(&a[2], &mut c.no_evict),
         _ => Reply::bulks(CLIENT_HELP),
     }
+}
+
+/// An `ON|OFF` argument into `flag`, or Redis's syntax error.
+fn on_off(arg: &[u8], flag: &mut bool) -> Reply {
+    match arg.to_ascii_lowercase().as_slice() {
+        b"on" => *flag = true,
+        b"off" => *flag = false,
+        _ => return Reply::err("ERR syntax error"),
+    }
+    Reply::ok()
 }
 
 /// CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2): printable characters, no spaces.
@@ -239,6 +240,8 @@ const CLIENT_HELP: &[&str] = &[
     "    Unblock the specified blocked client.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
+    "NO-EVICT (ON|OFF)",
+    "    Keep this connection out of client eviction.",
     "HELP",
     "    Print this help.",
 ];
