@@ -45,6 +45,10 @@ pub struct Config {
     pub lazyfree_lazy_expire: bool,
     /// lazyfree-lazy-server-del: SPOP emptying a set propagates UNLINK rather than DEL.
     pub lazyfree_lazy_server_del: bool,
+    /// DEL frees big values on the lazyfree thread, as UNLINK does.
+    pub lazyfree_lazy_user_del: bool,
+    /// FLUSHALL/FLUSHDB without SYNC or ASYNC free in the background.
+    pub lazyfree_lazy_user_flush: bool,
     /// Active expiry ticks per second.
     pub hz: u32,
     /// Data directory: the RDB file and the AOF directory live here.
@@ -132,6 +136,8 @@ impl Default for Config {
             limits: Limits::default(),
             lazyfree_lazy_expire: false,
             lazyfree_lazy_server_del: false,
+            lazyfree_lazy_user_del: false,
+            lazyfree_lazy_user_flush: false,
             hz: 10,
             dir: PathBuf::from("."),
             dbfilename: "dump.rdb".into(),

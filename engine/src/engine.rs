@@ -502,7 +502,13 @@ impl Engine {
         let now = self.clock.now_ms();
         let mut units = self.expire_hash_fields(now);
         let mut gone = Vec::new();
-        let rep = self.cycle.run(&mut self.ks, now, |db, slot| gone.push((db, slot.key)));
+        let lazy = self.cfg.lazyfree_lazy_expire;
+        let rep = self.cycle.run(&mut self.ks, now, |db, slot| {
+            if lazy {
+                crate::keyspace::lazyfree::free_value(slot.value);
+            }
+            gone.push((db, slot.key));
+        });
         units.reserve(gone.len());
         for (db, key) in gone {
             let mut ctx =

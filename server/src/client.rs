@@ -65,6 +65,8 @@ pub struct Client {
     pub blocked: Option<crate::blocking::Blocked>,
     /// Since when the output buffer has been over the soft limit.
     pub obuf_soft_since: Option<Instant>,
+    /// The room kept for replies, resized by the timer (CLIENT LIST `rbs`, `rbp`).
+    pub reply_buf: crate::reply_buffer::ReplyBuffer,
     /// Over an output buffer limit: closed without writing what is left.
     pub close_asap: bool,
     /// The running command wrote its own reply into `out` (pub/sub notices) or has
@@ -151,6 +153,7 @@ impl Client {
             subs: Default::default(),
             blocked: None,
             obuf_soft_since: None,
+            reply_buf: Default::default(),
             close_asap: false,
             raw_reply: false,
             deny_blocking: false,
@@ -237,6 +240,7 @@ impl Client {
 
     /// Write as much output as the socket takes. Err when the connection is gone.
     pub fn flush(&mut self, written: &mut usize) -> std::io::Result<()> {
+        self.reply_buf.note(self.out.len() - self.out_pos);
         // TLS records of earlier replies first.
         self.sock.flush()?;
         while self.out_pos < self.out.len() {
@@ -260,6 +264,27 @@ impl Client {
             }
         }
         Ok(())
+    }
+
+    /// The timer's turn for the reply buffer: its size follows Redis's rule, and the room
+    /// kept between replies follows its size once everything was written.
+    pub fn resize_reply_buffer(
+        &mut self,
+        now: Instant,
+        policy: crate::reply_buffer::Policy,
+        stats: &mut crate::stats::ServerStats,
+    ) {
+        use crate::reply_buffer::Resize;
+        match self.reply_buf.resize(now, self.pending_out(), policy) {
+            Some(Resize::Shrink) => stats.reply_buffer_shrinks += 1,
+            Some(Resize::Expand) => stats.reply_buffer_expands += 1,
+            None => {}
+        }
+        let size = self.reply_buf.size;
+        if self.pending_out() == 0 && self.out.capacity() != size {
+            self.out = Vec::with_capacity(size);
+            self.out_pos = 0;
+        }
     }
 
     /// Give back query buffer room nothing needs (the timer calls it, as Redis's
@@ -367,7 +392,7 @@ impl Client {
         };
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={}{watch} \
-             qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp=0 obl={} oll=0 omem={} tot-mem={} events=r \
+             qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events=r \
              cmd={} user={} redir={} resp={}{lib}",
             self.id,
             addr,
@@ -386,7 +411,8 @@ impl Client {
             // The read chunk is the query buffer's room for the next read (Redis reads
             // into the query buffer itself).
             self.query.capacity() - self.query.len() + self.chunk.len(),
-            self.query.capacity() + self.chunk.len(),
+            self.reply_buf.size,
+            self.reply_buf.peak,
             self.pending_out(),
             // What the output limits are checked against (Redis's reply list bytes).
             self.pending_out(),

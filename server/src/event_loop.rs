@@ -67,6 +67,7 @@ impl Server {
             started_unix: now_unix,
             signals,
             cron_paused: false,
+            reply_buffers: Default::default(),
             migrate: Default::default(),
             loading: None,
             last_cron: Instant::now(),
@@ -519,6 +520,7 @@ impl Server {
         let mut over_limit = Vec::new();
         for c in self.clients.values_mut() {
             c.trim_query_buffer(now);
+            c.resize_reply_buffer(now, self.reply_buffers, &mut self.stats);
             // A soft output limit runs out with no new output too (Redis's clientsCron).
             if c.obuf_soft_since.is_some() && crate::obuf::enforce(&self.cfg.obuf_limits, c) {
                 over_limit.push(c.id);

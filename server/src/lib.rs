@@ -29,6 +29,7 @@ mod pidfile;
 pub mod pubsub;
 pub mod renames;
 pub mod replication;
+pub mod reply_buffer;
 pub mod resp;
 pub mod script;
 pub mod server;

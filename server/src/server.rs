@@ -63,6 +63,8 @@ pub struct Server {
     pub(crate) signals: crate::signals::Signals,
     /// DEBUG PAUSE-CRON: the timer does not run (nor a shutdown a signal asked for).
     pub(crate) cron_paused: bool,
+    /// How the timer resizes clients' reply buffers (DEBUG REPLYBUFFER).
+    pub(crate) reply_buffers: crate::reply_buffer::Policy,
     /// MIGRATE's connections to targets.
     pub(crate) migrate: crate::net::MigrateSockets,
     /// The start's load, while it runs (clients get `-LOADING`).

@@ -11,6 +11,9 @@ pub struct ServerStats {
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
     pub error_replies: u64,
+    /// Reply buffers the timer shrank and grew (INFO reply_buffer_shrinks / _expands).
+    pub reply_buffer_shrinks: u64,
+    pub reply_buffer_expands: u64,
     /// Per command: calls, microseconds, rejected calls, failed calls.
     pub commands: CommandStats,
     /// Error replies per error code (INFO errorstats).

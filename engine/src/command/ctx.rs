@@ -242,7 +242,11 @@ impl<'a> Ctx<'a> {
         if matches!(self.mode, ExpireMode::Replica | ExpireMode::Writable) {
             return true;
         }
-        self.ks.dbs[db].remove(key);
+        if let Some(slot) = self.ks.dbs[db].remove(key) {
+            if self.cfg.lazyfree_lazy_expire {
+                crate::keyspace::lazyfree::free_value(slot.value);
+            }
+        }
         self.expired_deleted(db, key);
         true
     }
@@ -390,11 +394,23 @@ impl<'a> Ctx<'a> {
     }
 
     pub fn db_delete_in(&mut self, db: usize, key: &[u8]) -> bool {
-        let gone = self.ks.dbs[db].remove(key).is_some();
-        if gone {
-            self.signal_modified_in(db, key);
+        self.db_delete_with(db, key, false)
+    }
+
+    /// Delete `key`, its value freed on the lazyfree thread when it is big (UNLINK, and the
+    /// deletions lazyfree-lazy-* settings make lazy).
+    pub fn db_delete_lazy(&mut self, key: &[u8]) -> bool {
+        let db = self.db;
+        self.db_delete_with(db, key, true)
+    }
+
+    fn db_delete_with(&mut self, db: usize, key: &[u8], lazy: bool) -> bool {
+        let Some(slot) = self.ks.dbs[db].remove(key) else { return false };
+        if lazy {
+            crate::keyspace::lazyfree::free_value(slot.value);
         }
-        gone
+        self.signal_modified_in(db, key);
+        true
     }
 
     /// Get the value at `key` for writing, creating it with `make` when missing.

@@ -76,10 +76,12 @@ pub(crate) fn delete_expired_now(ctx: &mut Ctx<'_>, key: &[u8]) {
 // ------------------------------------------------------------ DEL EXISTS TYPE
 
 fn del(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    let lazy = eq_ic(&a[0], "unlink") || ctx.cfg.lazyfree_lazy_user_del;
     let mut n = 0;
     for key in &a[1..] {
         ctx.expire_if_needed(key);
-        if ctx.db_delete(key) {
+        let gone = if lazy { ctx.db_delete_lazy(key) } else { ctx.db_delete(key) };
+        if gone {
             ctx.notify(notify::GENERIC, "del", key);
             ctx.dirty += 1;
             n += 1;
@@ -481,8 +483,18 @@ fn flush_mode_ok(a: &[Vec<u8>]) -> bool {
     }
 }
 
-/// Empty database `db`, signalling every key; how many there were.
-fn empty_db(ctx: &mut Ctx<'_>, db: usize) -> u64 {
+/// Whether a FLUSHALL/FLUSHDB frees in the background: ASYNC, or neither word and
+/// lazyfree-lazy-user-flush on.
+fn flush_async(ctx: &Ctx<'_>, a: &[Vec<u8>]) -> bool {
+    match a.get(1) {
+        Some(mode) => eq_ic(mode, "async"),
+        None => ctx.cfg.lazyfree_lazy_user_flush,
+    }
+}
+
+/// Empty database `db`, signalling every key, its keys freed on the lazyfree thread when
+/// `lazy`; how many there were.
+fn empty_db(ctx: &mut Ctx<'_>, db: usize, lazy: bool) -> u64 {
     if ctx.fx.track_modified {
         let keys: Vec<_> = ctx.ks.dbs[db].slots().iter().map(|s| s.key.clone()).collect();
         for k in keys {
@@ -490,7 +502,10 @@ fn empty_db(ctx: &mut Ctx<'_>, db: usize) -> u64 {
         }
     }
     let n = ctx.ks.dbs[db].len() as u64;
-    ctx.ks.dbs[db].clear();
+    let keys = ctx.ks.dbs[db].take_keys();
+    if lazy {
+        crate::keyspace::lazyfree::free_keys(keys);
+    }
     n
 }
 
@@ -500,8 +515,9 @@ fn flushdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
     let db = ctx.db;
     let start = ctx.fx.modified.len();
+    let lazy = flush_async(ctx, a);
     // Propagated even when the database was empty already.
-    ctx.dirty += empty_db(ctx, db) + 1;
+    ctx.dirty += empty_db(ctx, db, lazy) + 1;
     note_flush(ctx, start);
     Reply::ok()
 }
@@ -511,8 +527,9 @@ fn flushall(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return Reply::syntax();
     }
     let start = ctx.fx.modified.len();
+    let lazy = flush_async(ctx, a);
     for db in 0..ctx.ks.dbs.len() {
-        ctx.dirty += empty_db(ctx, db);
+        ctx.dirty += empty_db(ctx, db, lazy);
     }
     ctx.dirty += 1;
     note_flush(ctx, start);

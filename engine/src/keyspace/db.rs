@@ -317,12 +317,22 @@ impl Db {
     }
 
     pub fn clear(&mut self) {
+        drop(self.take_keys());
+    }
+
+    /// Empty the database, handing back its keys for freeing elsewhere (FLUSHALL ASYNC);
+    /// empty when a running snapshot took them.
+    pub fn take_keys(&mut self) -> Vec<Slot> {
         let snap = self.snap.take();
         let old = std::mem::replace(self, Db { hasher: self.hasher.clone(), ..Db::default() });
-        if let Some(mut snap) = snap {
-            // The keys the snapshot still needs move to it whole (no value is copied).
-            snap.take_pending(old.slots);
-            self.snap = Some(snap);
+        match snap {
+            Some(mut snap) => {
+                // The keys the snapshot still needs move to it whole (no value is copied).
+                snap.take_pending(old.slots);
+                self.snap = Some(snap);
+                Vec::new()
+            }
+            None => old.slots,
         }
     }
 

@@ -6,6 +6,7 @@ mod barrier;
 mod clock;
 mod db;
 mod expire;
+pub mod lazyfree;
 pub mod lfu;
 mod slot;
 pub mod snapshot;

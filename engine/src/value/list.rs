@@ -235,6 +235,15 @@ impl List {
         l
     }
 
+    /// Quicklist nodes (1 for a listpack): the allocations freeing it takes.
+    pub fn node_count(&self) -> usize {
+        if self.packed {
+            1
+        } else {
+            self.nodes.len().max(1)
+        }
+    }
+
     pub fn encoding(&self) -> &'static str {
         if self.packed {
             "listpack"

@@ -258,6 +258,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             Reply::ok()
         }
         b"help" => Reply::bulks(HELP),
+        b"replybuffer" if a.len() == 4 => replybuffer(s, a),
         // A client library's test asks for an error reply of its choosing (on one line).
         b"error" if a.len() == 3 => Reply::error(text(&a[2]).replace(['\r', '\n'], " ")),
         b"protocol" if a.len() == 3 => super::debug::protocol(c, &a[2]),
@@ -269,6 +270,28 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// DEBUG REPLYBUFFER PEAK-RESET-TIME <ms|NEVER|RESET> | RESIZING <0|1>.
+fn replybuffer(s: &mut Server, a: &[Vec<u8>]) -> Reply {
+    if eq_ic(&a[2], "peak-reset-time") {
+        s.reply_buffers.peak_reset = if eq_ic(&a[3], "never") {
+            None
+        } else if eq_ic(&a[3], "reset") {
+            Some(crate::reply_buffer::DEFAULT_PEAK_RESET)
+        } else {
+            match ferrokv::command::parse_i64(&a[3]) {
+                // A negative time means never, as in Redis.
+                Some(ms) => u64::try_from(ms).ok().map(Duration::from_millis),
+                None => return Reply::err("ERR value is not an integer or out of range"),
+            }
+        };
+    } else if eq_ic(&a[2], "resizing") {
+        s.reply_buffers.resizing = super::debug::atoi(&a[3]) != 0;
+    } else {
+        return super::debug::subcommand_syntax_error(&a[1], "debug");
+    }
+    Reply::ok()
+}
+
 const HELP: &[&str] = &[
     "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DIGEST",
@@ -277,6 +300,10 @@ const HELP: &[&str] = &[
     "    Output a hex signature of the values of all the specified keys.",
     "ERROR <string>",
     "    Answer with an error whose text is <string>.",
+    "REPLYBUFFER PEAK-RESET-TIME <never||reset|time>",
+    "    How long a client's reply buffer peak counts before it restarts (ms).",
+    "REPLYBUFFER RESIZING <0|1>",
+    "    Turn the timer's resizing of client reply buffers off or on.",
     "LISTPACK <key>",
     "    Show low level info about the listpack encoding of <key>.",
     "OBJECT <key>",

@@ -135,10 +135,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
             kv("mem_not_counted_for_evict", "0".into());
             kv("mem_allocator", "mimalloc".into());
-            // Values are freed on this thread: nothing waits for a lazy free.
             kv("active_defrag_running", "0".into());
-            kv("lazyfree_pending_objects", "0".into());
-            kv("lazyfreed_objects", "0".into());
+            kv("lazyfree_pending_objects", ferrokv::keyspace::lazyfree::pending().to_string());
+            kv("lazyfreed_objects", ferrokv::keyspace::lazyfree::freed().to_string());
             for (k, v) in crate::script::info_memory(&s.scripts) {
                 kv(k, v);
             }
@@ -224,6 +223,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("total_error_replies", st.error_replies.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());
+            kv("io_threaded_reads_processed", "0".into());
+            kv("io_threaded_writes_processed", "0".into());
+            kv("reply_buffer_shrinks", st.reply_buffer_shrinks.to_string());
+            kv("reply_buffer_expands", st.reply_buffer_expands.to_string());
         }
         "replication" => {
             let offset = s.repl_offset();
