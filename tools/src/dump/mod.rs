@@ -195,8 +195,9 @@ pub fn run_with(
     };
     let work = |batch: &Batch<'_>| -> Result<Formatted, ToolError> {
         let mut w = writer(format, batch.prev_db);
-        // Text output runs to about twice its input: room for that up front.
-        let mut o = Out::memory_with(pipeline.batch_bytes.saturating_mul(2));
+        // Text output runs to about twice its input: room for that up front (a batch's
+        // worth; a pipeline of unbounded batches grows as it goes).
+        let mut o = Out::memory_with(pipeline.batch_bytes.min(4 << 20) * 2);
         let mut st = DumpStats::default();
         for rec in &batch.records {
             write_record(w.as_mut(), &mut o, rec, filter, &mut st)?;
