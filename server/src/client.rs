@@ -267,7 +267,8 @@ impl Client {
     }
 
     /// The timer's turn for the reply buffer: its size follows Redis's rule, and the room
-    /// kept between replies follows its size once everything was written.
+    /// kept between replies is cut down to it once everything was written (never grown
+    /// ahead of a reply: a connection that has had none keeps none).
     pub fn resize_reply_buffer(
         &mut self,
         now: Instant,
@@ -281,7 +282,7 @@ impl Client {
             None => {}
         }
         let size = self.reply_buf.size;
-        if self.pending_out() == 0 && self.out.capacity() != size {
+        if self.pending_out() == 0 && self.out.capacity() > size {
             self.out = Vec::with_capacity(size);
             self.out_pos = 0;
         }
