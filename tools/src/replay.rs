@@ -6,10 +6,11 @@
 //! that second, in the AOF of the server that ran it. In a file made from a replication
 //! stream (a replica's own AOF, a directory `aoftool capture` wrote: its base has the
 //! `repl-id` of the stream) they are when the command was received, which may be seconds
-//! after the master ran it (a link catching up): there they only bound the time from above. An expiry-shaped deletion (a single-key DEL/UNLINK of a key with a TTL, an
-//! HDEL of a field with a TTL) that could have been an expiry at that time says the clock
-//! had passed that TTL; without annotations this is the only evidence of time. The clock
-//! never goes back.
+//! after the master ran it (a link catching up): there they only bound the time from above.
+//! An expiry-shaped deletion (a single-key DEL/UNLINK of a key with a TTL, an HDEL of a
+//! field with a TTL) that could have been an expiry at that time says the clock had passed
+//! that TTL; without annotations (or with receive times) this is the only evidence of time.
+//! The clock never goes back.
 //!
 //! The expiry check: a master deletes a logically expired key (or hash field) before any
 //! command touches it, and logs the DEL/UNLINK (HDEL). So a command on a key whose TTL the
@@ -324,9 +325,7 @@ impl Replay {
         }
         s
     }
-}
 
-impl Replay {
     /// Where `--until` left the replay, when it was given.
     pub fn until_text(&self) -> Option<String> {
         self.until?;

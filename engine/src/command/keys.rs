@@ -10,7 +10,7 @@ use crate::value::{Str, Value};
 
 pub const SPECS: &[Spec] = &[
     Spec::new("del", del),
-    Spec::new("unlink", del),
+    Spec::new("unlink", unlink),
     Spec::new("exists", exists),
     Spec::new("touch", touch),
     Spec::new("type", type_cmd),
@@ -76,7 +76,16 @@ pub(crate) fn delete_expired_now(ctx: &mut Ctx<'_>, key: &[u8]) {
 // ------------------------------------------------------------ DEL EXISTS TYPE
 
 fn del(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
-    let lazy = eq_ic(&a[0], "unlink") || ctx.cfg.lazyfree_lazy_user_del;
+    let lazy = ctx.cfg.lazyfree_lazy_user_del;
+    delete_keys(ctx, a, lazy)
+}
+
+/// UNLINK: DEL whose big values are freed on the lazyfree thread.
+fn unlink(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
+    delete_keys(ctx, a, true)
+}
+
+fn delete_keys(ctx: &mut Ctx<'_>, a: &[Vec<u8>], lazy: bool) -> Reply {
     let mut n = 0;
     for key in &a[1..] {
         ctx.expire_if_needed(key);
