@@ -502,11 +502,9 @@ impl Engine {
         let now = self.clock.now_ms();
         let mut units = self.expire_hash_fields(now);
         let mut gone = Vec::new();
-        let lazy = self.cfg.lazyfree_lazy_expire;
+        let cfg = &self.cfg;
         let rep = self.cycle.run(&mut self.ks, now, |db, slot| {
-            if lazy {
-                crate::keyspace::lazyfree::free_value(slot.value);
-            }
+            crate::keyspace::lazyfree::free_expired(slot.value, cfg);
             gone.push((db, slot.key));
         });
         units.reserve(gone.len());

@@ -242,13 +242,18 @@ impl<'a> Ctx<'a> {
         if matches!(self.mode, ExpireMode::Replica | ExpireMode::Writable) {
             return true;
         }
-        if let Some(slot) = self.ks.dbs[db].remove(key) {
-            if self.cfg.lazyfree_lazy_expire {
-                crate::keyspace::lazyfree::free_value(slot.value);
-            }
+        if let Some(pos) = self.ks.dbs[db].find(key) {
+            self.delete_expired_at(db, pos, key);
         }
-        self.expired_deleted(db, key);
         true
+    }
+
+    /// Delete the expired key at `pos` (its value freed as lazyfree-lazy-expire says) and
+    /// do the bookkeeping.
+    fn delete_expired_at(&mut self, db: usize, pos: usize, key: &[u8]) {
+        let slot = self.ks.dbs[db].remove_at(pos);
+        crate::keyspace::lazyfree::free_expired(slot.value, self.cfg);
+        self.expired_deleted(db, key);
     }
 
     pub fn expire_if_needed(&mut self, key: &[u8]) -> bool {
@@ -307,8 +312,7 @@ impl<'a> Ctx<'a> {
             ExpireMode::Replica if write => Some(pos),
             ExpireMode::Replica | ExpireMode::Writable if !write => None,
             _ => {
-                self.ks.dbs[db].remove_at(pos);
-                self.expired_deleted(db, key);
+                self.delete_expired_at(db, pos, key);
                 None
             }
         }

@@ -58,6 +58,14 @@ pub fn free_value(v: Value) {
     }
 }
 
+/// Free the value of a key that expired: on the thread under lazyfree-lazy-expire (when
+/// big), else now.
+pub fn free_expired(v: Value, cfg: &crate::config::Config) {
+    if cfg.lazyfree_lazy_expire {
+        free_value(v);
+    }
+}
+
 /// Free the keys of an emptied database on the thread (FLUSHALL/FLUSHDB ASYNC).
 pub fn free_keys(keys: Vec<Slot>) {
     let n = keys.len() as u64;

@@ -162,15 +162,8 @@ pub fn load_dump(
     }
     let src = Source::open(&path).map_err(|err| PersistError::io(&path, "open", err))?;
     let before: usize = ks.dbs.iter().map(|d| d.len()).sum();
-    let mut watch = LoadWatch {
-        skip_expired_before: Some(now),
-        expired: 0,
-        progress,
-        key_delay_us: cfg.key_load_delay_us,
-        empty_keys: Vec::new(),
-        expired_keys: Vec::new(),
-        repl_fields: ReplFields::default(),
-    };
+    let mut watch =
+        LoadWatch { skip_expired_before: Some(now), key_delay_us: cfg.key_load_delay_us, ..LoadWatch::quiet(progress) };
     // Like Redis, bytes after the checksum are not looked at.
     load_rdb_watched(ks, &src, &path, &cfg.limits, &mut watch)?;
     let after: usize = ks.dbs.iter().map(|d| d.len()).sum();
@@ -301,15 +294,7 @@ pub fn load_rdb(
     skip_expired_before: Option<i64>,
 ) -> Result<usize, PersistError> {
     let mut none = |_| {};
-    let mut watch = LoadWatch {
-        skip_expired_before,
-        expired: 0,
-        progress: &mut none,
-        key_delay_us: 0,
-        empty_keys: Vec::new(),
-        expired_keys: Vec::new(),
-        repl_fields: ReplFields::default(),
-    };
+    let mut watch = LoadWatch { skip_expired_before, ..LoadWatch::quiet(&mut none) };
     load_rdb_watched(ks, src, path, limits, &mut watch)
 }
 

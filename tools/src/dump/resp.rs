@@ -9,8 +9,8 @@ use ferrokv::logical::Logical;
 use ferrokv::persist::rewrite::{stream_entry, stream_tail};
 
 use super::{ctx, Filter, RespOptions, Restore, Writer};
-use crate::jsonw::score_text;
 use crate::out::{Out, ToolError};
+use ferrokv::format::rdb::score_text_into;
 
 const ITEMS_PER_CMD: usize = 64;
 
@@ -160,9 +160,13 @@ impl Writer for Resp {
             }
             LogicalType::Zset => {
                 let mut b = Batch::new(b"ZADD", key, 2);
+                // One buffer for every score's text (no allocation per member).
+                let mut score = Vec::with_capacity(32);
                 for item in k.value.zset().map_err(&e)? {
                     let (m, s) = item.map_err(&e)?;
-                    b.push(&mut out.buf, &[score_text(s).as_bytes(), &m.to_bytes()]);
+                    score.clear();
+                    score_text_into(&mut score, s);
+                    b.push(&mut out.buf, &[&score, &m.to_bytes()]);
                     out.check()?;
                 }
                 b.flush(&mut out.buf);
