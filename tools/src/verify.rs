@@ -65,9 +65,13 @@ pub enum Depth {
     Deep,
 }
 
+/// The databases a server has unless its configuration says more (`databases 16`): it
+/// refuses a file that selects a higher one.
+pub const DEFAULT_DATABASES: u64 = 16;
+
 /// Walk `data` on every core. On error the partial report comes back with the error.
 pub fn walk(data: &[u8], depth: Depth, now_ms: i64) -> Result<Report, (Box<Report>, RdbError)> {
-    walk_with(data, depth, now_ms, &Pipeline::default(), &|_| {})
+    walk_with(data, depth, now_ms, DEFAULT_DATABASES, &Pipeline::default(), &|_| {})
 }
 
 /// Deep-check results of one batch: (elements, warnings) or the first error.
@@ -213,11 +217,13 @@ fn key_warning(k: &KeyRecord<'_>, w: &str) -> String {
     )
 }
 
-/// `release(offset)` is told when everything before `offset` has been checked.
+/// `release(offset)` is told when everything before `offset` has been checked; a database
+/// at or past `databases` is one the server refuses.
 pub fn walk_with(
     data: &[u8],
     depth: Depth,
     now_ms: i64,
+    databases: u64,
     pipeline: &Pipeline,
     release: &dyn Fn(usize),
 ) -> Result<Report, (Box<Report>, RdbError)> {
@@ -232,8 +238,9 @@ pub fn walk_with(
     let mut stage = VerifyStage {
         rep,
         current_db: 0,
+        databases,
         function_names: HashSet::new(),
-        function_problem: None,
+        refused: None,
         now_ms,
         data_len: data.len(),
         rdb_version,
@@ -278,7 +285,7 @@ pub fn walk_with(
     stage.progress.finish();
     let rep = stage.rep;
     // A library the loader would refuse: the file does not load.
-    let result = match (result, stage.function_problem) {
+    let result = match (result, stage.refused) {
         (Ok(()), Some(e)) => Err(e),
         (r, _) => r,
     };
@@ -293,10 +300,12 @@ pub fn walk_with(
 struct VerifyStage<'s> {
     rep: Report,
     current_db: u64,
+    databases: u64,
     /// `lib:NAME` and `fn:NAME` of the libraries loaded so far.
     function_names: HashSet<String>,
-    /// The first library the loader would refuse.
-    function_problem: Option<RdbError>,
+    /// The first thing the loader refuses that reading on does not show: a library, a
+    /// database past the configured number.
+    refused: Option<RdbError>,
     now_ms: i64,
     data_len: usize,
     rdb_version: u32,
@@ -308,25 +317,25 @@ impl VerifyStage<'_> {
     /// Libraries load in file order: a name twice, or a function two libraries register,
     /// makes the loader refuse the file.
     fn check_library(&mut self, offset: usize, code: &Elem<'_>) {
-        if self.function_problem.is_some() {
+        if self.refused.is_some() {
             return;
         }
         match check_function(offset, code) {
             Ok((name, fns)) => {
                 let seen = &mut self.function_names;
                 if !seen.insert(format!("lib:{name}")) {
-                    self.function_problem = Some(RdbError::at(
+                    self.refused = Some(RdbError::at(
                         offset,
                         format!("function library: Library '{name}' already exists (Redis refuses to load it)"),
                     ));
                 } else if let Some(f) = fns.iter().find(|f| !seen.insert(format!("fn:{}", f.to_ascii_lowercase()))) {
-                    self.function_problem = Some(RdbError::at(
+                    self.refused = Some(RdbError::at(
                         offset,
                         format!("function library '{name}': Function {f} already exists (Redis refuses to load it)"),
                     ));
                 }
             }
-            Err(e) => self.function_problem = Some(e),
+            Err(e) => self.refused = Some(e),
         }
     }
 }
@@ -336,7 +345,18 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
         let rep = &mut self.rep;
         match rec {
             Record::Aux { key, value } => rep.aux.push((lossy(key), lossy(value))),
-            Record::SelectDb { db } => self.current_db = *db,
+            Record::SelectDb { offset, db } => {
+                self.current_db = *db;
+                if *db >= self.databases && self.refused.is_none() {
+                    self.refused = Some(RdbError::at(
+                        *offset,
+                        format!(
+                            "the file selects database {db}: a server with `databases {}` refuses to load it (\"Data file was created with a Redis server configured to handle more than {} databases\"); --databases sets how many the server has",
+                            self.databases, self.databases
+                        ),
+                    ));
+                }
+            }
             Record::ResizeDb { db_size, expires_size } => {
                 rep.dbs.entry(self.current_db).or_default().resize_hint = Some((*db_size, *expires_size));
             }

@@ -141,3 +141,26 @@ fn every_single_byte_truncation_of_a_small_file_fails_cleanly() {
         must_fail(&good[..cut], &format!("cut at {cut}"));
     }
 }
+
+#[test]
+fn a_database_past_the_servers_is_refused_as_redis_refuses_it() {
+    // Redis exits with "Data file was created with a Redis server configured to handle
+    // more than 16 databases" (a real Redis 7.0.15 did, on such a base file).
+    let mut data = all_types();
+    let at = RdbReader::new(&data)
+        .expect("header")
+        .find_map(|r| match r.expect("valid fixture") {
+            Record::SelectDb { offset, .. } => Some(offset),
+            _ => None,
+        })
+        .expect("a SELECTDB");
+    data[at + 1] = 16;
+    let n = data.len();
+    let crc = crc64(&data[..n - 8]);
+    data[n - 8..].copy_from_slice(&crc.to_le_bytes());
+    let e = must_fail(&data, "db 16");
+    assert_eq!(e.offset, at, "{e}");
+    assert!(e.to_string().contains("selects database 16"), "{e}");
+    let pipeline = ferrokv_tools::pipeline::Pipeline::default();
+    assert!(ferrokv_tools::verify::walk_with(&data, Depth::Deep, 0, 17, &pipeline, &|_| {}).is_ok());
+}

@@ -435,7 +435,11 @@ fn aof_disagreements(v: &Version, count: usize) -> Vec<String> {
         assert!(server_loads_aof(&v.bin, seed.path(), &mut log), "{}: its own AOF does not load: {log}", v.name);
         let ours = verify(&seed.path().join("appendonlydir"), Options::default()).expect("verify runs");
         assert!(ours.problem.is_none(), "{}: its own AOF does not verify: {:?}", v.name, ours.problem);
-        let opts = if preamble { Options::default() } else { Options { version, strict: false, writer: true } };
+        let opts = if preamble {
+            Options::default()
+        } else {
+            Options { version, strict: false, writer: true, ..Default::default() }
+        };
         for i in 0..count / 2 {
             let (dir, what) = mutate_aof(seed.path(), &mut rng);
             let ours = verify(&dir.path().join("appendonlydir"), opts).expect("verify runs");

@@ -31,15 +31,23 @@ pub fn repr_into(out: &mut String, b: &[u8]) {
     out.push('"');
 }
 
-/// Split a line as Redis's sdssplitargs does: spaces separate arguments;
+/// C's isspace: what sdssplitargs skips between arguments and accepts after a quote.
+fn c_space(c: u8) -> bool {
+    matches!(c, b' ' | b'\t' | b'\n' | 0x0B | 0x0C | b'\r')
+}
+
+/// Split a line as Redis's sdssplitargs does: C's white space (vertical tab and form feed
+/// too) between arguments, but only a space, tab, CR or LF ends an unquoted one;
 /// "double quotes" take \n \r \t \b \a \\ \" and \xHH escapes; 'single quotes' take \';
-/// a closing quote must be followed by a space or the end. None for unbalanced quotes.
+/// a closing quote must be followed by white space or the end; a NUL ends the line, as it
+/// ends a C string. None for unbalanced quotes.
 pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let line = line.split(|&c| c == 0).next().unwrap_or_default();
     let mut out = Vec::new();
     let mut i = 0;
     let n = line.len();
     loop {
-        while i < n && line[i].is_ascii_whitespace() {
+        while i < n && c_space(line[i]) {
             i += 1;
         }
         if i >= n {
@@ -70,7 +78,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                         other => other,
                     });
                 } else if c == b'"' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -84,7 +92,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
                     i += 1;
                     arg.push(b'\'');
                 } else if c == b'\'' {
-                    if i + 1 < n && !line[i + 1].is_ascii_whitespace() {
+                    if i + 1 < n && !c_space(line[i + 1]) {
                         return None;
                     }
                     i += 1;
@@ -95,7 +103,7 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
             } else {
                 match line.get(i) {
                     None => break,
-                    Some(c) if c.is_ascii_whitespace() => break,
+                    Some(b' ' | b'\t' | b'\n' | b'\r') => break,
                     Some(b'"') => in_double = true,
                     Some(b'\'') => in_single = true,
                     Some(&c) => arg.push(c),
@@ -123,5 +131,10 @@ mod tests {
         assert_eq!(v(r#""unbalanced"#), None);
         assert_eq!(v(r#""closed"x"#), None);
         assert_eq!(v(""), Some(vec![]));
+        // A form feed or vertical tab separates nothing inside an argument, but is skipped
+        // between them; a NUL ends the line.
+        assert_eq!(v("seq 2\x0ctype i"), Some(vec![b"seq".to_vec(), b"2\x0ctype".to_vec(), b"i".to_vec()]));
+        assert_eq!(v("a \x0b\x0c b"), Some(vec![b"a".to_vec(), b"b".to_vec()]));
+        assert_eq!(v("a\0 b"), Some(vec![b"a".to_vec()]));
     }
 }

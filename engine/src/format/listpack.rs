@@ -146,7 +146,9 @@ impl<'a> ListpackIter<'a> {
         if end + bl > data.len() - 1 {
             return Err(self.blob.error(end, "listpack entry backlen runs past the end"));
         }
-        if !backlen_matches(&data[end..end + bl], size) {
+        // Checked as Redis's lpValidateNext does: the backlen decoded backwards from its
+        // last byte, which may read on into the entry's own bytes while bit 7 is set.
+        if decode_backlen(data, end + bl - 1) != Some(size) {
             return Err(self.blob.error(end, format!("listpack entry backlen does not match its size {size}")));
         }
         Ok((elem, end + bl))
@@ -397,15 +399,6 @@ pub fn encode_backlen(size: usize, out: &mut Vec<u8>) {
     }
 }
 
-fn backlen_matches(bytes: &[u8], size: usize) -> bool {
-    let n = bytes.len();
-    bytes.iter().enumerate().all(|(k, &b)| {
-        let i = n - 1 - k;
-        let group = ((size >> (7 * i)) & 0x7F) as u8;
-        b == if k == 0 { group } else { group | 0x80 }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -460,6 +453,21 @@ mod tests {
         assert_eq!(&e[202..], &[0x01, 0xCA]);
         let data = lp(&[&e]);
         assert_eq!(items(&data).unwrap(), vec![Elem::borrowed(&s)]);
+    }
+
+    #[test]
+    fn backlen_is_read_as_redis_reads_it() {
+        // An int64 entry (9 bytes) whose backlen byte has bit 7 set: decoded backwards it
+        // goes on into the value's top byte, 0x00, and still says 9, so Redis accepts it
+        // (a real Redis 7.4.1 loaded such a file).
+        let mut e = vec![0xF4, 1, 2, 3, 4, 5, 6, 7, 0x00, 0x09];
+        let data = lp(&[&e]);
+        assert_eq!(items(&data).unwrap(), vec![Elem::Int(0x0007_0605_0403_0201)]);
+        e[9] = 0x89;
+        assert_eq!(items(&lp(&[&e])).unwrap(), vec![Elem::Int(0x0007_0605_0403_0201)]);
+        // With a top byte that adds bits, the decoded size is wrong: refused.
+        e[8] = 0x01;
+        assert!(items(&lp(&[&e])).is_err());
     }
 
     #[test]

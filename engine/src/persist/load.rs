@@ -358,7 +358,7 @@ fn read_records<'a>(
     let mut reported = 0usize;
     for rec in reader {
         match rec.map_err(rdb_err)? {
-            Record::SelectDb { db: d } => {
+            Record::SelectDb { db: d, .. } => {
                 db = usize::try_from(d).unwrap_or(usize::MAX);
                 if db >= ks.dbs.len() {
                     return Err(PersistError::State(format!(

@@ -58,6 +58,10 @@ enum Cmd {
         /// A command that version does not have is a problem, not a warning.
         #[arg(long)]
         strict: bool,
+        /// How many databases the server that loads the AOF has (its `databases`): a base
+        /// selecting one past them is one it refuses.
+        #[arg(long, default_value_t = ferrokv_tools::verify::DEFAULT_DATABASES)]
+        databases: u64,
     },
     /// Cut an incomplete tail of the last file (as redis-check-aof --fix), or with
     /// --salvage drop every corrupt region; the originals are kept as .bak files.
@@ -130,8 +134,9 @@ fn default_report(path: &std::path::Path) -> PathBuf {
 fn run(cli: Cli) -> Result<u8, ToolError> {
     let mut stdout = io::stdout().lock();
     match cli.cmd {
-        Cmd::Verify { path, json, redis_version, strict } => {
-            let r = check::verify(&path, check::Options { version: redis_version, strict, writer: false })?;
+        Cmd::Verify { path, json, redis_version, strict, databases } => {
+            let opts = check::Options { version: redis_version, strict, writer: false, databases: Some(databases) };
+            let r = check::verify(&path, opts)?;
             let text = if json { format!("{}\n", check::json(&r)) } else { check::text(&r) };
             stdout.write_all(text.as_bytes())?;
             Ok(if r.problem.is_some() { exit::INVALID } else { exit::OK })

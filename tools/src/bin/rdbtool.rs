@@ -102,6 +102,10 @@ enum Cmd {
         /// The time, in unix ms, used to count already-expired keys (default: now).
         #[arg(long)]
         now: Option<i64>,
+        /// How many databases the server that loads the file has (its `databases`): a file
+        /// selecting one past them is one it refuses.
+        #[arg(long, default_value_t = ferrokv_tools::verify::DEFAULT_DATABASES)]
+        databases: u64,
     },
     /// Re-encode an RDB (or a jsonl dump) for a target version, or as jsonl/json/resp/aof.
     Convert(ferrokv_tools::convert::ConvertArgs),
@@ -173,12 +177,12 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
                 }
             }
         }
-        Cmd::Verify { file, json, now } => {
+        Cmd::Verify { file, json, now, databases } => {
             let name = file.display().to_string();
             let src = open(&file).map_err(|e| (name.clone(), e))?;
             let pipeline = ferrokv_tools::pipeline::Pipeline::default();
-            let result =
-                walk_with(&src, Depth::Deep, now.unwrap_or_else(now_ms), &pipeline, &|o| src.release_before(o));
+            let now = now.unwrap_or_else(now_ms);
+            let result = walk_with(&src, Depth::Deep, now, databases, &pipeline, &|o| src.release_before(o));
             let mut stdout = io::stdout().lock();
             match result {
                 Ok(r) => {
@@ -224,8 +228,9 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
         Cmd::Info { file, json } => {
             let name = file.display().to_string();
             let src = open(&file).map_err(|e| (name.clone(), e))?;
-            let r = walk_with(&src, Depth::Records, now_ms(), &Default::default(), &|o| src.release_before(o))
-                .map_err(|(_, e)| (name.clone(), ToolError::Data(e)))?;
+            let r =
+                walk_with(&src, Depth::Records, now_ms(), u64::MAX, &Default::default(), &|o| src.release_before(o))
+                    .map_err(|(_, e)| (name.clone(), ToolError::Data(e)))?;
             let text = if json { format!("{}\n", report::json(&r, &name, None)) } else { report::text(&r, false) };
             io::stdout().lock().write_all(text.as_bytes()).map_err(|e| (name, e.into()))?;
             Ok(exit::OK)

@@ -169,7 +169,9 @@ pub enum Record<'a> {
         key: Elem<'a>,
         value: Elem<'a>,
     },
+    /// `offset` is the record's opcode.
     SelectDb {
+        offset: usize,
         db: u64,
     },
     ResizeDb {
@@ -408,7 +410,7 @@ impl<'a> RdbReader<'a> {
                 let (r, db) = length(r, "a database number").map_err(|e| self.err(e, "a database number"))?;
                 self.db = db;
                 self.rest = r;
-                Record::SelectDb { db }
+                Record::SelectDb { offset: at.offset(), db }
             }
             Opcode::ResizeDb => {
                 let (r, a) = length(r, "a db size").map_err(|e| self.err(e, "RESIZEDB"))?;
