@@ -6,10 +6,16 @@
 //! ferrokv's own; docs/memory.md gives the formulas and how close each comes.
 
 use crate::command::catalog::ServerVersion;
+use crate::format::blob::parse_canonical_i64;
 use crate::format::double::Doubles;
+use crate::format::input::FormatError;
+use crate::format::intset::IntsetIter;
 use crate::format::listpack;
+use crate::format::listpack::ListpackIter;
+use crate::format::rdb::{self, RStr, ValueType};
+use crate::value::str::EMBSTR_MAX;
 use crate::value::stream::rax_nodes_of;
-use crate::value::{Hash, List, Set, Str, Value, Zset};
+use crate::value::{Hash, Limits, List, Set, Str, Value, Zset};
 
 const ROBJ: usize = 16;
 /// A dict entry (key, value and next pointers).
@@ -31,6 +37,8 @@ pub struct Model {
     pub dict: usize,
     /// How the version writes a score into a listpack (7.0 `%.17g`, 7.2+ shortest).
     doubles: Doubles,
+    /// Redis 7.0+ keeps compact values as listpacks (6.2: ziplists).
+    listpacks: bool,
     /// Redis 7.2+ keeps a list of one small node as a bare listpack.
     list_listpack: bool,
     stream: usize,
@@ -50,6 +58,7 @@ impl Model {
         Model {
             alloc,
             doubles: version.doubles(),
+            listpacks: v >= ServerVersion::Redis70,
             list_listpack: v >= ServerVersion::Redis72,
             dict_entry: DICT_ENTRY,
             dict: 56,
@@ -172,106 +181,324 @@ fn rax_usage(elements: usize, nodes: usize, m: &Model) -> usize {
 /// Redis 7.4's `listpackEx` beside its listpack: expiry metadata, key and listpack pointers.
 const LISTPACK_EX_HEADER: usize = 32;
 
-/// What Redis's objectComputeSize answers for `v`.
-pub fn value_size(v: &Value, samples: usize, list_fill: i64, m: &Model) -> usize {
-    let samples = samples.max(1);
-    match v {
-        Value::Str(Str::Int(_)) => ROBJ,
-        Value::Str(Str::Emb(b)) => m.round(ROBJ + 3 + b.len() + 1),
-        Value::Str(Str::Raw(b)) => ROBJ + m.sds_alloc(b.len()),
-        Value::List(l) => list_size(l, samples, list_fill, m),
-        Value::Hash(h) => match &**h {
-            Hash::Listpack(pairs) => {
-                ROBJ + m.round(listpack_bytes(pairs.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])))
+/// What a value's size is made of, in Redis's structures: what both of a version's
+/// models (MEMORY USAGE's and the allocator's) compute a size from. Element sums are of
+/// the first `sampled` elements, as objectComputeSize samples them, and already rounded
+/// to the allocator's classes (both models of a version share the allocator).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Shape {
+    Int,
+    /// An embstr of this many bytes.
+    Emb(usize),
+    /// A raw string of this many bytes.
+    Raw(usize),
+    /// One listpack or intset of this many bytes (a hash, zset or set; a Redis 7.2+
+    /// one-node list).
+    Packed(usize),
+    /// A Redis 7.4 hash with field TTLs: the listpackEx header and its listpack.
+    ListpackEx(usize),
+    /// `sum`: the node structs and listpacks of the first `sampled` of `nodes`.
+    Quicklist {
+        nodes: usize,
+        sum: usize,
+        sampled: usize,
+    },
+    /// `sds`: the field and value strings of the first `sampled` of `n` fields.
+    HashTable {
+        n: usize,
+        sds: usize,
+        sampled: usize,
+    },
+    /// `sds`: the strings of the first `sampled` of `n` members.
+    SetTable {
+        n: usize,
+        sds: usize,
+        sampled: usize,
+    },
+    /// `sds`: the member strings of the first `sampled` of `n` members.
+    Skiplist {
+        n: usize,
+        sds: usize,
+        sampled: usize,
+    },
+}
+
+impl Shape {
+    /// A string of this length as Redis loads it when it is not an integer.
+    fn of_text(len: usize) -> Shape {
+        if len <= EMBSTR_MAX {
+            Shape::Emb(len)
+        } else {
+            Shape::Raw(len)
+        }
+    }
+
+    /// A string as Redis loads it: an integer, an embstr, a raw string.
+    pub fn of_string(b: &[u8]) -> Shape {
+        match parse_canonical_i64(b) {
+            Some(_) => Shape::Int,
+            None => Shape::of_text(b.len()),
+        }
+    }
+
+    /// The value's size under `m` (objectComputeSize's formula, or the allocations).
+    pub fn size(&self, m: &Model) -> usize {
+        // The average over the sampled elements of their strings and `each` more bytes.
+        let avg = |sum: usize, sampled: usize, each: usize| {
+            if sampled == 0 {
+                0.0
+            } else {
+                (sum + sampled * each) as f64 / sampled as f64
             }
-            Hash::ListpackEx(_) => {
-                // The triplets' listpack (a TTL is a listpack integer) and the listpackEx
-                // header (its expiry metadata and key pointer).
-                let ttls: Vec<String> = h.iter_with_ttl().map(|(_, _, t)| t.unwrap_or(0).to_string()).collect();
-                let items = h.iter_with_ttl().zip(&ttls).flat_map(|((f, v, _), t)| [f, v, t.as_bytes()]);
-                ROBJ + LISTPACK_EX_HEADER + m.round(listpack_bytes(items))
+        };
+        match *self {
+            Shape::Int => ROBJ,
+            Shape::Emb(len) => m.round(ROBJ + 3 + len + 1),
+            Shape::Raw(len) => ROBJ + m.sds_alloc(len),
+            Shape::Packed(bytes) => ROBJ + m.round(bytes),
+            Shape::ListpackEx(bytes) => ROBJ + LISTPACK_EX_HEADER + m.round(bytes),
+            Shape::Quicklist { nodes, sum, sampled } => {
+                ROBJ + QUICKLIST + (avg(sum, sampled, 0) * nodes as f64) as usize
             }
-            Hash::Table(_) => {
-                let per =
-                    sampled(h.iter(), samples, |(f, v)| m.sds_alloc(f.len()) + m.sds_alloc(v.len()) + m.dict_entry);
-                ROBJ + m.dict + 8 * dict_slots(h.len()) + (per * h.len() as f64) as usize
+            Shape::HashTable { n, sds, sampled } => {
+                ROBJ + m.dict + 8 * dict_slots(n) + (avg(sds, sampled, m.dict_entry) * n as f64) as usize
             }
-        },
-        Value::Set(st) => match &**st {
-            Set::Intset(v) => {
-                let width = match v.iter().map(|x| x.unsigned_abs()).max().unwrap_or(0) {
-                    m if m <= i16::MAX as u64 => 2,
-                    m if m <= i32::MAX as u64 => 4,
-                    _ => 8,
-                };
-                ROBJ + m.round(8 + v.len() * width)
-            }
-            Set::Listpack(members) => ROBJ + m.round(listpack_bytes(members.iter().map(|m| m.as_slice()))),
-            Set::Table(_) => {
-                let (n, slots) = (st.len(), dict_slots(st.len()));
+            Shape::SetTable { n, sds, sampled } => {
+                let slots = dict_slots(n);
                 if m.bare_set_members && !m.usage_formula {
                     // Members in a bucket of their own need no entry: the expected number
                     // of occupied buckets is slots * (1 - (1 - 1/slots)^n).
                     let occupied = slots as f64 * (1.0 - (1.0 - 1.0 / slots as f64).powi(n as i32));
                     let entries = (n as f64 - occupied).max(0.0);
-                    let per = sampled(st.iter(), samples, |member| m.sds_alloc(member.len()));
+                    let per = avg(sds, sampled, 0);
                     return ROBJ + m.dict + 8 * slots + (per * n as f64 + entries * m.round(16) as f64) as usize;
                 }
-                let per = sampled(st.iter(), samples, |member| m.sds_alloc(member.len()) + m.dict_entry);
-                ROBJ + m.dict + 8 * slots + (per * n as f64) as usize
+                ROBJ + m.dict + 8 * slots + (avg(sds, sampled, m.dict_entry) * n as f64) as usize
             }
-        },
-        Value::Zset(z) => match &**z {
-            Zset::Listpack(items) => {
-                let scores: Vec<String> = items.iter().map(|(_, sc)| m.doubles.listpack(*sc)).collect();
-                let entries = items.iter().zip(&scores).flat_map(|((m, _), sc)| [m.as_slice(), sc.as_bytes()]);
-                ROBJ + m.round(listpack_bytes(entries))
+            Shape::Skiplist { n, sds, sampled } => {
+                let per = avg(sds, sampled, m.dict_entry) + zsl_node(m);
+                ROBJ + ZSET + ZSKIPLIST + m.dict + 8 * dict_slots(n) + ZSL_HEADER + (per * n as f64) as usize
             }
-            Zset::Skiplist(_) => {
-                let per =
-                    sampled(z.iter(), samples, |(member, _)| m.sds_alloc(member.len()) + m.dict_entry) + zsl_node(m);
-                ROBJ + ZSET
-                    + ZSKIPLIST
-                    + m.dict
-                    + 8 * dict_slots(z.len())
-                    + ZSL_HEADER
-                    + (per * z.len() as f64) as usize
-            }
-        },
-        Value::Stream(st) => {
-            // Redis's objectComputeSize: the stream, its radix tree, the listpacks (the first
-            // `samples` averaged for all but the last), the groups and their consumers.
-            let mut size = ROBJ + m.stream + rax_usage(st.node_count(), st.rax_nodes(), m);
-            let nodes: Vec<usize> = st.node_allocations().map(|b| m.round(b)).collect();
-            if nodes.len() <= samples {
-                size += nodes.iter().sum::<usize>();
-            } else {
-                let avg = nodes[..samples].iter().sum::<usize>() / samples;
-                size += avg * (nodes.len() - 1) + nodes.last().copied().unwrap_or(0);
-            }
-            for g in st.groups.values() {
-                size += 40 + rax_usage(g.pel.len(), rax_nodes_of(g.pel.keys().copied()), m) + 24 * g.pel.len();
-                for (name, c) in &g.consumers {
-                    size += m.consumer + name.len() + rax_usage(c.pel.len(), rax_nodes_of(c.pel.iter().copied()), m);
-                }
-            }
-            size
         }
     }
 }
 
-/// The average of `f` over the first `samples` items (0 for none).
-fn sampled<T>(items: impl Iterator<Item = T>, samples: usize, f: impl Fn(T) -> usize) -> f64 {
-    let (mut sum, mut n) = (0usize, 0usize);
-    for it in items.take(samples) {
-        sum += f(it);
-        n += 1;
+/// What Redis's objectComputeSize answers for `v`, its elements sampled as it samples them.
+pub fn value_size(v: &Value, samples: usize, list_fill: i64, m: &Model) -> usize {
+    let samples = samples.max(1);
+    let shape = match v {
+        Value::Str(Str::Int(_)) => Shape::Int,
+        Value::Str(Str::Emb(b)) => Shape::Emb(b.len()),
+        Value::Str(Str::Raw(b)) => Shape::Raw(b.len()),
+        Value::List(l) => list_shape(l, samples, list_fill, m),
+        Value::Hash(h) => hash_shape(h, samples, m),
+        Value::Set(st) => set_shape(st, samples, m),
+        Value::Zset(z) => zset_shape(z, samples, m),
+        Value::Stream(st) => return stream_size(st, samples, m),
+    };
+    shape.size(m)
+}
+
+/// The allocations of the first `samples` items, and how many there were.
+fn sum<T>(items: impl Iterator<Item = T>, samples: usize, f: impl Fn(T) -> usize) -> (usize, usize) {
+    items.take(samples).fold((0, 0), |(s, k), it| (s + f(it), k + 1))
+}
+
+fn list_shape(l: &List, samples: usize, fill: i64, m: &Model) -> Shape {
+    let nodes = quicklist_nodes(l, fill);
+    if m.list_listpack && nodes.len() <= 1 {
+        return Shape::Packed(nodes.first().copied().unwrap_or(listpack::OVERHEAD));
     }
-    if n == 0 {
-        0.0
+    let n = nodes.len();
+    let (sum, sampled) = sum(nodes.into_iter(), samples, |b| QUICKLIST_NODE + m.round(b));
+    Shape::Quicklist { nodes: n, sum, sampled }
+}
+
+fn hash_shape(h: &Hash, samples: usize, m: &Model) -> Shape {
+    match h {
+        Hash::Listpack(pairs) => {
+            Shape::Packed(listpack_bytes(pairs.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])))
+        }
+        Hash::ListpackEx(_) => {
+            // The triplets' listpack (a TTL is a listpack integer).
+            let ttls: Vec<String> = h.iter_with_ttl().map(|(_, _, t)| t.unwrap_or(0).to_string()).collect();
+            let items = h.iter_with_ttl().zip(&ttls).flat_map(|((f, v, _), t)| [f, v, t.as_bytes()]);
+            Shape::ListpackEx(listpack_bytes(items))
+        }
+        Hash::Table(_) => {
+            let (sds, sampled) = sum(h.iter(), samples, |(f, v)| m.sds_alloc(f.len()) + m.sds_alloc(v.len()));
+            Shape::HashTable { n: h.len(), sds, sampled }
+        }
+    }
+}
+
+fn set_shape(st: &Set, samples: usize, m: &Model) -> Shape {
+    match st {
+        Set::Intset(v) => {
+            let width = match v.iter().map(|x| x.unsigned_abs()).max().unwrap_or(0) {
+                m if m <= i16::MAX as u64 => 2,
+                m if m <= i32::MAX as u64 => 4,
+                _ => 8,
+            };
+            Shape::Packed(8 + v.len() * width)
+        }
+        Set::Listpack(members) => Shape::Packed(listpack_bytes(members.iter().map(|m| m.as_slice()))),
+        Set::Table(_) => {
+            let (sds, sampled) = sum(st.iter(), samples, |member| m.sds_alloc(member.len()));
+            Shape::SetTable { n: st.len(), sds, sampled }
+        }
+    }
+}
+
+fn zset_shape(z: &Zset, samples: usize, m: &Model) -> Shape {
+    match z {
+        Zset::Listpack(items) => {
+            let scores: Vec<String> = items.iter().map(|(_, sc)| m.doubles.listpack(*sc)).collect();
+            let entries = items.iter().zip(&scores).flat_map(|((m, _), sc)| [m.as_slice(), sc.as_bytes()]);
+            Shape::Packed(listpack_bytes(entries))
+        }
+        Zset::Skiplist(_) => {
+            let (sds, sampled) = sum(z.iter(), samples, |(member, _)| m.sds_alloc(member.len()));
+            Shape::Skiplist { n: z.len(), sds, sampled }
+        }
+    }
+}
+
+/// A key's shape read from its RDB record: its type, the encoding the loading server
+/// gives it, its elements.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RecordShape {
+    pub shape: Shape,
+    pub kind: &'static str,
+    pub encoding: &'static str,
+    pub elements: usize,
+}
+
+/// The shape of a record's value read from the record itself, without building the value,
+/// when the server modelled by `m` (with `limits`) loads it in the record's own encoding:
+/// strings; listpacks, intsets and Redis 7 quicklists it keeps as they are (their sizes
+/// are the blobs'); hashes, sets and zsets too big for a compact encoding (their
+/// elements' lengths). None for the rest (a conversion, a stream, an older encoding):
+/// the caller builds the value.
+pub fn record_shape(v: &rdb::Value<'_>, limits: &Limits, m: &Model) -> Result<Option<RecordShape>, FormatError> {
+    use ValueType as T;
+    let shape = |shape, kind, encoding, elements| Ok(Some(RecordShape { shape, kind, encoding, elements }));
+    match v.vtype {
+        T::String => {
+            let s = match v.string()? {
+                RStr::Int(_) => Shape::Int,
+                // Redis compresses only strings longer than any integer's text.
+                RStr::Lzf { len, .. } => Shape::of_text(len),
+                RStr::Raw(i) => Shape::of_string(i.bytes()),
+            };
+            let encoding = match s {
+                Shape::Int => "int",
+                Shape::Emb(_) => "embstr",
+                _ => "raw",
+            };
+            shape(s, "string", encoding, 1)
+        }
+        T::HashListpack | T::ZsetListpack | T::SetListpack if m.listpacks => {
+            let Some(blob) = v.packed()? else { return Ok(None) };
+            let bytes = blob.data().len();
+            let Some(entries) = ListpackIter::new(blob)?.declared_len() else { return Ok(None) };
+            let (kind, n, keeps) = match v.vtype {
+                T::HashListpack => ("hash", entries / 2, entries / 2 <= limits.hash_max_listpack_entries),
+                T::ZsetListpack => ("zset", entries / 2, entries / 2 <= limits.zset_max_listpack_entries),
+                _ => ("set", entries, entries <= limits.set_max_listpack_entries),
+            };
+            if !keeps {
+                return Ok(None);
+            }
+            shape(Shape::Packed(bytes), kind, "listpack", n)
+        }
+        T::SetIntset => {
+            let Some(blob) = v.packed()? else { return Ok(None) };
+            let bytes = blob.data().len();
+            let n = IntsetIter::new(blob)?.len();
+            if n > limits.set_max_intset_entries {
+                return Ok(None);
+            }
+            shape(Shape::Packed(bytes), "set", "intset", n)
+        }
+        T::ListQuicklist2 if m.listpacks => {
+            let (mut nodes, mut sum, mut elements, mut first) = (0, 0, 0, 0);
+            for node in v.quicklist2_nodes()? {
+                // A plain node (one big element) is left to the built value.
+                let Some(blob) = node? else { return Ok(None) };
+                let bytes = blob.data().len();
+                let Some(n) = ListpackIter::new(blob)?.declared_len() else { return Ok(None) };
+                nodes += 1;
+                sum += QUICKLIST_NODE + m.round(bytes);
+                elements += n;
+                if nodes == 1 {
+                    first = bytes;
+                }
+            }
+            if m.list_listpack && nodes <= 1 {
+                return shape(Shape::Packed(first.max(listpack::OVERHEAD)), "list", "listpack", elements);
+            }
+            shape(Shape::Quicklist { nodes, sum, sampled: nodes }, "list", "quicklist", elements)
+        }
+        T::Hash => {
+            let mut it = v.hash()?;
+            let n = it.declared_len().unwrap_or(0) as usize;
+            if n <= limits.hash_max_listpack_entries {
+                return Ok(None);
+            }
+            let mut sds = 0;
+            for e in &mut it {
+                let e = e?;
+                sds += m.sds_alloc(e.field.len()) + m.sds_alloc(e.value.len());
+            }
+            shape(Shape::HashTable { n, sds, sampled: n }, "hash", "hashtable", n)
+        }
+        T::SetHashtable => {
+            let mut it = v.set()?;
+            let n = it.declared_len().unwrap_or(0) as usize;
+            if n <= limits.set_max_intset_entries.max(limits.set_max_listpack_entries) {
+                return Ok(None);
+            }
+            let mut sds = 0;
+            for e in &mut it {
+                sds += m.sds_alloc(e?.len());
+            }
+            shape(Shape::SetTable { n, sds, sampled: n }, "set", "hashtable", n)
+        }
+        T::Zset2 | T::ZsetText => {
+            let mut n = 0;
+            let mut sds = 0;
+            for e in v.zset()? {
+                sds += m.sds_alloc(e?.0.len());
+                n += 1;
+            }
+            if n <= limits.zset_max_listpack_entries {
+                return Ok(None);
+            }
+            shape(Shape::Skiplist { n, sds, sampled: n }, "zset", "skiplist", n)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Redis's objectComputeSize of a stream: the stream, its radix tree, the listpacks (the
+/// first `samples` averaged for all but the last), the groups and their consumers.
+fn stream_size(st: &crate::value::Stream, samples: usize, m: &Model) -> usize {
+    let mut size = ROBJ + m.stream + rax_usage(st.node_count(), st.rax_nodes(), m);
+    let nodes: Vec<usize> = st.node_allocations().map(|b| m.round(b)).collect();
+    if nodes.len() <= samples {
+        size += nodes.iter().sum::<usize>();
     } else {
-        sum as f64 / n as f64
+        let avg = nodes[..samples].iter().sum::<usize>() / samples;
+        size += avg * (nodes.len() - 1) + nodes.last().copied().unwrap_or(0);
     }
+    for g in st.groups.values() {
+        size += 40 + rax_usage(g.pel.len(), rax_nodes_of(g.pel.keys().copied()), m) + 24 * g.pel.len();
+        for (name, c) in &g.consumers {
+            size += m.consumer + name.len() + rax_usage(c.pel.len(), rax_nodes_of(c.pel.iter().copied()), m);
+        }
+    }
+    size
 }
 
 /// The listpack sizes of the nodes of a quicklist built by appending: each filled up to
@@ -302,18 +529,6 @@ fn quicklist_nodes(l: &List, fill: i64) -> Vec<usize> {
         nodes.push(sz);
     }
     nodes
-}
-
-/// A list: a quicklist of 40-byte nodes and their listpacks, or (Redis 7.2+, one node)
-/// the bare listpack.
-fn list_size(l: &List, samples: usize, fill: i64, m: &Model) -> usize {
-    let nodes = quicklist_nodes(l, fill);
-    if m.list_listpack && nodes.len() <= 1 {
-        return ROBJ + m.round(nodes.first().copied().unwrap_or(7));
-    }
-    let n = nodes.len();
-    let per = sampled(nodes.into_iter(), samples, |b| QUICKLIST_NODE + m.round(b));
-    ROBJ + QUICKLIST + (per * n as f64) as usize
 }
 
 /// The expected allocation of a skiplist node: 24 bytes and 16 per level, a node having

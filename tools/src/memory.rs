@@ -171,6 +171,23 @@ fn costs(records: &[Record<'_>], limits: &Limits, models: &Models) -> Result<Vec
     let mut out = Vec::new();
     for rec in records {
         let Record::Key(k) = rec else { continue };
+        // Most keys are read from the record; the rest are built as the server builds them.
+        let at = |e| ToolError::Data(RdbError::in_key(e, k));
+        if let Some(r) = ferrokv::memory::record_shape(&k.value, limits, &models.usage).map_err(at)? {
+            let key = k.key.to_bytes().into_owned();
+            let name = models.usage.sds_alloc(key.len());
+            out.push(KeyCost {
+                bytes: r.shape.size(&models.usage) + name + models.usage.dict_entry,
+                allocated: r.shape.size(&models.allocated) + name,
+                db: k.db,
+                key,
+                kind: r.kind,
+                encoding: r.encoding,
+                elements: r.elements,
+                expire_ms: k.expire_ms,
+            });
+            continue;
+        }
         let logical = Logical::from_record(k).map_err(|e| ToolError::Data(RdbError::in_key(e, k)))?;
         let value = Value::from_logical_owned(logical, limits)
             .map_err(|e| ToolError::Usage(format!("db {} key '{}': {e}", k.db, escape_key(&k.key.to_bytes()))))?;

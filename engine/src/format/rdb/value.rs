@@ -458,6 +458,30 @@ impl<'a> Value<'a> {
         Stream::parse(self.body, self.vtype)
     }
 
+    /// The one listpack or intset blob a compact hash, zset or set is stored as (a
+    /// TTL-carrying hash's listpack, past its minimum TTL); None for other types.
+    pub fn packed(&self) -> Result<Option<Blob<'a>>, FormatError> {
+        use ValueType::*;
+        let s = match self.vtype {
+            HashListpack | ZsetListpack | SetListpack | SetIntset | HashListpackExPreGa => read_str(self.body)?,
+            HashListpackEx => {
+                let (rest, _min) = le_u64(self.body).map_err(|e| finish(e, "the minimum field expiry"))?;
+                read_str(rest)?
+            }
+            _ => return Ok(None),
+        };
+        to_blob(s).map(Some)
+    }
+
+    /// The nodes of a Redis 7 quicklist as stored: each a listpack blob, or None for a
+    /// plain node (one big element).
+    pub fn quicklist2_nodes(&self) -> Result<QuickNodes<'a>, FormatError> {
+        if self.vtype != ValueType::ListQuicklist2 {
+            return Err(not_a(self.vtype, "Redis 7 quicklist"));
+        }
+        Ok(QuickNodes(Seq::new(self.body, "quicklist node count")?.0))
+    }
+
     pub fn module(&self) -> Result<ModuleValue<'a>, FormatError> {
         ModuleValue::parse(self.body)
     }
@@ -465,6 +489,30 @@ impl<'a> Value<'a> {
 
 fn not_a(t: ValueType, what: &str) -> FormatError {
     FormatError::new(0, format!("value of type {} is not a {what}", t.name()))
+}
+
+/// One quicklist node: its container (Redis 7: 1 plain, 2 a listpack; before, always a
+/// ziplist, given as 2), its string, and where the string starts.
+fn quick_node(i: Input<'_>, v2: bool) -> PResult<'_, (u64, RStr<'_>, usize)> {
+    let (i, container) = if v2 { length(i, "a quicklist container")? } else { (i, 2) };
+    let (r, s) = rdb_str(i)?;
+    Ok((r, (container, s, i.offset())))
+}
+
+/// A Redis 7 quicklist's nodes ([`Value::quicklist2_nodes`]).
+pub struct QuickNodes<'a>(Seq<'a>);
+
+impl<'a> Iterator for QuickNodes<'a> {
+    type Item = Result<Option<Blob<'a>>, FormatError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let node = self.0.next("a quicklist node", |i| quick_node(i, true))?;
+        Some(node.and_then(|(container, s, at)| match container {
+            2 => s.to_blob().map(Some),
+            1 => Ok(None),
+            c => Err(FormatError::new(at, format!("unknown quicklist container type {c}"))),
+        }))
+    }
 }
 
 /// List elements in order.
@@ -503,11 +551,7 @@ impl<'a> Iterator for ListIter<'a> {
                     }
                 }
                 let v2 = *v2;
-                let node = nodes.next("a quicklist node", |i| {
-                    let (i, container) = if v2 { length(i, "a quicklist container")? } else { (i, 2) };
-                    let (r, s) = rdb_str(i)?;
-                    Ok((r, (container, s, i.offset())))
-                })?;
+                let node = nodes.next("a quicklist node", |i| quick_node(i, v2))?;
                 let built = node.and_then(|(container, s, at)| match (v2, container) {
                     (false, _) => Flat::ziplist(s).map(QuickNode::Flat),
                     (true, 2) => Flat::listpack(s).map(QuickNode::Flat),
