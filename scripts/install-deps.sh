@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tests and benchmarks need from Debian: redis-server and redis-tools
-# (redis-cli, redis-check-rdb), openssl, and python3 for the layering check. Safe to run repeatedly.
+# (redis-cli, redis-check-rdb), openssl, python3 for the layering check, and chromium (the
+# memory report's HTML page is opened headless in a test). Safe to run repeatedly.
 set -euo pipefail
 need=()
 command -v redis-server >/dev/null 2>&1 || need+=(redis-server)
@@ -16,5 +17,11 @@ if [ ${#need[@]} -gt 0 ]; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
     # The package starts a service on 6379; tests start their own servers.
     $SUDO service redis-server stop >/dev/null 2>&1 || true
+fi
+if ! command -v chromium >/dev/null 2>&1; then   # rdbtool memory --html, opened headless
+    SUDO=""
+    [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
 redis-server --version

@@ -177,3 +177,147 @@ fn estimates_match_redis_7_4() {
         check(&bin.display().to_string(), loaded.port, &dir.path().join("dump.rdb"), "jemalloc");
     }
 }
+
+/// The text between `start` (after it) and the next `end` in `s`.
+fn between<'a>(s: &'a str, start: &str, end: &str) -> &'a str {
+    let from = s.find(start).unwrap_or_else(|| panic!("no {start:?} in the page")) + start.len();
+    let to = s[from..].find(end).unwrap_or_else(|| panic!("no {end:?} after {start:?}")) + from;
+    &s[from..to]
+}
+
+/// The values of `attr` in `s`, in order.
+fn attrs(s: &str, attr: &str) -> Vec<u64> {
+    let pat = format!("{attr}=\"");
+    s.match_indices(&pat)
+        .map(|(i, _)| {
+            let rest = &s[i + pat.len()..];
+            rest[..rest.find('"').expect("closing quote")].parse().expect("a number")
+        })
+        .collect()
+}
+
+#[test]
+fn html_report_opens_in_headless_chromium_with_the_jsonl_data() {
+    let Some(chromium) = ["chromium", "chromium-browser"]
+        .into_iter()
+        .find(|c| Command::new(c).arg("--version").output().is_ok_and(|o| o.status.success()))
+    else {
+        eprintln!("SKIPPED: no chromium (scripts/install-deps.sh installs it)");
+        return;
+    };
+    let writer = Redis::start();
+    pipe_into(writer.port, &corpus(false));
+    writer.cli(&["SAVE"]);
+    let dir = writer.stop();
+    let rdb = dir.path().join("dump.rdb");
+    let page = dir.path().join("report.html");
+    let out = Command::new(env!("CARGO_BIN_EXE_rdbtool"))
+        .args(["memory", &rdb.display().to_string(), "--format", "jsonl", "--top", "5", "--now", "1795765967000"])
+        .arg("--html")
+        .arg(&page)
+        .output()
+        .expect("rdbtool memory");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // What the per-key lines say.
+    let (mut keys, mut dataset, mut usage) = (0u64, 0u64, 0u64);
+    let mut sizes = Vec::new();
+    let mut by_encoding: BTreeMap<(String, String), u64> = BTreeMap::new();
+    for line in String::from_utf8_lossy(&out.stdout).lines() {
+        let v: serde_json::Value = serde_json::from_str(line).expect("a jsonl line");
+        let (b, a) = (v["bytes"].as_u64().expect("bytes"), v["allocated"].as_u64().expect("allocated"));
+        keys += 1;
+        usage += b;
+        dataset += a;
+        sizes.push(b);
+        let enc = (v["type"].as_str().unwrap_or("").to_string(), v["encoding"].as_str().unwrap_or("").to_string());
+        *by_encoding.entry(enc).or_default() += a;
+    }
+    sizes.sort_unstable_by(|a, b| b.cmp(a));
+    assert!(keys > 1000, "{keys} keys");
+
+    // The page as the browser has it, and what its console said.
+    let html = std::fs::read_to_string(&page).expect("the page");
+    assert!(!html.contains("http://") && !html.contains("https://") && !html.contains(" src="), "not self-contained");
+    let url = format!("file://{}", page.display());
+    let shot = dir.path().join("shot.png");
+    let base = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--enable-logging=stderr", "--v=0"];
+    let dom = Command::new(chromium).args(base).arg("--dump-dom").arg(&url).output().expect("chromium --dump-dom");
+    assert!(dom.status.success(), "chromium: {}", String::from_utf8_lossy(&dom.stderr));
+    let shown = Command::new(chromium)
+        .args(base)
+        .args(["--window-size=1280,2000", &format!("--screenshot={}", shot.display()), &url])
+        .output()
+        .expect("chromium --screenshot");
+    for run in [&dom, &shown] {
+        let log = String::from_utf8_lossy(&run.stderr);
+        let console: Vec<&str> = log.lines().filter(|l| l.contains("CONSOLE") || l.contains("Uncaught")).collect();
+        assert!(console.is_empty(), "the page logged to the console: {console:?}");
+    }
+    let png = std::fs::read(&shot).expect("a screenshot");
+    assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "a PNG");
+    let (w, h) =
+        (u32::from_be_bytes(png[16..20].try_into().unwrap()), u32::from_be_bytes(png[20..24].try_into().unwrap()));
+    assert_eq!((w, h), (1280, 2000));
+    assert!(png.len() > 20_000, "a screenshot of {} bytes", png.len());
+
+    // The page's figures, visible and embedded, are the per-key lines'.
+    let dom = String::from_utf8_lossy(&dom.stdout).into_owned();
+    let totals = between(&dom, "id=\"totals\"", ">");
+    assert_eq!(attrs(totals, "data-keys"), [keys]);
+    assert_eq!(attrs(totals, "data-dataset"), [dataset]);
+    assert_eq!(attrs(totals, "data-usage"), [usage]);
+    let top = between(&dom, "id=\"top\"", "</table>");
+    assert_eq!(attrs(top, "data-bytes"), sizes[..5]);
+    let encodings = between(&dom, "id=\"encodings\"", "</table>");
+    let mut shown: Vec<u64> = attrs(encodings, "data-allocated");
+    let mut expected: Vec<u64> = by_encoding.values().copied().collect();
+    shown.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(shown, expected);
+    let treemap = between(&dom, "id=\"treemap\"", "</svg>");
+    assert!(treemap.matches("<rect").count() >= 5, "treemap: {treemap}");
+    let report: serde_json::Value =
+        serde_json::from_str(between(&dom, "id=\"report\">", "</script>")).expect("the embedded report");
+    assert_eq!(report["keys"].as_u64(), Some(keys));
+    assert_eq!(report["dataset_bytes"].as_u64(), Some(dataset));
+    let hist: u64 = report["sizes"].as_array().expect("sizes").iter().map(|c| c["keys"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(hist, keys);
+}
+
+#[test]
+fn config_thresholds_change_encodings_and_are_reported() {
+    let rdb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rdb/redis-7.0/all-types.rdb");
+    let dir = TempDir::new("memory-config");
+    let run = |conf: &str| {
+        let path = dir.path().join("redis.conf");
+        std::fs::write(&path, conf).expect("write the config");
+        Command::new(env!("CARGO_BIN_EXE_rdbtool"))
+            .args(["memory", &rdb.display().to_string(), "--format", "json", "--config"])
+            .arg(&path)
+            .output()
+            .expect("rdbtool memory")
+    };
+    let json = |o: &std::process::Output| -> serde_json::Value {
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice(&o.stdout).expect("a JSON report")
+    };
+    // The defaults keep the file's encodings; lower thresholds (6.2 names too) convert.
+    let plain = json(&run("# nothing\nsave \"\"\n"));
+    assert_eq!(plain["conversions"], serde_json::json!([]));
+    let low = json(&run("hash-max-listpack-entries 1\nzset-max-ziplist-entries 2\nappendonly yes\n"));
+    assert_eq!(low["config"], serde_json::json!({"hash-max-listpack-entries": 1, "zset-max-ziplist-entries": 2}));
+    let conv = low["conversions"].as_array().expect("conversions");
+    let kinds: Vec<(&str, &str, &str)> = conv
+        .iter()
+        .map(|c| (c["type"].as_str().unwrap_or(""), c["from"].as_str().unwrap_or(""), c["to"].as_str().unwrap_or("")))
+        .collect();
+    assert_eq!(kinds, [("hash", "listpack", "hashtable"), ("zset", "listpack", "skiplist")]);
+    // Tables cost more than listpacks.
+    assert!(low["dataset_bytes"].as_u64() > plain["dataset_bytes"].as_u64());
+    let bad = run("hash-max-listpack-entries lots\n");
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("line 1: hash-max-listpack-entries: 'lots' is not an integer")
+    );
+}

@@ -94,6 +94,60 @@ impl Default for Limits {
     }
 }
 
+impl Limits {
+    /// The directive's Redis 7 name for its Redis 6.2 (ziplist) name.
+    fn canonical(name: &str) -> &str {
+        match name {
+            "hash-max-ziplist-entries" => "hash-max-listpack-entries",
+            "hash-max-ziplist-value" => "hash-max-listpack-value",
+            "zset-max-ziplist-entries" => "zset-max-listpack-entries",
+            "zset-max-ziplist-value" => "zset-max-listpack-value",
+            "list-max-ziplist-size" => "list-max-listpack-size",
+            other => other,
+        }
+    }
+
+    /// The threshold a configuration directive names (either name), if it names one here.
+    pub fn get_by_name(&self, name: &str) -> Option<i64> {
+        let u = |v: usize| Some(v as i64);
+        match Limits::canonical(name) {
+            "hash-max-listpack-entries" => u(self.hash_max_listpack_entries),
+            "hash-max-listpack-value" => u(self.hash_max_listpack_value),
+            "set-max-intset-entries" => u(self.set_max_intset_entries),
+            "set-max-listpack-entries" => u(self.set_max_listpack_entries),
+            "set-max-listpack-value" => u(self.set_max_listpack_value),
+            "zset-max-listpack-entries" => u(self.zset_max_listpack_entries),
+            "zset-max-listpack-value" => u(self.zset_max_listpack_value),
+            "list-max-listpack-size" => Some(self.list_max_listpack_size),
+            "hll-sparse-max-bytes" => u(self.hll_sparse_max_bytes),
+            "stream-node-max-entries" => u(self.stream_node_max_entries),
+            "stream-node-max-bytes" => u(self.stream_node_max_bytes),
+            _ => None,
+        }
+    }
+
+    /// Set the threshold a configuration directive names (either name); false when it
+    /// names none here.
+    pub fn set_by_name(&mut self, name: &str, n: i64) -> bool {
+        let u = n.max(0) as usize;
+        match Limits::canonical(name) {
+            "hash-max-listpack-entries" => self.hash_max_listpack_entries = u,
+            "hash-max-listpack-value" => self.hash_max_listpack_value = u,
+            "set-max-intset-entries" => self.set_max_intset_entries = u,
+            "set-max-listpack-entries" => self.set_max_listpack_entries = u,
+            "set-max-listpack-value" => self.set_max_listpack_value = u,
+            "zset-max-listpack-entries" => self.zset_max_listpack_entries = u,
+            "zset-max-listpack-value" => self.zset_max_listpack_value = u,
+            "list-max-listpack-size" => self.list_max_listpack_size = n,
+            "hll-sparse-max-bytes" => self.hll_sparse_max_bytes = u,
+            "stream-node-max-entries" => self.stream_node_max_entries = u,
+            "stream-node-max-bytes" => self.stream_node_max_bytes = u,
+            _ => return false,
+        }
+        true
+    }
+}
+
 /// A key's value.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Value {

@@ -464,17 +464,6 @@ impl ServerConfig {
             "lazyfree-lazy-server-del" => yes_no(e.lazyfree_lazy_server_del),
             "lazyfree-lazy-user-del" => yes_no(e.lazyfree_lazy_user_del),
             "lazyfree-lazy-user-flush" => yes_no(e.lazyfree_lazy_user_flush),
-            "hash-max-listpack-entries" => l.hash_max_listpack_entries.to_string(),
-            "hash-max-listpack-value" => l.hash_max_listpack_value.to_string(),
-            "set-max-intset-entries" => l.set_max_intset_entries.to_string(),
-            "hll-sparse-max-bytes" => l.hll_sparse_max_bytes.to_string(),
-            "set-max-listpack-entries" => l.set_max_listpack_entries.to_string(),
-            "set-max-listpack-value" => l.set_max_listpack_value.to_string(),
-            "zset-max-listpack-entries" => l.zset_max_listpack_entries.to_string(),
-            "zset-max-listpack-value" => l.zset_max_listpack_value.to_string(),
-            "list-max-listpack-size" => l.list_max_listpack_size.to_string(),
-            "stream-node-max-entries" => l.stream_node_max_entries.to_string(),
-            "stream-node-max-bytes" => l.stream_node_max_bytes.to_string(),
             "enable-protected-configs" => protected_name(self.enable_protected_configs),
             "enable-debug-command" => protected_name(self.enable_debug_command),
             "enable-module-command" => protected_name(self.enable_module_command),
@@ -497,7 +486,7 @@ impl ServerConfig {
             "key-load-delay" => e.key_load_delay_us.to_string(),
             "list-compress-depth" => self.list_compress_depth.to_string(),
             "busy-reply-threshold" => self.busy_reply_threshold.to_string(),
-            _ => return None,
+            other => return l.get_by_name(other).map(|n| n.to_string()),
         })
     }
 
@@ -616,23 +605,14 @@ impl ServerConfig {
             "min-replicas-max-lag" => self.min_replicas_max_lag = n.clamp(0, INT_MAX) as u32,
             "proto-max-bulk-len" => self.proto_max_bulk_len = n,
             "client-query-buffer-limit" => self.client_query_buffer_limit = n as u64,
-            "hash-max-listpack-entries" => e.limits.hash_max_listpack_entries = u,
-            "hash-max-listpack-value" => e.limits.hash_max_listpack_value = u,
-            "set-max-intset-entries" => e.limits.set_max_intset_entries = u,
-            "hll-sparse-max-bytes" => e.limits.hll_sparse_max_bytes = u,
-            "set-max-listpack-entries" => e.limits.set_max_listpack_entries = u,
-            "set-max-listpack-value" => e.limits.set_max_listpack_value = u,
-            "zset-max-listpack-entries" => e.limits.zset_max_listpack_entries = u,
-            "zset-max-listpack-value" => e.limits.zset_max_listpack_value = u,
-            "list-max-listpack-size" => e.limits.list_max_listpack_size = n,
             "lfu-log-factor" => e.lfu_log_factor = n as u32,
             "lfu-decay-time" => e.lfu_decay_time = n as u32,
             "rdb-key-save-delay" => e.rdb_key_save_delay = n as i32,
             "key-load-delay" => e.key_load_delay_us = n as i32,
             "list-compress-depth" => self.list_compress_depth = n,
-            "stream-node-max-entries" => e.limits.stream_node_max_entries = u,
-            "stream-node-max-bytes" => e.limits.stream_node_max_bytes = u,
-            _ => {}
+            _ => {
+                e.limits.set_by_name(name, n);
+            }
         }
         Ok(())
     }

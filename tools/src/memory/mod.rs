@@ -15,6 +15,8 @@ use ferrokv::logical::Logical;
 use ferrokv::value::{Limits, Value};
 
 use crate::jsonw;
+
+mod html;
 use crate::out::{Out, ToolError};
 use crate::pipeline::{Batch, Pipeline, Stage};
 
@@ -50,6 +52,14 @@ pub struct MemoryArgs {
     /// The time, in unix ms, TTLs are counted from (default: now).
     #[arg(long)]
     pub now: Option<i64>,
+    /// A redis.conf whose thresholds (hash-max-listpack-entries, zset-max-listpack-value,
+    /// list-max-listpack-size, ...) the modelled server loads the file with; the keys whose
+    /// encoding that changes are reported.
+    #[arg(long, value_name = "REDIS.CONF")]
+    pub config: Option<PathBuf>,
+    /// Also write the report as one self-contained HTML page (no network) to this file.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -72,6 +82,8 @@ pub struct KeyCost {
     pub key: Vec<u8>,
     pub kind: &'static str,
     pub encoding: &'static str,
+    /// The encoding the file stores the value in.
+    pub stored: &'static str,
     pub elements: usize,
     pub expire_ms: Option<i64>,
 }
@@ -113,6 +125,36 @@ fn ttl_class(expire_ms: Option<i64>, now: i64) -> usize {
     }
 }
 
+/// Key sizes (as MEMORY USAGE answers), by upper bound.
+pub const SIZE_CLASSES: [(&str, usize); 10] = [
+    ("<64B", 64),
+    ("<256B", 256),
+    ("<1KB", 1 << 10),
+    ("<4KB", 4 << 10),
+    ("<16KB", 16 << 10),
+    ("<64KB", 64 << 10),
+    ("<256KB", 256 << 10),
+    ("<1MB", 1 << 20),
+    ("<16MB", 16 << 20),
+    (">=16MB", usize::MAX),
+];
+
+/// Elements per key, by upper bound (128 and 512 are the default listpack and intset limits).
+pub const ELEMENT_CLASSES: [(&str, usize); 7] = [
+    ("1", 1),
+    ("2-16", 16),
+    ("17-128", 128),
+    ("129-512", 512),
+    ("513-8K", 8 << 10),
+    ("8K-64K", 64 << 10),
+    (">64K", usize::MAX),
+];
+
+/// The class of `n` among `classes` (each an upper bound, the last unbounded).
+fn class_of(classes: &[(&str, usize)], n: usize, inclusive: bool) -> usize {
+    classes.iter().position(|&(_, max)| if inclusive { n <= max } else { n < max }).unwrap_or(classes.len() - 1)
+}
+
 /// The whole report.
 #[derive(Debug)]
 pub struct MemoryReport {
@@ -127,6 +169,13 @@ pub struct MemoryReport {
     /// Keys of prefixes past `--max-prefixes`.
     pub other_prefixes: Tally,
     pub ttls: [Tally; TTL_CLASSES.len()],
+    pub sizes: [Tally; SIZE_CLASSES.len()],
+    pub element_counts: [Tally; ELEMENT_CLASSES.len()],
+    /// Keys the modelled server holds in another encoding than the file's: (type, the
+    /// file's encoding, the server's).
+    pub conversions: BTreeMap<(&'static str, &'static str, &'static str), Tally>,
+    /// The thresholds `--config` set, as it named them.
+    pub config: Vec<(String, i64)>,
 }
 
 impl MemoryReport {
@@ -149,16 +198,45 @@ impl MemoryReport {
     }
 }
 
-/// The thresholds `version` loads a file with (its defaults).
-fn limits_of(version: ServerVersion) -> Limits {
+/// The thresholds `version` loads a file with: its defaults, and those of `config`.
+fn limits_of(version: ServerVersion, config: &[(String, i64)]) -> Limits {
     let mut cfg = ferrokv::Config::default();
     cfg.set_version(version);
     let mut limits = cfg.limits;
+    for (name, n) in config {
+        limits.set_by_name(name, *n);
+    }
     if version.behaves_as() < ServerVersion::Redis72 {
         // Before 7.2 a set of strings is a hashtable however small.
         limits.set_max_listpack_entries = 0;
     }
     limits
+}
+
+/// The encoding thresholds a redis.conf sets (Redis 7 or 6.2 names); its other directives
+/// are left alone.
+pub fn read_config(path: &std::path::Path) -> Result<Vec<(String, i64)>, ToolError> {
+    let text = std::fs::read(path).map_err(|e| ToolError::Usage(format!("cannot read {}: {e}", path.display())))?;
+    let mut out = Vec::new();
+    for (i, line) in text.split(|&c| c == b'\n').enumerate() {
+        let bad = |what: &str| ToolError::Usage(format!("{} line {}: {what}", path.display(), i + 1));
+        let line = line.trim_ascii();
+        if line.is_empty() || line[0] == b'#' {
+            continue;
+        }
+        let words = ferrokv::format::args::split_args(line).ok_or_else(|| bad("unbalanced quotes"))?;
+        let [name, value, ..] = words.as_slice() else { continue };
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        if Limits::default().get_by_name(&name).is_none() {
+            continue;
+        }
+        let n = std::str::from_utf8(value)
+            .ok()
+            .and_then(|v| v.parse::<i64>().ok())
+            .ok_or_else(|| bad(&format!("{name}: '{}' is not an integer", String::from_utf8_lossy(value))))?;
+        out.push((name, n));
+    }
+    Ok(out)
 }
 
 /// What the two models count for `version`: MEMORY USAGE's, and the allocator's.
@@ -183,6 +261,7 @@ fn costs(records: &[Record<'_>], limits: &Limits, models: &Models) -> Result<Vec
                 key,
                 kind: r.kind,
                 encoding: r.encoding,
+                stored: k.value.vtype.encoding(),
                 elements: r.elements,
                 expire_ms: k.expire_ms,
             });
@@ -203,6 +282,7 @@ fn costs(records: &[Record<'_>], limits: &Limits, models: &Models) -> Result<Vec
             key,
             kind: value.type_name(),
             encoding: models.usage.encoding(&value, fill),
+            stored: k.value.vtype.encoding(),
             elements: value.len(),
             expire_ms: k.expire_ms,
         });
@@ -250,6 +330,11 @@ impl MemoryStage<'_, '_> {
         db.1 += u64::from(c.expire_ms.is_some());
         r.by_encoding.entry((c.kind, c.encoding)).or_default().add(&c);
         r.ttls[ttl_class(c.expire_ms, self.now)].add(&c);
+        r.sizes[class_of(&SIZE_CLASSES, c.bytes, false)].add(&c);
+        r.element_counts[class_of(&ELEMENT_CLASSES, c.elements, true)].add(&c);
+        if !matches!(c.kind, "string" | "stream") && c.stored != c.encoding {
+            r.conversions.entry((c.kind, c.stored, c.encoding)).or_default().add(&c);
+        }
         let prefix = &c.key[..self.prefix_len(&c.key)];
         let room = self.prefixes.len() < self.args.max_prefixes;
         match self.prefixes.get_mut(prefix) {
@@ -300,7 +385,11 @@ pub fn run(
 ) -> Result<MemoryReport, ToolError> {
     let version =
         args.redis_version.or_else(|| crate::aof::check::rdb_server_version(data)).unwrap_or(ServerVersion::Redis70);
-    let limits = limits_of(version);
+    let config = match &args.config {
+        Some(path) => read_config(path)?,
+        None => Vec::new(),
+    };
+    let limits = limits_of(version, &config);
     let alloc = ferrokv::memory::Allocator::parse(&args.allocator)
         .ok_or_else(|| ToolError::Usage(format!("unknown allocator '{}'", args.allocator)))?;
     let models = Models {
@@ -321,6 +410,10 @@ pub fn run(
             prefixes: BTreeMap::new(),
             other_prefixes: Tally::default(),
             ttls: [Tally::default(); TTL_CLASSES.len()],
+            sizes: [Tally::default(); SIZE_CLASSES.len()],
+            element_counts: [Tally::default(); ELEMENT_CLASSES.len()],
+            conversions: BTreeMap::new(),
+            config,
         },
         limits,
         models: &models,
@@ -404,6 +497,10 @@ pub fn table(r: &MemoryReport, name: &str, args: &MemoryArgs) -> String {
         human(r.tables_bytes()),
         human(r.total.bytes)
     ));
+    if !r.config.is_empty() {
+        let set: Vec<String> = r.config.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        s.push_str(&format!("  with the thresholds of --config: {}\n", set.join(", ")));
+    }
     for (db, (t, volatile)) in &r.dbs {
         s.push_str(&format!("  db {db}: {} keys ({volatile} with a TTL), {}\n", t.keys, human(t.allocated)));
     }
@@ -456,10 +553,21 @@ pub fn table(r: &MemoryReport, name: &str, args: &MemoryArgs) -> String {
             r.other_prefixes.keys
         ));
     }
-    s.push_str("\nTTL left:\n");
-    for (name, t) in TTL_CLASSES.iter().zip(&r.ttls) {
-        if t.keys > 0 {
-            s.push_str(&format!("  {name:<8} {:>10} keys {:>12}\n", t.keys, human(t.allocated)));
+    let classes = |s: &mut String, title: &str, names: &mut dyn Iterator<Item = &str>, tallies: &[Tally]| {
+        s.push_str(title);
+        for (name, t) in names.zip(tallies) {
+            if t.keys > 0 {
+                s.push_str(&format!("  {name:<8} {:>10} keys {:>12}\n", t.keys, human(t.allocated)));
+            }
+        }
+    };
+    classes(&mut s, "\nTTL left:\n", &mut TTL_CLASSES.iter().copied(), &r.ttls);
+    classes(&mut s, "\nkey sizes (as MEMORY USAGE answers):\n", &mut SIZE_CLASSES.iter().map(|c| c.0), &r.sizes);
+    classes(&mut s, "\nelements per key:\n", &mut ELEMENT_CLASSES.iter().map(|c| c.0), &r.element_counts);
+    if !r.conversions.is_empty() {
+        s.push_str("\nkeys the server holds in another encoding than the file's:\n");
+        for ((kind, from, to), t) in &r.conversions {
+            s.push_str(&format!("  {kind:<8} {from:>10} -> {to:<10} {:>10} keys {:>12}\n", t.keys, human(t.allocated)));
         }
     }
     s
@@ -507,7 +615,28 @@ pub fn json(r: &MemoryReport, name: &str) -> String {
     let ttl: Vec<String> =
         TTL_CLASSES.iter().zip(&r.ttls).map(|(n, t)| format!("{{\"class\":\"{n}\",{}}}", t.json_fields())).collect();
     s.push_str(&ttl.join(","));
-    s.push_str("]}\n");
+    let classes = |names: &mut dyn Iterator<Item = &str>, tallies: &[Tally]| -> String {
+        let v: Vec<String> =
+            names.zip(tallies).map(|(n, t)| format!("{{\"class\":\"{n}\",{}}}", t.json_fields())).collect();
+        v.join(",")
+    };
+    s.push_str("],\"sizes\":[");
+    s.push_str(&classes(&mut SIZE_CLASSES.iter().map(|c| c.0), &r.sizes));
+    s.push_str("],\"elements\":[");
+    s.push_str(&classes(&mut ELEMENT_CLASSES.iter().map(|c| c.0), &r.element_counts));
+    s.push_str("],\"conversions\":[");
+    let conv: Vec<String> = r
+        .conversions
+        .iter()
+        .map(|((k, f, t), tally)| {
+            format!("{{\"type\":\"{k}\",\"from\":\"{f}\",\"to\":\"{t}\",{}}}", tally.json_fields())
+        })
+        .collect();
+    s.push_str(&conv.join(","));
+    s.push_str("],\"config\":{");
+    let cfg: Vec<String> = r.config.iter().map(|(k, v)| format!("\"{k}\":{v}")).collect();
+    s.push_str(&cfg.join(","));
+    s.push_str("}}\n");
     s
 }
 
@@ -515,6 +644,10 @@ pub fn json(r: &MemoryReport, name: &str) -> String {
 pub fn run_cli(args: &MemoryArgs, src: &ferrokv::Source, name: &str, w: &mut dyn Write) -> Result<(), ToolError> {
     let mut out = Out::new(w);
     let report = run(src, args, &mut out, &Pipeline::default(), &|off| src.release_before(off))?;
+    if let Some(path) = &args.html {
+        std::fs::write(path, html::page(&report, name))
+            .map_err(|e| ToolError::Usage(format!("cannot write {}: {e}", path.display())))?;
+    }
     match args.format {
         MemoryFormat::Table => out.write_all(table(&report, name, args).as_bytes())?,
         MemoryFormat::Json => out.write_all(json(&report, name).as_bytes())?,
