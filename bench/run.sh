@@ -8,6 +8,8 @@
 #   BENCH_RUNS  timed runs per command; the best is reported (default 3)
 #   BENCH_AOF_MB  RESP per phase of the >= 2 GB AOF of bench/aof.sh (default 1100)
 #   BENCH_N, BENCH_ROUNDS  redis-benchmark requests per test and rounds (bench/server.sh)
+#   HDT_RDB     HDT3213/rdb's binary (`go build` in a snapshot of github.com/HDT3213/rdb),
+#               timed beside rdbtool memory when set
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/ferrokv-bench}
@@ -42,6 +44,12 @@ DIFF_REPORT=$(./bench/diff.sh 2>&1 | tail -12)
 DIFF_LINE=$(echo "$DIFF_REPORT" | grep '^rdbtool diff' | sed -E 's/.*exit [0-9]+, //')
 DIFF_SECS=${DIFF_LINE%% s *}
 DIFF_KB=$(echo "$DIFF_LINE" | awk '{print $3}')
+MEMORY=$(best_of "$RUNS" "$TOOL" memory --format json "$RDB")
+MEMORY_LINES=$(best_of "$RUNS" "$TOOL" memory --format jsonl "$RDB")
+HDT=""
+if [ -n "${HDT_RDB:-}" ] && [ -x "$HDT_RDB" ]; then
+    HDT=$(best_of "$RUNS" "$HDT_RDB" -c memory -o "$BENCH_DIR/hdt-memory.csv" "$RDB")
+fi
 KEYS=$("$TOOL" info --json "$RDB" | python3 -c 'import json,sys; print(json.load(sys.stdin)["keys"])')
 OUTSZ=$("$TOOL" dump "$RDB" | wc -c)
 
@@ -79,6 +87,13 @@ row "rdbtool dump --format resp" "$RESP" ""
 row "rdbtool info" "$INFO" "structure only, CRC checked"
 row "rdbtool diff big.rdb big-changed.rdb (1% of keys changed)" "$DIFF_SECS $DIFF_KB" "target <= 10 s, <= 512 MiB; counts checked below"
 row "rdbtool convert --to rdb:redis-7.0" "$ENCODE" "decode + encode on every core; redis-check-rdb on the output: $([ "$ENCODE_CHECK" -gt 0 ] && echo OK || echo FAILED)"
+row "rdbtool memory --format json (the report)" "$MEMORY" "target >= 500 MB/s (issue #17)"
+row "rdbtool memory --format jsonl (a line per key)" "$MEMORY_LINES" ""
+if [ -n "$HDT" ]; then
+    row "HDT3213/rdb -c memory (a CSV line per key)" "$HDT" "reference, same run (\$HDT_RDB)"
+else
+    echo "| HDT3213/rdb -c memory | | | | not timed: set HDT_RDB to its binary |"
+fi
 echo
 echo "diff against the changes made (bench/diff.sh; big-changed.rdb made by fixtures/diff/mutate.py through a real redis-server):"
 echo

@@ -245,7 +245,23 @@ struct Models {
     allocated: ferrokv::memory::Model,
 }
 
-fn costs(records: &[Record<'_>], limits: &Limits, models: &Models) -> Result<Vec<KeyCost>, ToolError> {
+/// A batch's keys and, for a per-key format, their lines (written by the workers, so that
+/// formatting uses every core too).
+struct Costed {
+    costs: Vec<KeyCost>,
+    lines: Vec<u8>,
+}
+
+fn costs(records: &[Record<'_>], limits: &Limits, models: &Models, format: MemoryFormat) -> Result<Costed, ToolError> {
+    let out = key_costs(records, limits, models)?;
+    let mut lines = Vec::new();
+    for c in &out {
+        key_line(&mut lines, c, format);
+    }
+    Ok(Costed { costs: out, lines })
+}
+
+fn key_costs(records: &[Record<'_>], limits: &Limits, models: &Models) -> Result<Vec<KeyCost>, ToolError> {
     let mut out = Vec::new();
     for rec in records {
         let Record::Key(k) = rec else { continue };
@@ -342,11 +358,6 @@ impl MemoryStage<'_, '_> {
             None if room => self.prefixes.entry(prefix.to_vec()).or_default().add(&c),
             None => self.report.other_prefixes.add(&c),
         }
-        match self.args.format {
-            MemoryFormat::Jsonl => self.out.write_all(key_jsonl(&c).as_bytes())?,
-            MemoryFormat::Csv => self.out.write_all(key_csv(&c).as_bytes())?,
-            _ => {}
-        }
         if self.args.top > 0 {
             if self.heap.len() < self.args.top {
                 self.heap.push(Reverse(c));
@@ -359,13 +370,14 @@ impl MemoryStage<'_, '_> {
     }
 }
 
-impl<'a> Stage<'a, Vec<KeyCost>> for MemoryStage<'_, '_> {
-    fn batch(&mut self, costs: Vec<KeyCost>) -> Result<(), ToolError> {
-        costs.into_iter().try_for_each(|c| self.take(c))
+impl<'a> Stage<'a, Costed> for MemoryStage<'_, '_> {
+    fn batch(&mut self, batch: Costed) -> Result<(), ToolError> {
+        self.out.write_all(&batch.lines)?;
+        batch.costs.into_iter().try_for_each(|c| self.take(c))
     }
 
     fn big_key(&mut self, rec: &Record<'a>, _prev_db: Option<u64>) -> Result<(), ToolError> {
-        let c = costs(std::slice::from_ref(rec), &self.limits, self.models)?;
+        let c = costs(std::slice::from_ref(rec), &self.limits, self.models, self.args.format)?;
         self.batch(c)
     }
 
@@ -424,7 +436,7 @@ pub fn run(
         now: args.now.unwrap_or_else(crate::now_ms),
         out,
     };
-    let work = |batch: &Batch<'_>| costs(&batch.records, &limits, &models);
+    let work = |batch: &Batch<'_>| costs(&batch.records, &limits, &models, args.format);
     pipeline.run(RdbReader::new(data)?, work, &mut stage)?;
     let mut top: Vec<KeyCost> = stage.heap.into_iter().map(|Reverse(c)| c).collect();
     top.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| (a.db, &a.key).cmp(&(b.db, &b.key))));
@@ -440,24 +452,41 @@ fn json_bytes(s: &mut String, b: &[u8]) {
     s.push_str(&String::from_utf8_lossy(&v));
 }
 
-fn key_jsonl(c: &KeyCost) -> String {
-    let mut line = format!("{{\"db\":{},\"key\":", c.db);
-    json_bytes(&mut line, &c.key);
-    line.push_str(&format!(
+/// A key's JSON object (a jsonl line without its newline) appended to `out`.
+fn key_json(out: &mut Vec<u8>, c: &KeyCost) {
+    let _ = write!(out, "{{\"db\":{},\"key\":", c.db);
+    jsonw::bytes(out, &c.key);
+    let _ = write!(
+        out,
         ",\"type\":\"{}\",\"encoding\":\"{}\",\"elements\":{},\"bytes\":{},\"allocated\":{}",
         c.kind, c.encoding, c.elements, c.bytes, c.allocated
-    ));
+    );
     if let Some(e) = c.expire_ms {
-        line.push_str(&format!(",\"expire_ms\":{e}"));
+        let _ = write!(out, ",\"expire_ms\":{e}");
     }
-    line.push_str("}\n");
-    line
+    out.push(b'}');
 }
 
-fn key_csv(c: &KeyCost) -> String {
+/// A key's csv line appended to `out`.
+fn key_csv(out: &mut Vec<u8>, c: &KeyCost) {
     let key = String::from_utf8_lossy(&c.key).replace('"', "\"\"");
-    let expire = c.expire_ms.map(|e| e.to_string()).unwrap_or_default();
-    format!("{},\"{key}\",{},{},{},{},{},{expire}\n", c.db, c.kind, c.encoding, c.elements, c.bytes, c.allocated)
+    let _ = write!(out, "{},\"{key}\",{},{},{},{},{},", c.db, c.kind, c.encoding, c.elements, c.bytes, c.allocated);
+    if let Some(e) = c.expire_ms {
+        let _ = write!(out, "{e}");
+    }
+    out.push(b'\n');
+}
+
+/// A key's line in the per-key `format` (none for the reports).
+fn key_line(out: &mut Vec<u8>, c: &KeyCost, format: MemoryFormat) {
+    match format {
+        MemoryFormat::Jsonl => {
+            key_json(out, c);
+            out.push(b'\n');
+        }
+        MemoryFormat::Csv => key_csv(out, c),
+        MemoryFormat::Table | MemoryFormat::Json => {}
+    }
 }
 
 /// `1.5 MB`-style sizes for people (powers of 1024).
@@ -597,8 +626,14 @@ pub fn json(r: &MemoryReport, name: &str) -> String {
         .collect();
     s.push_str(&enc.join(","));
     s.push_str("],\"top\":[");
-    let top: Vec<String> = r.top.iter().map(|c| key_jsonl(c).trim_end().to_string()).collect();
-    s.push_str(&top.join(","));
+    let mut top = Vec::new();
+    for (i, c) in r.top.iter().enumerate() {
+        if i > 0 {
+            top.push(b',');
+        }
+        key_json(&mut top, c);
+    }
+    s.push_str(&String::from_utf8_lossy(&top));
     s.push_str("],\"prefixes\":[");
     let pre: Vec<String> = r
         .prefixes
