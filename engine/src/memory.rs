@@ -13,6 +13,7 @@ use crate::format::intset::IntsetIter;
 use crate::format::listpack;
 use crate::format::listpack::ListpackIter;
 use crate::format::rdb::{self, RStr, ValueType};
+use crate::format::ziplist::ZiplistIter;
 use crate::value::str::EMBSTR_MAX;
 use crate::value::stream::rax_nodes_of;
 use crate::value::{Hash, Limits, List, Set, Str, Value, Zset};
@@ -21,7 +22,6 @@ const ROBJ: usize = 16;
 /// A dict entry (key, value and next pointers).
 pub const DICT_ENTRY: usize = 24;
 const QUICKLIST: usize = 40;
-const QUICKLIST_NODE: usize = 40;
 const ZSET: usize = 16;
 const ZSKIPLIST: usize = 32;
 /// zmalloc_size of a skiplist header (32 levels).
@@ -41,6 +41,11 @@ pub struct Model {
     listpacks: bool,
     /// Redis 7.2+ keeps a list of one small node as a bare listpack.
     list_listpack: bool,
+    /// A quicklist node struct (32 bytes before Redis 7, 40 from 7.0).
+    quicklist_node: usize,
+    /// Redis 6.2's MEMORY USAGE counts compact blobs, quicklist nodes' ziplists and embstrs
+    /// by their bytes, not by what the allocator hands out for them.
+    exact_blobs: bool,
     stream: usize,
     consumer: usize,
     /// MEMORY USAGE's figures (streams by its flat 244 bytes per radix-tree node, a set's
@@ -60,8 +65,11 @@ impl Model {
             doubles: version.doubles(),
             listpacks: v >= ServerVersion::Redis70,
             list_listpack: v >= ServerVersion::Redis72,
+            quicklist_node: if v < ServerVersion::Redis70 { 32 } else { 40 },
+            exact_blobs: v < ServerVersion::Redis70,
             dict_entry: DICT_ENTRY,
-            dict: 56,
+            // Redis 6.2's dict holds its two tables' headers inline.
+            dict: if v < ServerVersion::Redis70 { 96 } else { 56 },
             stream: if v < ServerVersion::Redis70 { 40 } else { 80 },
             consumer: if v < ServerVersion::Redis72 { 24 } else { 32 },
             usage_formula: true,
@@ -78,6 +86,7 @@ impl Model {
             dict: alloc.round(u.dict),
             stream: alloc.round(u.stream),
             consumer: alloc.round(u.consumer),
+            exact_blobs: false,
             usage_formula: false,
             ..u
         }
@@ -192,15 +201,17 @@ pub enum Shape {
     Emb(usize),
     /// A raw string of this many bytes.
     Raw(usize),
-    /// One listpack or intset of this many bytes (a hash, zset or set; a Redis 7.2+
-    /// one-node list).
+    /// One listpack, ziplist or intset of this many bytes (a hash, zset or set; a Redis
+    /// 7.2+ one-node list).
     Packed(usize),
     /// A Redis 7.4 hash with field TTLs: the listpackEx header and its listpack.
     ListpackEx(usize),
-    /// `sum`: the node structs and listpacks of the first `sampled` of `nodes`.
+    /// `bytes`: the listpacks (ziplists before Redis 7) of the first `sampled` of `nodes`;
+    /// `allocated`: the same rounded to the allocator's classes, node by node.
     Quicklist {
         nodes: usize,
-        sum: usize,
+        bytes: usize,
+        allocated: usize,
         sampled: usize,
     },
     /// `sds`: the field and value strings of the first `sampled` of `n` fields.
@@ -253,12 +264,15 @@ impl Shape {
         };
         match *self {
             Shape::Int => ROBJ,
+            // Redis 6.2 counts an embstr as its bytes, a 2-byte header and the object.
+            Shape::Emb(len) if m.exact_blobs => ROBJ + len + 2,
             Shape::Emb(len) => m.round(ROBJ + 3 + len + 1),
             Shape::Raw(len) => ROBJ + m.sds_alloc(len),
-            Shape::Packed(bytes) => ROBJ + m.round(bytes),
+            Shape::Packed(bytes) => ROBJ + if m.exact_blobs { bytes } else { m.round(bytes) },
             Shape::ListpackEx(bytes) => ROBJ + LISTPACK_EX_HEADER + m.round(bytes),
-            Shape::Quicklist { nodes, sum, sampled } => {
-                ROBJ + QUICKLIST + (avg(sum, sampled, 0) * nodes as f64) as usize
+            Shape::Quicklist { nodes, bytes, allocated, sampled } => {
+                let blobs = if m.exact_blobs { bytes } else { allocated };
+                ROBJ + QUICKLIST + (avg(blobs, sampled, m.quicklist_node) * nodes as f64) as usize
             }
             Shape::HashTable { n, sds, sampled } => {
                 ROBJ + m.dict + 8 * dict_slots(n) + (avg(sds, sampled, m.dict_entry) * n as f64) as usize
@@ -310,8 +324,9 @@ fn list_shape(l: &List, samples: usize, fill: i64, m: &Model) -> Shape {
         return Shape::Packed(nodes.first().copied().unwrap_or(listpack::OVERHEAD));
     }
     let n = nodes.len();
-    let (sum, sampled) = sum(nodes.into_iter(), samples, |b| QUICKLIST_NODE + m.round(b));
-    Shape::Quicklist { nodes: n, sum, sampled }
+    let (bytes, sampled) = sum(nodes.iter().copied(), samples, |b| b);
+    let (allocated, _) = sum(nodes.into_iter(), samples, |b| m.round(b));
+    Shape::Quicklist { nodes: n, bytes, allocated, sampled }
 }
 
 fn hash_shape(h: &Hash, samples: usize, m: &Model) -> Shape {
@@ -421,24 +436,46 @@ pub fn record_shape(v: &rdb::Value<'_>, limits: &Limits, m: &Model) -> Result<Op
             }
             shape(Shape::Packed(bytes), "set", "intset", n)
         }
-        T::ListQuicklist2 if m.listpacks => {
-            let (mut nodes, mut sum, mut elements, mut first) = (0, 0, 0, 0);
-            for node in v.quicklist2_nodes()? {
+        // A quicklist the version keeps node by node: Redis 7's of listpacks, 6.2's of
+        // ziplists (7.0 converts those).
+        T::ListQuicklist2 | T::ListQuicklist if m.listpacks == (v.vtype == T::ListQuicklist2) => {
+            let (mut nodes, mut bytes, mut allocated, mut elements, mut first) = (0, 0, 0, 0, 0);
+            for node in v.quicklist_nodes()? {
                 // A plain node (one big element) is left to the built value.
                 let Some(blob) = node? else { return Ok(None) };
-                let bytes = blob.data().len();
-                let Some(n) = ListpackIter::new(blob)?.declared_len() else { return Ok(None) };
+                let size = blob.data().len();
+                let count = if m.listpacks {
+                    ListpackIter::new(blob)?.declared_len()
+                } else {
+                    ZiplistIter::new(blob)?.declared_len()
+                };
+                let Some(n) = count else { return Ok(None) };
                 nodes += 1;
-                sum += QUICKLIST_NODE + m.round(bytes);
+                bytes += size;
+                allocated += m.round(size);
                 elements += n;
                 if nodes == 1 {
-                    first = bytes;
+                    first = size;
                 }
             }
             if m.list_listpack && nodes <= 1 {
                 return shape(Shape::Packed(first.max(listpack::OVERHEAD)), "list", "listpack", elements);
             }
-            shape(Shape::Quicklist { nodes, sum, sampled: nodes }, "list", "quicklist", elements)
+            shape(Shape::Quicklist { nodes, bytes, allocated, sampled: nodes }, "list", "quicklist", elements)
+        }
+        // Redis 6.2 keeps a ziplist hash or zset as it is, unless it has too many entries.
+        T::HashZiplist | T::ZsetZiplist if !m.listpacks => {
+            let Some(blob) = v.packed()? else { return Ok(None) };
+            let bytes = blob.data().len();
+            let Some(entries) = ZiplistIter::new(blob)?.declared_len() else { return Ok(None) };
+            let (kind, limit) = match v.vtype {
+                T::HashZiplist => ("hash", limits.hash_max_listpack_entries),
+                _ => ("zset", limits.zset_max_listpack_entries),
+            };
+            if entries / 2 > limit {
+                return Ok(None);
+            }
+            shape(Shape::Packed(bytes), kind, "ziplist", entries / 2)
         }
         T::Hash => {
             let mut it = v.hash()?;

@@ -7,7 +7,7 @@ pub mod aof_reader;
 use ferrokv_tools::dump::{self, Expired, Filter, Format};
 use ferrokv_tools::out::Out;
 use ferrokv_tools::pipeline::Pipeline;
-use ferrokv_tools::verify::{walk_with, Depth};
+use ferrokv_tools::verify::{walk_with, Depth, DEFAULT_DATABASES};
 
 /// A fixed "now" so a crash reproduces whatever the clock says: 2024-01-01T00:00:00Z.
 const NOW_MS: i64 = 1_704_067_200_000;
@@ -17,7 +17,7 @@ const FORMATS: [Format; 3] = [Format::Jsonl, Format::Json, Format::RESP];
 /// Verify: the report, or the first error (the partial report that comes with an error
 /// depends on how far the reader got, which differs between pipelines).
 fn verify(data: &[u8], pipeline: &Pipeline) -> String {
-    match walk_with(data, Depth::Deep, NOW_MS, pipeline, &|_| {}) {
+    match walk_with(data, Depth::Deep, NOW_MS, DEFAULT_DATABASES, pipeline, &|_| {}) {
         Ok(rep) => format!("{rep:?}"),
         Err((_, e)) => format!("error: {e:?}"),
     }

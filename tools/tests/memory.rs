@@ -2,8 +2,8 @@
 //! encoding written by a real server during the test, saved, loaded again by that server
 //! (a restart), then each key's estimate compared with its `MEMORY USAGE key SAMPLES 0`
 //! and the data's total with INFO's `used_memory_dataset`. Debian's Redis 7.0 always;
-//! Redis 7.4.1 (with hash field TTLs) of ../shared/bin in `make compat`. (Redis 6.2's
-//! ziplists and its MEMORY USAGE formulas are not modelled yet: docs/memory.md.)
+//! Redis 7.4.1 (with hash field TTLs) and 6.2.16 (ziplists, its unrounded MEMORY USAGE
+//! formulas) of ../shared/bin in `make compat`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -160,8 +160,8 @@ fn shared(name: &str) -> Option<PathBuf> {
 
 #[test]
 #[ignore = "needs ../shared/bin (make compat)"]
-fn estimates_match_redis_7_4() {
-    for (bin, field_ttls) in [("redis-server-7.4.1", true)] {
+fn estimates_match_redis_6_2_and_7_4() {
+    for (bin, field_ttls) in [("redis-server-7.4.1", true), ("redis-server-6.2.16", false)] {
         let Some(bin) = shared(bin) else {
             eprintln!("skipped: ../shared/bin/{bin} is absent");
             continue;

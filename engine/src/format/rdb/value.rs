@@ -458,12 +458,14 @@ impl<'a> Value<'a> {
         Stream::parse(self.body, self.vtype)
     }
 
-    /// The one listpack or intset blob a compact hash, zset or set is stored as (a
+    /// The one listpack, ziplist or intset blob a compact hash, zset or set is stored as (a
     /// TTL-carrying hash's listpack, past its minimum TTL); None for other types.
     pub fn packed(&self) -> Result<Option<Blob<'a>>, FormatError> {
         use ValueType::*;
         let s = match self.vtype {
-            HashListpack | ZsetListpack | SetListpack | SetIntset | HashListpackExPreGa => read_str(self.body)?,
+            HashListpack | ZsetListpack | SetListpack | SetIntset | HashListpackExPreGa | HashZiplist | ZsetZiplist => {
+                read_str(self.body)?
+            }
             HashListpackEx => {
                 let (rest, _min) = le_u64(self.body).map_err(|e| finish(e, "the minimum field expiry"))?;
                 read_str(rest)?
@@ -473,13 +475,15 @@ impl<'a> Value<'a> {
         to_blob(s).map(Some)
     }
 
-    /// The nodes of a Redis 7 quicklist as stored: each a listpack blob, or None for a
-    /// plain node (one big element).
-    pub fn quicklist2_nodes(&self) -> Result<QuickNodes<'a>, FormatError> {
-        if self.vtype != ValueType::ListQuicklist2 {
-            return Err(not_a(self.vtype, "Redis 7 quicklist"));
-        }
-        Ok(QuickNodes(Seq::new(self.body, "quicklist node count")?.0))
+    /// The nodes of a quicklist as stored: each a blob (a Redis 7 listpack, a ziplist
+    /// before), or None for a Redis 7 plain node (one big element).
+    pub fn quicklist_nodes(&self) -> Result<QuickNodes<'a>, FormatError> {
+        let v2 = match self.vtype {
+            ValueType::ListQuicklist2 => true,
+            ValueType::ListQuicklist => false,
+            other => return Err(not_a(other, "quicklist")),
+        };
+        Ok(QuickNodes(Seq::new(self.body, "quicklist node count")?.0, v2))
     }
 
     pub fn module(&self) -> Result<ModuleValue<'a>, FormatError> {
@@ -499,14 +503,15 @@ fn quick_node(i: Input<'_>, v2: bool) -> PResult<'_, (u64, RStr<'_>, usize)> {
     Ok((r, (container, s, i.offset())))
 }
 
-/// A Redis 7 quicklist's nodes ([`Value::quicklist2_nodes`]).
-pub struct QuickNodes<'a>(Seq<'a>);
+/// A quicklist's nodes ([`Value::quicklist_nodes`]); whether it is Redis 7's.
+pub struct QuickNodes<'a>(Seq<'a>, bool);
 
 impl<'a> Iterator for QuickNodes<'a> {
     type Item = Result<Option<Blob<'a>>, FormatError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let node = self.0.next("a quicklist node", |i| quick_node(i, true))?;
+        let v2 = self.1;
+        let node = self.0.next("a quicklist node", |i| quick_node(i, v2))?;
         Some(node.and_then(|(container, s, at)| match container {
             2 => s.to_blob().map(Some),
             1 => Ok(None),
