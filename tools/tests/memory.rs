@@ -321,3 +321,30 @@ fn config_thresholds_change_encodings_and_are_reported() {
         String::from_utf8_lossy(&bad.stderr).contains("line 1: hash-max-listpack-entries: 'lots' is not an integer")
     );
 }
+
+#[test]
+fn prefixes_form_a_tree_whose_first_level_adds_up() {
+    let rdb = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/rdb/redis-7.0/all-types.rdb");
+    let out = Command::new(env!("CARGO_BIN_EXE_rdbtool"))
+        .args(["memory", &rdb.display().to_string(), "--format", "json", "--depth", "2"])
+        .output()
+        .expect("rdbtool memory");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let pre = r["prefixes"].as_array().expect("prefixes");
+    let level = |d: u64| pre.iter().filter(move |p| p["depth"].as_u64() == Some(d));
+    let first: u64 = level(1).map(|p| p["keys"].as_u64().unwrap_or(0)).sum();
+    assert_eq!(first, r["keys"].as_u64().expect("keys"), "every key under one first-level prefix");
+    assert!(level(2).count() > 0, "second-level prefixes");
+    for child in level(2) {
+        let name = child["prefix"].as_str().expect("a text prefix");
+        // Its parent is the longest first-level prefix it starts with (a key named "" is
+        // a first-level prefix of everything).
+        let parent = level(1)
+            .filter(|p| p["prefix"].as_str().is_some_and(|q| name.starts_with(q)))
+            .max_by_key(|p| p["prefix"].as_str().map_or(0, str::len))
+            .unwrap_or_else(|| panic!("{name} has no parent"));
+        assert!(child["keys"].as_u64() <= parent["keys"].as_u64(), "{name}");
+        assert!(child["allocated"].as_u64() <= parent["allocated"].as_u64(), "{name}");
+    }
+}

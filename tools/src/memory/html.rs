@@ -145,8 +145,9 @@ pub fn page(r: &MemoryReport, name: &str) -> String {
         let _ = write!(s, "<p>With the thresholds of --config: {}</p>", esc(&set.join(", ")));
     }
 
-    // The treemap of prefixes, biggest first; past 300 the rest is one cell.
-    let mut pre: Vec<(String, Tally)> = r.prefixes.iter().map(|(p, t)| (escape_key(p), *t)).collect();
+    // The treemap of the first-level prefixes, biggest first; past 300 the rest is one cell.
+    let mut pre: Vec<(String, Tally)> =
+        r.prefixes.iter().filter(|(_, (d, _))| *d == 1).map(|(p, (_, t))| (escape_key(p), *t)).collect();
     pre.sort_by(|a, b| b.1.allocated.cmp(&a.1.allocated).then_with(|| a.0.cmp(&b.0)));
     let mut other = r.other_prefixes;
     for (_, t) in pre.iter().skip(300) {

@@ -165,8 +165,9 @@ pub struct MemoryReport {
     pub dbs: BTreeMap<u64, (Tally, u64)>,
     pub by_encoding: BTreeMap<(&'static str, &'static str), Tally>,
     pub top: Vec<KeyCost>,
-    pub prefixes: BTreeMap<Vec<u8>, Tally>,
-    /// Keys of prefixes past `--max-prefixes`.
+    /// The prefix tree: each prefix of 1 to `--depth` parts, with its depth.
+    pub prefixes: BTreeMap<Vec<u8>, (usize, Tally)>,
+    /// Keys whose first-level prefix came past `--max-prefixes`.
     pub other_prefixes: Tally,
     pub ttls: [Tally; TTL_CLASSES.len()],
     pub sizes: [Tally; SIZE_CLASSES.len()],
@@ -313,29 +314,42 @@ struct MemoryStage<'o, 'w> {
     /// Told what has been read for good (its mapped pages may go).
     release: &'o dyn Fn(usize),
     /// Prefixes as they are counted (hashed; sorted into the report at the end).
-    prefixes: HashMap<Vec<u8>, Tally, foldhash::fast::FixedState>,
+    prefixes: HashMap<Vec<u8>, (usize, Tally), foldhash::fast::FixedState>,
     heap: BinaryHeap<Reverse<KeyCost>>,
     args: &'o MemoryArgs,
     now: i64,
     out: &'o mut Out<'w>,
+    /// On stderr when it is a terminal.
+    progress: crate::progress::Progress,
 }
 
 impl MemoryStage<'_, '_> {
-    /// The first `--depth` parts of `key` with their separators (the whole key when it
-    /// has fewer).
-    fn prefix_len(&self, key: &[u8]) -> usize {
+    /// Count `c` under each of its prefixes: its name up to each of its first `--depth`
+    /// separators (the whole name, when it has none). A new prefix past `--max-prefixes`
+    /// is not kept (at the first level its keys count as `(other)`).
+    fn count_prefixes(&mut self, c: &KeyCost) {
         let sep = self.args.separator.as_bytes();
-        if sep.is_empty() || self.args.depth == 0 {
-            return key.len();
-        }
-        let mut end = 0;
-        for _ in 0..self.args.depth {
-            match key[end..].windows(sep.len()).position(|w| w == sep) {
-                Some(at) => end += at + sep.len(),
-                None => return key.len(),
+        let (mut end, mut depth) = (0, 0);
+        while depth < self.args.depth.max(1) {
+            let next = if sep.is_empty() { None } else { c.key[end..].windows(sep.len()).position(|w| w == sep) };
+            end = match next {
+                Some(at) => end + at + sep.len(),
+                None if depth == 0 => c.key.len(),
+                None => break,
+            };
+            depth += 1;
+            let prefix = &c.key[..end];
+            let room = self.prefixes.len() < self.args.max_prefixes;
+            match self.prefixes.get_mut(prefix) {
+                Some((_, t)) => t.add(c),
+                None if room => self.prefixes.entry(prefix.to_vec()).or_insert((depth, Tally::default())).1.add(c),
+                None if depth == 1 => self.report.other_prefixes.add(c),
+                None => {}
+            }
+            if next.is_none() {
+                break;
             }
         }
-        end
     }
 
     fn take(&mut self, c: KeyCost) -> Result<(), ToolError> {
@@ -351,13 +365,7 @@ impl MemoryStage<'_, '_> {
         if !matches!(c.kind, "string" | "stream") && c.stored != c.encoding {
             r.conversions.entry((c.kind, c.stored, c.encoding)).or_default().add(&c);
         }
-        let prefix = &c.key[..self.prefix_len(&c.key)];
-        let room = self.prefixes.len() < self.args.max_prefixes;
-        match self.prefixes.get_mut(prefix) {
-            Some(t) => t.add(&c),
-            None if room => self.prefixes.entry(prefix.to_vec()).or_default().add(&c),
-            None => self.report.other_prefixes.add(&c),
-        }
+        self.count_prefixes(&c);
         if self.args.top > 0 {
             if self.heap.len() < self.args.top {
                 self.heap.push(Reverse(c));
@@ -383,6 +391,10 @@ impl<'a> Stage<'a, Costed> for MemoryStage<'_, '_> {
 
     fn done(&mut self, offset: usize) {
         (self.release)(offset);
+    }
+
+    fn progress(&mut self, offset: usize) {
+        self.progress.set(offset as u64);
     }
 }
 
@@ -435,9 +447,12 @@ pub fn run(
         args,
         now: args.now.unwrap_or_else(crate::now_ms),
         out,
+        progress: crate::progress::Progress::new(data.len() as u64),
     };
     let work = |batch: &Batch<'_>| costs(&batch.records, &limits, &models, args.format);
-    pipeline.run(RdbReader::new(data)?, work, &mut stage)?;
+    let result = pipeline.run(RdbReader::new(data)?, work, &mut stage);
+    stage.progress.finish();
+    result?;
     let mut top: Vec<KeyCost> = stage.heap.into_iter().map(|Reverse(c)| c).collect();
     top.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| (a.db, &a.key).cmp(&(b.db, &b.key))));
     stage.report.top = top;
@@ -513,6 +528,30 @@ fn share(part: u64, whole: u64) -> String {
     }
 }
 
+/// The prefixes of `depth` under `parent` (biggest first, at most `limit`), each followed
+/// by its own children (at most 5 each), indented by depth.
+fn prefix_rows(s: &mut String, r: &MemoryReport, parent: &[u8], depth: usize, limit: usize) {
+    let mut rows: Vec<(&Vec<u8>, &Tally)> = r
+        .prefixes
+        .range(parent.to_vec()..)
+        .take_while(|(p, _)| p.starts_with(parent))
+        .filter(|(_, (d, _))| *d == depth)
+        .map(|(p, (_, t))| (p, t))
+        .collect();
+    rows.sort_by(|a, b| b.1.allocated.cmp(&a.1.allocated).then_with(|| a.0.cmp(b.0)));
+    for (p, t) in rows.into_iter().take(limit) {
+        s.push_str(&format!(
+            "  {:>12} {:>7} {:>10} keys  {}{}\n",
+            human(t.allocated),
+            share(t.allocated, r.total.allocated),
+            t.keys,
+            "  ".repeat(depth - 1),
+            escape_key(p)
+        ));
+        prefix_rows(s, r, p, depth + 1, 5);
+    }
+}
+
 /// The report for people.
 pub fn table(r: &MemoryReport, name: &str, args: &MemoryArgs) -> String {
     let mut s = String::new();
@@ -560,19 +599,10 @@ pub fn table(r: &MemoryReport, name: &str, args: &MemoryArgs) -> String {
         }
     }
     s.push_str(&format!("\nprefixes (separator '{}', depth {}):\n", args.separator, args.depth));
-    let mut pre: Vec<_> = r.prefixes.iter().collect();
-    pre.sort_by(|a, b| b.1.allocated.cmp(&a.1.allocated).then_with(|| a.0.cmp(b.0)));
-    for (p, t) in pre.iter().take(args.top.max(10)) {
-        s.push_str(&format!(
-            "  {:>12} {:>7} {:>10} keys  {}\n",
-            human(t.allocated),
-            share(t.allocated, r.total.allocated),
-            t.keys,
-            escape_key(p)
-        ));
-    }
-    if pre.len() > args.top.max(10) {
-        s.push_str(&format!("  ... {} prefixes in all\n", pre.len()));
+    let first = r.prefixes.values().filter(|(d, _)| *d == 1).count();
+    prefix_rows(&mut s, r, b"", 1, args.top.max(10));
+    if first > args.top.max(10) {
+        s.push_str(&format!("  ... {first} first-level prefixes in all\n"));
     }
     if r.other_prefixes.keys > 0 {
         s.push_str(&format!(
@@ -638,10 +668,10 @@ pub fn json(r: &MemoryReport, name: &str) -> String {
     let pre: Vec<String> = r
         .prefixes
         .iter()
-        .map(|(p, t)| {
+        .map(|(p, (depth, t))| {
             let mut e = String::from("{\"prefix\":");
             json_bytes(&mut e, p);
-            e.push_str(&format!(",{}}}", t.json_fields()));
+            e.push_str(&format!(",\"depth\":{depth},{}}}", t.json_fields()));
             e
         })
         .collect();
