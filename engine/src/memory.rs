@@ -108,10 +108,12 @@ impl Model {
     }
 
     /// The name OBJECT ENCODING gives `v` in the modelled version: a Redis 7.2+ list of
-    /// one node is a listpack.
+    /// one node is a listpack, a Redis 6.2 compact value a ziplist.
     pub fn encoding(&self, v: &Value, list_fill: i64) -> &'static str {
         match v {
             Value::List(l) if self.list_listpack && quicklist_nodes(l, list_fill).len() <= 1 => "listpack",
+            // Redis 6.2's compact hashes and zsets are ziplists.
+            _ if !self.listpacks && v.encoding() == "listpack" => "ziplist",
             _ => v.encoding(),
         }
     }

@@ -17,6 +17,7 @@ pub mod progress;
 pub mod replay;
 pub mod report;
 pub mod rewrite;
+pub mod split;
 pub mod verify;
 
 /// Exit codes shared by every tool (docs/cli.md).

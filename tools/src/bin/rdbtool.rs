@@ -113,6 +113,8 @@ enum Cmd {
     Diff(ferrokv_tools::diff::DiffArgs),
     /// What each key would cost the server that loads the file, and where it adds up.
     Memory(ferrokv_tools::memory::MemoryArgs),
+    /// One RDB per Redis Cluster shard, each key where its hash slot goes.
+    Split(ferrokv_tools::split::SplitArgs),
     /// Header, aux fields and key counts, without decoding values.
     Info {
         file: PathBuf,
@@ -218,6 +220,12 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
                 ToolError::Data(d) => (name, ToolError::Usage(d.to_string())),
                 other => (name, other),
             })
+        }
+        Cmd::Split(args) => {
+            let name = args.file.display().to_string();
+            let src = open(&args.file).map_err(|e| (name.clone(), e))?;
+            ferrokv_tools::split::run_cli(&args, &src, &mut io::stdout().lock()).map_err(|e| (name, e))?;
+            Ok(exit::OK)
         }
         Cmd::Memory(args) => {
             let name = args.file.display().to_string();
