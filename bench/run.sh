@@ -44,6 +44,7 @@ DIFF_REPORT=$(./bench/diff.sh 2>&1 | tail -12)
 DIFF_LINE=$(echo "$DIFF_REPORT" | grep '^rdbtool diff' | sed -E 's/.*exit [0-9]+, //')
 DIFF_SECS=${DIFF_LINE%% s *}
 DIFF_KB=$(echo "$DIFF_LINE" | awk '{print $3}')
+PARQUET=$(best_of "$RUNS" "$TOOL" convert "$RDB" "$BENCH_DIR/parquet" --to parquet)
 MEMORY=$(best_of "$RUNS" "$TOOL" memory --format json "$RDB")
 MEMORY_LINES=$(best_of "$RUNS" "$TOOL" memory --format jsonl "$RDB")
 HDT=""
@@ -87,6 +88,7 @@ row "rdbtool dump --format resp" "$RESP" ""
 row "rdbtool info" "$INFO" "structure only, CRC checked"
 row "rdbtool diff big.rdb big-changed.rdb (1% of keys changed)" "$DIFF_SECS $DIFF_KB" "target <= 10 s, <= 512 MiB; counts checked below"
 row "rdbtool convert --to rdb:redis-7.0" "$ENCODE" "decode + encode on every core; redis-check-rdb on the output: $([ "$ENCODE_CHECK" -gt 0 ] && echo OK || echo FAILED)"
+row "rdbtool convert --to parquet (keys.parquet, elements.parquet)" "$PARQUET" "one core; zstd"
 row "rdbtool memory --format json (the report)" "$MEMORY" "target >= 500 MB/s (issue #17)"
 row "rdbtool memory --format jsonl (a line per key)" "$MEMORY_LINES" ""
 if [ -n "$HDT" ]; then

@@ -24,4 +24,19 @@ if ! command -v chromium >/dev/null 2>&1; then   # rdbtool memory --html, opened
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium >/dev/null
 fi
+# DuckDB's Python package reads `rdbtool convert --to parquet`'s files in a test
+# (tools/tests/parquet.rs): a venv under target/, left out of git.
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+VENV="$ROOT/target/duckdb-venv"
+if ! "$VENV/bin/python" -c 'import duckdb' >/dev/null 2>&1; then
+    if ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then
+        SUDO=""
+        [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+        $SUDO apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq python3-venv >/dev/null
+    fi
+    mkdir -p "$ROOT/target"
+    python3 -m venv "$VENV" && "$VENV/bin/pip" install -q duckdb \
+        || echo "install-deps: no duckdb (the Parquet test skips its DuckDB part)" >&2
+fi
 redis-server --version

@@ -29,12 +29,16 @@ pub struct ConvertArgs {
     pub input: PathBuf,
     /// Output file; written to a temporary file and renamed when complete.
     pub output: PathBuf,
-    /// rdb:redis-6.2 | rdb:redis-7.0 | rdb:redis-7.2 | rdb:redis-7.4 | rdb:valkey-9 | jsonl | json | resp | aof
+    /// rdb:redis-6.2 | rdb:redis-7.0 | rdb:redis-7.2 | rdb:redis-7.4 | rdb:valkey-9 | jsonl | json | resp | aof |
+    /// parquet (OUT is then a directory: keys.parquet and elements.parquet)
     #[arg(long)]
     pub to: String,
     /// Refuse (exit 3, no output) if anything would be lost.
     #[arg(long)]
     pub strict: bool,
+    /// With `--to parquet`: the `source` column's value (default: the input's file name).
+    #[arg(long)]
+    pub source: Option<String>,
 }
 
 /// One thing lost, and where.
@@ -329,10 +333,22 @@ impl Drop for TempPath {
 pub const EXIT_LOSSY: u8 = 3;
 
 pub fn run_cli(args: ConvertArgs) -> Result<u8, ToolError> {
-    let to = parse_to(&args.to)?;
     let src = Source::open(&args.input)
         .map_err(|e| ToolError::Usage(format!("cannot read {}: {e}", args.input.display())))?;
     let ctime = crate::now_ms() / 1000;
+    if args.to == "parquet" {
+        // OUT is a directory: keys.parquet and elements.parquet.
+        let name = args.input.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let source = args.source.clone().unwrap_or(name);
+        if is_rdb(&src) {
+            crate::parquet_out::write(&src, &args.output, &source, &|o| src.release_before(o))?;
+        } else {
+            let staged = stage_jsonl_as_rdb(&src, ctime)?;
+            crate::parquet_out::write(&staged.1, &args.output, &source, &|_| {})?;
+        }
+        return Ok(crate::exit::OK);
+    }
+    let to = parse_to(&args.to)?;
     let (atomic, file) = AtomicFile::new(&args.output)?;
     let buf = BufWriter::with_capacity(1 << 20, file);
     let (buf, report) = match (&to, is_rdb(&src)) {

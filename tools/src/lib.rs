@@ -12,6 +12,7 @@ pub mod jsonl_read;
 pub mod jsonw;
 pub mod memory;
 pub mod out;
+pub mod parquet_out;
 pub mod pipeline;
 pub mod progress;
 pub mod replay;

@@ -262,6 +262,32 @@ fn costs(records: &[Record<'_>], limits: &Limits, models: &Models, format: Memor
     Ok(Costed { costs: out, lines })
 }
 
+/// What a key of a file costs the server that wrote it (its version's defaults, Redis's
+/// bundled jemalloc): for other reports than memory's (convert's Parquet keys).
+pub struct Sizer {
+    limits: Limits,
+    models: Models,
+}
+
+impl Sizer {
+    pub fn for_file(data: &[u8]) -> Sizer {
+        let version = crate::aof::check::rdb_server_version(data).unwrap_or(ServerVersion::Redis70);
+        let alloc = ferrokv::memory::Allocator::Jemalloc;
+        Sizer {
+            limits: limits_of(version, &[]),
+            models: Models {
+                usage: ferrokv::memory::Model::usage(version, alloc),
+                allocated: ferrokv::memory::Model::allocated(version, alloc),
+            },
+        }
+    }
+
+    /// The key's cost (None for a record that is not a key).
+    pub fn cost(&self, rec: &Record<'_>) -> Result<Option<KeyCost>, ToolError> {
+        Ok(key_costs(std::slice::from_ref(rec), &self.limits, &self.models)?.pop())
+    }
+}
+
 fn key_costs(records: &[Record<'_>], limits: &Limits, models: &Models) -> Result<Vec<KeyCost>, ToolError> {
     let mut out = Vec::new();
     for rec in records {

@@ -1,0 +1,363 @@
+//! `rdbtool convert FILE --to parquet DIR`: the dataset as two Parquet files for engines
+//! that query fleets of backups (DuckDB, Spark): `DIR/keys.parquet`, a row per key (its
+//! type, encoding, TTL, elements and what it costs the server), and `DIR/elements.parquet`,
+//! a row per element (a string's value, a list's items by index, set and zset members
+//! with scores, hash fields with values and TTLs, stream entries by ID). Both carry a
+//! `source` column (`--source`, default the file's name), so the files of many backups
+//! read as one dataset. Row groups are written as the file is read (memory bounded by a
+//! row group), zstd-compressed, with dictionary encoding; each file is written beside its
+//! name and renamed when complete.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use ferrokv::format::rdb::{LogicalType, RdbReader, Record};
+use ferrokv::format::Elem;
+use ferrokv::logical::Logical;
+use parquet::basic::{Compression, ZstdLevel};
+use parquet::column::writer::ColumnWriter;
+use parquet::data_type::ByteArray;
+use parquet::file::properties::WriterProperties;
+use parquet::file::writer::SerializedFileWriter;
+use parquet::schema::parser::parse_message_type;
+use parquet::schema::types::ColumnPath;
+
+use crate::memory::Sizer;
+use crate::out::ToolError;
+
+const KEYS_SCHEMA: &str = "message keys {
+    required binary source (STRING);
+    required int64 db;
+    required binary key;
+    required binary type (STRING);
+    required binary encoding (STRING);
+    optional int64 expire_ms;
+    required int64 size;
+    required int64 elements;
+}";
+
+const ELEMENTS_SCHEMA: &str = "message elements {
+    required binary source (STRING);
+    required int64 db;
+    required binary key;
+    optional int64 index;
+    optional binary id (STRING);
+    optional binary field;
+    optional binary value;
+    optional double score;
+    optional int64 expire_ms;
+}";
+
+/// Rows buffered before a row group is written.
+const ROWS_PER_GROUP: usize = 1 << 18;
+/// Or bytes of values, whichever comes first.
+const BYTES_PER_GROUP: usize = 64 << 20;
+
+/// One column's values of the row group being built; `present` holds the definition
+/// levels of an optional column (1 present, 0 null).
+enum Values {
+    /// The values end to end, and where each ends (one allocation per row group, not
+    /// one per value).
+    Bytes(Vec<u8>, Vec<usize>),
+    Int(Vec<i64>),
+    Double(Vec<f64>),
+}
+
+struct Column {
+    values: Values,
+    present: Option<Vec<i16>>,
+}
+
+impl Column {
+    fn new(values: Values, optional: bool) -> Column {
+        Column { values, present: optional.then(Vec::new) }
+    }
+
+    fn mark(&mut self, present: bool) {
+        if let Some(p) = &mut self.present {
+            p.push(i16::from(present));
+        }
+    }
+
+    fn bytes(&mut self, b: Option<&[u8]>) {
+        self.mark(b.is_some());
+        if let (Values::Bytes(buf, ends), Some(b)) = (&mut self.values, b) {
+            buf.extend_from_slice(b);
+            ends.push(buf.len());
+        }
+    }
+
+    /// An element's bytes (an integer as its decimal text).
+    fn elem(&mut self, e: Option<&Elem<'_>>) {
+        self.mark(e.is_some());
+        if let (Values::Bytes(buf, ends), Some(e)) = (&mut self.values, e) {
+            match e {
+                Elem::Bytes(b) => buf.extend_from_slice(b),
+                Elem::Int(i) => {
+                    let _ = write!(buf, "{i}");
+                }
+            }
+            ends.push(buf.len());
+        }
+    }
+
+    fn int(&mut self, n: Option<i64>) {
+        self.mark(n.is_some());
+        if let (Values::Int(v), Some(n)) = (&mut self.values, n) {
+            v.push(n);
+        }
+    }
+
+    fn double(&mut self, x: Option<f64>) {
+        self.mark(x.is_some());
+        if let (Values::Double(v), Some(x)) = (&mut self.values, x) {
+            v.push(x);
+        }
+    }
+
+    fn clear(&mut self) {
+        match &mut self.values {
+            Values::Bytes(buf, ends) => {
+                buf.clear();
+                ends.clear();
+            }
+            Values::Int(v) => v.clear(),
+            Values::Double(v) => v.clear(),
+        }
+        if let Some(p) = &mut self.present {
+            p.clear();
+        }
+    }
+}
+
+fn pq(e: parquet::errors::ParquetError) -> ToolError {
+    ToolError::Usage(format!("parquet: {e}"))
+}
+
+/// A temporary file removed when dropped unless it was renamed: a failed run leaves
+/// nothing behind.
+struct Temp(PathBuf);
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// One Parquet file being written, its columns buffered a row group at a time.
+struct Table {
+    tmp: Temp,
+    path: PathBuf,
+    w: SerializedFileWriter<File>,
+    columns: Vec<Column>,
+    rows: usize,
+    bytes: usize,
+}
+
+impl Table {
+    /// `plain`: columns of mostly distinct values, written without a dictionary.
+    fn create(path: PathBuf, schema: &str, columns: Vec<Column>, plain: &[&str]) -> Result<Table, ToolError> {
+        let schema = Arc::new(parse_message_type(schema).map_err(pq)?);
+        let zstd = ZstdLevel::try_new(1).map_err(pq)?;
+        let mut props = WriterProperties::builder().set_compression(Compression::ZSTD(zstd));
+        for name in plain {
+            props = props.set_column_dictionary_enabled(ColumnPath::from(*name), false);
+        }
+        let props = Arc::new(props.build());
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let f = File::create(&tmp).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", tmp.display())))?;
+        let w = SerializedFileWriter::new(f, schema, props).map_err(pq)?;
+        Ok(Table { tmp: Temp(tmp), path, w, columns, rows: 0, bytes: 0 })
+    }
+
+    /// A row was added (`bytes` of values): write the row group when it is full.
+    fn row_done(&mut self, bytes: usize) -> Result<(), ToolError> {
+        self.rows += 1;
+        self.bytes += bytes;
+        if self.rows >= ROWS_PER_GROUP || self.bytes >= BYTES_PER_GROUP {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<(), ToolError> {
+        if self.rows == 0 {
+            return Ok(());
+        }
+        let mut rg = self.w.next_row_group().map_err(pq)?;
+        let mut i = 0;
+        while let Some(mut col) = rg.next_column().map_err(pq)? {
+            let c = &self.columns[i];
+            let levels = c.present.as_deref();
+            let written = match (&c.values, col.untyped()) {
+                (Values::Bytes(buf, ends), ColumnWriter::ByteArrayColumnWriter(w)) => {
+                    let shared = bytes::Bytes::copy_from_slice(buf);
+                    let mut start = 0;
+                    let v: Vec<ByteArray> = ends
+                        .iter()
+                        .map(|&end| {
+                            let a = ByteArray::from(shared.slice(start..end));
+                            start = end;
+                            a
+                        })
+                        .collect();
+                    w.write_batch(&v, levels, None)
+                }
+                (Values::Int(v), ColumnWriter::Int64ColumnWriter(w)) => w.write_batch(v, levels, None),
+                (Values::Double(v), ColumnWriter::DoubleColumnWriter(w)) => w.write_batch(v, levels, None),
+                _ => return Err(ToolError::Usage(format!("parquet: column {i} does not match its schema"))),
+            };
+            written.map_err(pq)?;
+            col.close().map_err(pq)?;
+            i += 1;
+        }
+        rg.close().map_err(pq)?;
+        self.columns.iter_mut().for_each(Column::clear);
+        self.rows = 0;
+        self.bytes = 0;
+        Ok(())
+    }
+
+    /// Write what is buffered, close the file and give it its name.
+    fn finish(mut self) -> Result<u64, ToolError> {
+        self.flush()?;
+        let meta = self.w.finish().map_err(pq)?;
+        self.w.inner().sync_all()?;
+        std::fs::rename(&self.tmp.0, &self.path)
+            .map_err(|e| ToolError::Usage(format!("cannot rename {}: {e}", self.tmp.0.display())))?;
+        Ok(meta.num_rows as u64)
+    }
+}
+
+/// Rows written.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ParquetSummary {
+    pub keys: u64,
+    pub elements: u64,
+}
+
+/// Write `data` (an RDB) as `dir/keys.parquet` and `dir/elements.parquet`.
+pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> Result<ParquetSummary, ToolError> {
+    std::fs::create_dir_all(dir).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", dir.display())))?;
+    let b = |optional| Column::new(Values::Bytes(Vec::new(), Vec::new()), optional);
+    let i = |optional| Column::new(Values::Int(Vec::new()), optional);
+    let mut keys = Table::create(
+        dir.join("keys.parquet"),
+        KEYS_SCHEMA,
+        vec![b(false), i(false), b(false), b(false), b(false), i(true), i(false), i(false)],
+        &["key", "expire_ms", "size", "elements"],
+    )?;
+    let mut elements = Table::create(
+        dir.join("elements.parquet"),
+        ELEMENTS_SCHEMA,
+        vec![
+            b(false),
+            i(false),
+            b(false),
+            i(true),
+            b(true),
+            b(true),
+            b(true),
+            Column::new(Values::Double(Vec::new()), true),
+            i(true),
+        ],
+        &["index", "field", "value", "score", "expire_ms"],
+    )?;
+    let sizer = Sizer::for_file(data);
+    let mut progress = crate::progress::Progress::new(data.len() as u64);
+    let mut released = 0;
+    for rec in RdbReader::new(data)? {
+        let rec = rec?;
+        let Record::Key(k) = &rec else { continue };
+        if k.offset - released >= 32 << 20 {
+            release(k.offset);
+            progress.set(k.offset as u64);
+            released = k.offset;
+        }
+        let at = |e| ToolError::Data(ferrokv::format::rdb::RdbError::in_key(e, k));
+        let cost = sizer.cost(&rec)?;
+        let key = k.key.to_bytes();
+        let db = k.db as i64;
+
+        // The elements, straight from the record (file order); a stream (and a module
+        // value, which has none) through its logical form.
+        let mut count = 0usize;
+        let mut row = |index: Option<i64>,
+                       id: Option<&[u8]>,
+                       field: Option<&Elem<'_>>,
+                       value: Option<&Elem<'_>>,
+                       score: Option<f64>,
+                       ttl: Option<i64>|
+         -> Result<(), ToolError> {
+            let c = &mut elements.columns;
+            c[0].bytes(Some(source.as_bytes()));
+            c[1].int(Some(db));
+            c[2].bytes(Some(&key));
+            c[3].int(index);
+            c[4].bytes(id);
+            c[5].elem(field);
+            c[6].elem(value);
+            c[7].double(score);
+            c[8].int(ttl);
+            count += 1;
+            elements.row_done(key.len() + field.map_or(0, Elem::len) + value.map_or(0, Elem::len))
+        };
+        let v = &k.value;
+        let mut entries = None;
+        match v.logical() {
+            LogicalType::String => {
+                row(None, None, None, Some(&v.string().and_then(|s| s.to_elem()).map_err(at)?), None, None)?
+            }
+            LogicalType::List => {
+                for (n, item) in v.list().map_err(at)?.enumerate() {
+                    row(Some(n as i64), None, None, Some(&item.map_err(at)?), None, None)?;
+                }
+            }
+            LogicalType::Set => {
+                for m in v.set().map_err(at)? {
+                    row(None, None, Some(&m.map_err(at)?), None, None, None)?;
+                }
+            }
+            LogicalType::Zset => {
+                for p in v.zset().map_err(at)? {
+                    let (m, score) = p.map_err(at)?;
+                    row(None, None, Some(&m), None, Some(score), None)?;
+                }
+            }
+            LogicalType::Hash => {
+                for e in v.hash().map_err(at)? {
+                    let e = e.map_err(at)?;
+                    row(None, None, Some(&e.field), Some(&e.value), None, e.expire_ms)?;
+                }
+            }
+            LogicalType::Stream | LogicalType::Module => {
+                if let Logical::Stream(s) = Logical::from_record(k).map_err(at)? {
+                    entries = Some(s.entries.len());
+                    for (id, pairs) in &s.entries {
+                        let id = id.to_string();
+                        for (f, val) in pairs {
+                            let (f, val) = (Elem::borrowed(f), Elem::borrowed(val));
+                            row(None, Some(id.as_bytes()), Some(&f), Some(&val), None, None)?;
+                        }
+                    }
+                }
+            }
+        }
+        let c = &mut keys.columns;
+        c[0].bytes(Some(source.as_bytes()));
+        c[1].int(Some(db));
+        c[2].bytes(Some(&key));
+        c[3].bytes(Some(v.logical().name().as_bytes()));
+        c[4].bytes(Some(v.vtype.encoding().as_bytes()));
+        c[5].int(k.expire_ms);
+        c[6].int(Some(cost.map_or(0, |c| c.bytes as i64)));
+        // Elements as the dump counts them: a stream's entries, a string's 1.
+        c[7].int(Some(entries.unwrap_or(count) as i64));
+        keys.row_done(key.len())?;
+    }
+    progress.finish();
+    Ok(ParquetSummary { keys: keys.finish()?, elements: elements.finish()? })
+}
