@@ -7,7 +7,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 mod support;
-use support::{mask_ids, raw_session, resp, Ours};
+use support::{mask_ids, raw_session, raw_session_quiet_after, resp, Ours};
 
 use ferrokv_testkit::{cli, TempDir};
 
@@ -276,7 +276,9 @@ fn auth_maxclients_and_timeout() {
     let _c1 = TcpStream::connect(("127.0.0.1", ours.port)).unwrap();
     let _c2 = TcpStream::connect(("127.0.0.1", ours.port)).unwrap();
     std::thread::sleep(Duration::from_millis(100));
-    let out = raw_session(ours.port, b"");
+    // The refusal ends with the server closing the connection: wait for it, however
+    // loaded the machine (300 ms of quiet once ended this early under make test).
+    let out = raw_session_quiet_after(ours.port, b"", Duration::from_secs(10));
     assert_eq!(out, b"-ERR max number of clients reached\r\n<closed>");
     drop((_c1, _c2));
     // An idle client is closed after `timeout` seconds.

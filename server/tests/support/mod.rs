@@ -89,9 +89,15 @@ impl Drop for Ours {
 /// Send `input` in one write and collect everything the server sends back until it
 /// closes the connection (`<closed>` is appended) or is quiet for a while.
 pub fn raw_session(port: u16, input: &[u8]) -> Vec<u8> {
+    raw_session_quiet_after(port, input, Duration::from_millis(300))
+}
+
+/// [`raw_session`] for a reply that ends with the server closing the connection: quiet
+/// for `quiet` only ends it early on a loaded machine.
+pub fn raw_session_quiet_after(port: u16, input: &[u8], quiet: Duration) -> Vec<u8> {
     let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
     s.write_all(input).unwrap();
-    s.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
+    s.set_read_timeout(Some(quiet)).unwrap();
     let mut out = Vec::new();
     let mut buf = [0u8; 65536];
     loop {
