@@ -58,6 +58,7 @@ impl Server {
             deferred_writes: Vec::new(),
             replicas: Default::default(),
             stats: ServerStats::default(),
+            startup_memory: crate::alloc::used_memory(),
             slowlog: Default::default(),
             watched: HashMap::new(),
             jobs: crate::persistence::SaveJobs::new(now_unix),
@@ -284,7 +285,11 @@ impl Server {
             let mut n = 0;
             match c.read_some(&mut n) {
                 ReadOutcome::Data => {
-                    self.stats.net_input_bytes += n as u64;
+                    if c.master {
+                        self.stats.net_repl_input_bytes += n as u64;
+                    } else {
+                        self.stats.net_input_bytes += n as u64;
+                    }
                     if (c.query.len() - c.qpos) as u64 > self.cfg.client_query_buffer_limit {
                         let head: String = c.query[c.qpos..].iter().take(64).map(|&b| b as char).collect();
                         log(&format!(
@@ -310,7 +315,11 @@ impl Server {
     pub(crate) fn flush_client(&mut self, c: &mut Client) -> bool {
         let mut written = 0;
         let ok = c.flush(&mut written).is_ok();
-        self.stats.net_output_bytes += written as u64;
+        if c.replica {
+            self.stats.net_repl_output_bytes += written as u64;
+        } else {
+            self.stats.net_output_bytes += written as u64;
+        }
         ok
     }
 
@@ -494,9 +503,16 @@ impl Server {
         if self.active_expire {
             self.expire_local_ttls();
         }
+        // Redis samples its instantaneous metrics every 100 ms.
+        let now_ms = self.wall.unix_ms(Instant::now()).max(0) as u64;
+        if now_ms.saturating_sub(self.stats.instantaneous.last_ms()) >= 100 {
+            let values = self.stats.rate_counters();
+            self.stats.instantaneous.sample(now_ms, values);
+        }
         if self.active_expire && self.link.is_none() && !self.pause.is_on(Instant::now()) {
             let started = Instant::now();
-            self.engine.active_expire_cycle();
+            let r = self.engine.active_expire_cycle();
+            self.stats.expire_cycle(r.sampled, r.expired, r.out_of_time, started.elapsed().as_micros() as u64);
             let now = self.wall.unix_ms(Instant::now()) / 1000;
             self.latency.note("expire-cycle", started.elapsed().as_millis() as u64, now);
             self.deliver_events(None);

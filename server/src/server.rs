@@ -46,6 +46,9 @@ pub struct Server {
     /// Clients attached as replicas.
     pub replicas: crate::replication::Replicas,
     pub stats: ServerStats,
+    /// What the allocator held when the server was set up, before any data (INFO's
+    /// used_memory_startup).
+    pub startup_memory: u64,
     /// SLOWLOG's entries.
     pub slowlog: crate::slowlog::SlowLog,
     /// The reply of the command that just ran is an error INFO errorstats already counted

@@ -10,6 +10,16 @@ pub struct ServerStats {
     pub commands_processed: u64,
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
+    /// Bytes read from our master and written to our replicas (counted apart, as Redis).
+    pub net_repl_input_bytes: u64,
+    pub net_repl_output_bytes: u64,
+    /// The active expire cycle: its running average of expired among sampled keys (%),
+    /// cycles that ran out of time, and the time it took.
+    pub expired_stale_perc: f64,
+    pub expired_time_cap_reached_count: u64,
+    pub expire_cycle_us: u64,
+    /// Rates sampled every 100 ms (INFO's instantaneous_*).
+    pub instantaneous: Instantaneous,
     pub error_replies: u64,
     /// Reply buffers the timer shrank and grew (INFO reply_buffer_shrinks / _expands).
     pub reply_buffer_shrinks: u64,
@@ -29,7 +39,78 @@ pub struct ServerStats {
     pub unexpected_error_replies: u64,
 }
 
+/// What Redis samples for its instantaneous metrics, in this order.
+#[derive(Debug, Clone, Copy)]
+pub enum Metric {
+    Commands,
+    NetInput,
+    NetOutput,
+    NetReplInput,
+    NetReplOutput,
+}
+
+const SAMPLES: usize = 16;
+
+/// A rate as Redis tracks it: every sample the growth per second since the previous one,
+/// the rate the average of the last 16 samples.
+#[derive(Debug, Clone, Copy, Default)]
+struct Track {
+    last_ms: u64,
+    last_value: u64,
+    samples: [u64; SAMPLES],
+    idx: usize,
+}
+
+/// Redis's instantaneous metrics.
+#[derive(Debug, Clone, Default)]
+pub struct Instantaneous {
+    tracks: [Track; 5],
+}
+
+impl Instantaneous {
+    /// Record `values` (cumulative counters, in [`Metric`] order) at `now_ms`.
+    pub fn sample(&mut self, now_ms: u64, values: [u64; 5]) {
+        for (t, v) in self.tracks.iter_mut().zip(values) {
+            let dt = now_ms.saturating_sub(t.last_ms);
+            t.samples[t.idx] = (v.saturating_sub(t.last_value) * 1000).checked_div(dt).unwrap_or(0);
+            t.idx = (t.idx + 1) % SAMPLES;
+            t.last_ms = now_ms;
+            t.last_value = v;
+        }
+    }
+
+    /// The rate of `m` per second.
+    pub fn get(&self, m: Metric) -> u64 {
+        self.tracks[m as usize].samples.iter().sum::<u64>() / SAMPLES as u64
+    }
+
+    /// When the last sample was taken (0: never).
+    pub fn last_ms(&self) -> u64 {
+        self.tracks[0].last_ms
+    }
+}
+
 impl ServerStats {
+    /// The counters the instantaneous metrics follow, in [`Metric`] order.
+    pub fn rate_counters(&self) -> [u64; 5] {
+        [
+            self.commands_processed,
+            self.net_input_bytes,
+            self.net_output_bytes,
+            self.net_repl_input_bytes,
+            self.net_repl_output_bytes,
+        ]
+    }
+
+    /// After an active expire cycle: Redis's running average of the share of sampled keys
+    /// found expired, and whether the cycle ran out of time.
+    pub fn expire_cycle(&mut self, sampled: usize, expired: usize, out_of_time: bool, took_us: u64) {
+        let current = if sampled > 0 { expired as f64 / sampled as f64 } else { 0.0 };
+        self.expired_stale_perc = current * 0.05 + self.expired_stale_perc * 0.95;
+        self.expired_time_cap_reached_count += u64::from(out_of_time);
+        self.expire_cycle_us += took_us;
+    }
+
     /// Count an error reply under its code, as Redis does: the text up to its first
     /// space (looked for in the first 32 bytes), else ERR.
     pub fn count_error(&mut self, text: &str) {

@@ -134,6 +134,57 @@ fn info_sections_and_command_stats_as_redis() {
     assert_eq!(mine, theirs);
 }
 
+/// INFO stats and cpu name every field Redis 7.0 names, in its order; memory at least the
+/// ones monitoring reads (fragmentation, startup, the machine's memory); the instantaneous
+/// rates follow the traffic as Redis's do.
+#[test]
+fn info_fields_and_instantaneous_rates_as_redis() {
+    let (ours, redis, _dir) = pair(&[]);
+    let fields = |srv: &dyn Fn(&[&str]) -> String, section: &str| -> Vec<String> {
+        srv(&["INFO", section]).lines().filter_map(|l| l.split_once(':').map(|(k, _)| k.to_string())).collect()
+    };
+    for section in ["stats", "cpu"] {
+        assert_eq!(fields(&|a| ours.cli(a), section), fields(&|a| redis.cli(a), section), "INFO {section}");
+    }
+    let memory = fields(&|a| ours.cli(a), "memory");
+    for f in [
+        "used_memory_peak_perc",
+        "used_memory_startup",
+        "total_system_memory",
+        "mem_fragmentation_ratio",
+        "mem_fragmentation_bytes",
+    ] {
+        assert!(memory.iter().any(|m| m == f), "INFO memory lacks {f}");
+    }
+    // Under a steady load both report a rate near what they serve.
+    let rate = |port: u16| -> (u64, f64) {
+        let bench = std::process::Command::new("redis-benchmark")
+            .args(["-p", &port.to_string(), "-n", "400000", "-c", "4", "-q", "-t", "ping", "-P", "4"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("redis-benchmark");
+        std::thread::sleep(Duration::from_millis(1500));
+        let info = cli(port, &["INFO", "stats"]);
+        let get =
+            |k: &str| info.lines().find_map(|l| l.strip_prefix(&format!("{k}:"))).unwrap_or("0").trim().to_string();
+        let mut bench = bench;
+        let _ = bench.kill();
+        let _ = bench.wait();
+        (get("instantaneous_ops_per_sec").parse().unwrap_or(0), get("instantaneous_input_kbps").parse().unwrap_or(0.0))
+    };
+    let (ops, kbps) = rate(ours.port);
+    assert!(ops > 1000 && kbps > 1.0, "ours under load: {ops} ops/s, {kbps} KB/s in");
+    let (ops, _) = rate(redis.port);
+    assert!(ops > 1000, "Redis under load: {ops} ops/s");
+    // Idle, the rate falls back to 0 as the 16 samples (1.6 s) roll over.
+    std::thread::sleep(Duration::from_millis(2500));
+    let idle = ours.cli(&["INFO", "stats"]);
+    assert!(
+        idle.contains("instantaneous_ops_per_sec:0\r\n") || idle.contains("instantaneous_ops_per_sec:0\n"),
+        "{idle}"
+    );
+}
+
 #[test]
 fn debug_loadaof_reloads_what_the_aof_holds() {
     let (ours, redis, _dir) = pair(&["--appendonly", "yes", "--appendfsync", "always"]);

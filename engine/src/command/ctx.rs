@@ -34,6 +34,9 @@ pub struct Stats {
     /// Changes since the last save.
     pub dirty: u64,
     pub commands: u64,
+    /// Compact values RESTORE checked entry by entry under sanitize-dump-payload (Redis's
+    /// `dump_payload_sanitizations`).
+    pub dump_payload_sanitizations: u64,
 }
 
 /// A keyspace event (for notifications and blocked clients).

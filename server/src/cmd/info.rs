@@ -8,6 +8,7 @@ use ferrokv::Reply;
 
 use crate::client::Client;
 use crate::server::Server;
+use crate::stats::Metric;
 
 /// Every section, in Redis's order.
 const ORDER: &[&str] = &[
@@ -130,9 +131,16 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("used_memory_rss_human", human(rss));
             kv("used_memory_peak", peak.to_string());
             kv("used_memory_peak_human", human(peak));
+            kv("used_memory_peak_perc", format!("{:.2}%", used as f64 * 100.0 / peak.max(1) as f64));
+            kv("used_memory_startup", s.startup_memory.to_string());
+            let total = total_system_memory();
+            kv("total_system_memory", total.to_string());
+            kv("total_system_memory_human", human(total));
             kv("maxmemory", s.cfg.maxmemory.to_string());
             kv("maxmemory_human", human(s.cfg.maxmemory));
             kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
+            kv("mem_fragmentation_ratio", format!("{:.2}", rss as f64 / used.max(1) as f64));
+            kv("mem_fragmentation_bytes", (rss as i64 - used as i64).to_string());
             kv("mem_not_counted_for_evict", "0".into());
             kv("mem_allocator", "mimalloc".into());
             kv("active_defrag_running", "0".into());
@@ -190,9 +198,17 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             let es = s.engine.stats();
             kv("total_connections_received", st.connections_received.to_string());
             kv("total_commands_processed", st.commands_processed.to_string());
-            kv("instantaneous_ops_per_sec", "0".into());
+            let inst = &st.instantaneous;
+            let kbps = |m| format!("{:.2}", inst.get(m) as f64 / 1024.0);
+            kv("instantaneous_ops_per_sec", inst.get(Metric::Commands).to_string());
             kv("total_net_input_bytes", st.net_input_bytes.to_string());
             kv("total_net_output_bytes", st.net_output_bytes.to_string());
+            kv("total_net_repl_input_bytes", st.net_repl_input_bytes.to_string());
+            kv("total_net_repl_output_bytes", st.net_repl_output_bytes.to_string());
+            kv("instantaneous_input_kbps", kbps(Metric::NetInput));
+            kv("instantaneous_output_kbps", kbps(Metric::NetOutput));
+            kv("instantaneous_input_repl_kbps", kbps(Metric::NetReplInput));
+            kv("instantaneous_output_repl_kbps", kbps(Metric::NetReplOutput));
             kv("rejected_connections", st.rejected_connections.to_string());
             kv("sync_full", st.sync_full.to_string());
             kv("sync_partial_ok", st.sync_partial_ok.to_string());
@@ -202,6 +218,9 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
                 kv("expired_subkeys", es.expired_subkeys.to_string());
             }
             kv("expired_keys", es.expired_keys.to_string());
+            kv("expired_stale_perc", format!("{:.2}", st.expired_stale_perc * 100.0));
+            kv("expired_time_cap_reached_count", st.expired_time_cap_reached_count.to_string());
+            kv("expire_cycle_cpu_milliseconds", (st.expire_cycle_us / 1000).to_string());
             kv("evicted_keys", st.evicted_keys.to_string());
             kv("evicted_clients", "0".into());
             let current = s.eviction.exceeded_ms();
@@ -215,12 +234,23 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("latest_fork_usec", s.jobs.latest_fork_usec.to_string());
             kv("total_forks", s.jobs.total_forks.to_string());
             kv("migrate_cached_sockets", s.migrate.count().to_string());
+            // A writable replica's own TTLs are tracked with the keyspace's; no active
+            // defragmentation here (mimalloc, no jemalloc hints).
+            kv("slave_expires_tracked_keys", "0".into());
+            for k in
+                ["active_defrag_hits", "active_defrag_misses", "active_defrag_key_hits", "active_defrag_key_misses"]
+            {
+                kv(k, "0".into());
+            }
+            kv("total_active_defrag_time", "0".into());
+            kv("current_active_defrag_time", "0".into());
             let (keys, items, prefixes) = s.tracking.totals();
             kv("tracking_total_keys", keys.to_string());
             kv("tracking_total_items", items.to_string());
             kv("tracking_total_prefixes", prefixes.to_string());
             kv("unexpected_error_replies", st.unexpected_error_replies.to_string());
             kv("total_error_replies", st.error_replies.to_string());
+            kv("dump_payload_sanitizations", es.dump_payload_sanitizations.to_string());
             kv("total_reads_processed", "0".into());
             kv("total_writes_processed", "0".into());
             kv("io_threaded_reads_processed", "0".into());
@@ -264,9 +294,15 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             }
         }
         "cpu" => {
-            let (user, sys) = cpu_seconds();
+            let (user, sys) = cpu_seconds("/proc/self/stat");
             kv("used_cpu_sys", format!("{sys:.6}"));
             kv("used_cpu_user", format!("{user:.6}"));
+            // No fork: background saves run on threads of this process.
+            kv("used_cpu_sys_children", "0.000000".into());
+            kv("used_cpu_user_children", "0.000000".into());
+            let (user, sys) = cpu_seconds("/proc/thread-self/stat");
+            kv("used_cpu_sys_main_thread", format!("{sys:.6}"));
+            kv("used_cpu_user_main_thread", format!("{user:.6}"));
         }
         "errorstats" => {
             let mut codes: Vec<_> = s.stats.errors.iter().map(|(k, v)| (k.clone(), *v)).collect();
@@ -328,6 +364,16 @@ fn writeln_crlf(out: &mut String, line: &str) -> std::fmt::Result {
     write!(out, "{line}\r\n")
 }
 
+/// The machine's memory (MemTotal of /proc/meminfo).
+fn total_system_memory() -> u64 {
+    let info = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kb = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok());
+    kb.unwrap_or(0) * 1024
+}
+
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
     let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
@@ -347,9 +393,10 @@ fn human(b: u64) -> String {
     }
 }
 
-/// User and system CPU seconds of this process (from /proc, in clock ticks of 1/100 s).
-fn cpu_seconds() -> (f64, f64) {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+/// User and system CPU seconds of this process or thread (`/proc/self/stat`,
+/// `/proc/thread-self/stat`: clock ticks of 1/100 s).
+fn cpu_seconds(path: &str) -> (f64, f64) {
+    let stat = std::fs::read_to_string(path).unwrap_or_default();
     // Fields after the command name, which ends at the last ')'.
     let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
     let f: Vec<&str> = rest.split_whitespace().collect();

@@ -36,11 +36,29 @@ fn payload_ok(p: &[u8], rdb_version: u32, skip_crc: bool) -> bool {
     u32::from(version) <= rdb_version && (skip_crc || u64::from_le_bytes(crc) == crc64(&p[..n - 8]))
 }
 
+/// The blobs Redis's loader validates entry by entry under sanitize-dump-payload, each
+/// counted in `dump_payload_sanitizations`: an intset, a zset or hash listpack, each
+/// listpack node of a quicklist or a stream.
+fn sanitized_blobs(v: &crate::format::rdb::Value<'_>) -> u64 {
+    use crate::format::rdb::ValueType::*;
+    match v.vtype {
+        SetIntset | ZsetListpack | HashListpack => 1,
+        ListQuicklist2 => {
+            v.quicklist_nodes().map_or(0, |nodes| nodes.filter(|n| matches!(n, Ok(Some(_)))).count() as u64)
+        }
+        Stream1 | Stream2 | Stream3 | Stream4 | Stream5 => v.stream().map_or(0, |s| s.node_count()),
+        _ => 0,
+    }
+}
+
 /// The value of a payload whose footer [`payload_ok`] accepted, as loading builds it (the
 /// payload's element order kept); Err: why it is refused.
-fn decode(ctx: &Ctx<'_>, p: &[u8]) -> Result<Value, String> {
+fn decode(ctx: &mut Ctx<'_>, p: &[u8]) -> Result<Value, String> {
     // The footer was checked by payload_ok: the CRC is not computed twice.
     let v = read_dump_payload_with(p, Family::Redis, false).map_err(|e| e.to_string())?;
+    if ctx.cfg.sanitize_dump_payload {
+        ctx.stats.dump_payload_sanitizations += sanitized_blobs(&v);
+    }
     // What Redis's loader checks of every value (RESTORE loads as loading does).
     v.loader_check().map_err(|e| e.to_string())?;
     let v = Value::from_rdb_checked(&v, &ctx.cfg.limits, ctx.cfg.sanitize_dump_payload).map_err(|e| e.to_string())?;

@@ -266,6 +266,11 @@ impl<'a> Stream<'a> {
         Ok(Stream { nodes: rest, n_nodes, meta, version })
     }
 
+    /// The listpack nodes the stream is stored in.
+    pub fn node_count(&self) -> u64 {
+        self.n_nodes
+    }
+
     pub fn entries(&self) -> StreamEntries<'a> {
         StreamEntries { rest: self.nodes, left: self.n_nodes, node: None, failed: false }
     }
