@@ -315,6 +315,20 @@ fn config_thresholds_change_encodings_and_are_reported() {
     assert_eq!(kinds, [("hash", "listpack", "hashtable"), ("zset", "listpack", "skiplist")]);
     // Tables cost more than listpacks.
     assert!(low["dataset_bytes"].as_u64() > plain["dataset_bytes"].as_u64());
+    // One pass gives the report and, with --per-key, the line per key in a file.
+    let lines = dir.path().join("keys.jsonl");
+    let both = Command::new(env!("CARGO_BIN_EXE_rdbtool"))
+        .args(["memory", &rdb.display().to_string(), "--format", "json", "--per-key"])
+        .arg(&lines)
+        .output()
+        .expect("rdbtool memory");
+    let report = json(&both);
+    let text = std::fs::read_to_string(&lines).expect("the per-key file");
+    assert_eq!(text.lines().count() as u64, report["keys"].as_u64().expect("keys"));
+    let first: serde_json::Value = serde_json::from_str(text.lines().next().expect("a line")).expect("jsonl");
+    for field in ["db", "key", "type", "encoding", "bytes"] {
+        assert!(!first[field].is_null(), "{field} in {first}");
+    }
     let bad = run("hash-max-listpack-entries lots\n");
     assert_eq!(bad.status.code(), Some(2));
     assert!(

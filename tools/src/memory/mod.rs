@@ -60,6 +60,11 @@ pub struct MemoryArgs {
     /// Also write the report as one self-contained HTML page (no network) to this file.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Write the line per key (jsonl: db, key, type, encoding, elements, bytes,
+    /// allocated, expire_ms; csv with --format csv) to this file, in the same pass as the
+    /// report (table or json) on standard output.
+    #[arg(long, value_name = "FILE")]
+    pub per_key: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -345,6 +350,8 @@ struct MemoryStage<'o, 'w> {
     args: &'o MemoryArgs,
     now: i64,
     out: &'o mut Out<'w>,
+    /// `--per-key`'s file, when the lines go there rather than to `out`.
+    per_key: Option<std::io::BufWriter<std::fs::File>>,
     /// On stderr when it is a terminal.
     progress: crate::progress::Progress,
 }
@@ -406,7 +413,10 @@ impl MemoryStage<'_, '_> {
 
 impl<'a> Stage<'a, Costed> for MemoryStage<'_, '_> {
     fn batch(&mut self, batch: Costed) -> Result<(), ToolError> {
-        self.out.write_all(&batch.lines)?;
+        match &mut self.per_key {
+            Some(f) => f.write_all(&batch.lines)?,
+            None => self.out.write_all(&batch.lines)?,
+        }
         batch.costs.into_iter().try_for_each(|c| self.take(c))
     }
 
@@ -446,8 +456,21 @@ pub fn run(
         usage: ferrokv::memory::Model::usage(version, alloc),
         allocated: ferrokv::memory::Model::allocated(version, alloc),
     };
+    let per_key = match &args.per_key {
+        Some(path) => Some(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(path)
+                .map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", path.display())))?,
+        )),
+        None => None,
+    };
+    let mut per_key = per_key;
     if args.format == MemoryFormat::Csv {
-        out.write_all(b"db,key,type,encoding,elements,bytes,allocated,expire_ms\n")?;
+        let header = b"db,key,type,encoding,elements,bytes,allocated,expire_ms\n";
+        match &mut per_key {
+            Some(f) => f.write_all(header)?,
+            None => out.write_all(header)?,
+        }
     }
     let mut stage = MemoryStage {
         report: MemoryReport {
@@ -473,12 +496,22 @@ pub fn run(
         args,
         now: args.now.unwrap_or_else(crate::now_ms),
         out,
+        per_key,
         progress: crate::progress::Progress::new(data.len() as u64),
     };
-    let work = |batch: &Batch<'_>| costs(&batch.records, &limits, &models, args.format);
+    // With --per-key the lines go to its file: csv with --format csv, else jsonl.
+    let lines = match (&args.per_key, args.format) {
+        (Some(_), MemoryFormat::Csv) => MemoryFormat::Csv,
+        (Some(_), _) => MemoryFormat::Jsonl,
+        (None, format) => format,
+    };
+    let work = |batch: &Batch<'_>| costs(&batch.records, &limits, &models, lines);
     let result = pipeline.run(RdbReader::new(data)?, work, &mut stage);
     stage.progress.finish();
     result?;
+    if let Some(mut f) = stage.per_key.take() {
+        f.flush()?;
+    }
     let mut top: Vec<KeyCost> = stage.heap.into_iter().map(|Reverse(c)| c).collect();
     top.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| (a.db, &a.key).cmp(&(b.db, &b.key))));
     stage.report.top = top;
