@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use ferrokv::format::rdb::{
     escape_key, put_function, put_key, put_select_db, Encoder, KeyParts, Loss, RdbError, RdbReader, RdbWriter, Record,
@@ -19,7 +19,7 @@ use ferrokv::Source;
 
 use crate::dump::{self, Expired, Filter, Format};
 use crate::jsonl_read::{self, JsonlRecord};
-use crate::out::{Out, ToolError};
+use crate::out::{AtomicFile, Out, ToolError};
 use crate::pipeline::{Batch, Pipeline, Stage};
 
 /// Arguments of `rdbtool convert`.
@@ -251,39 +251,6 @@ pub fn jsonl_to_rdb<W: Write>(
         }
     }
     Ok((w.finish()?, report))
-}
-
-/// A temporary file beside the destination, renamed over it on `commit`, removed on drop.
-struct AtomicFile {
-    tmp: PathBuf,
-    dest: PathBuf,
-    done: bool,
-}
-
-impl AtomicFile {
-    fn new(dest: &Path) -> Result<(Self, File), ToolError> {
-        let dir = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-        let f = File::create(&tmp).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", tmp.display())))?;
-        Ok((AtomicFile { tmp, dest: dest.to_path_buf(), done: false }, f))
-    }
-
-    fn commit(mut self, f: File) -> Result<(), ToolError> {
-        f.sync_all()?;
-        drop(f);
-        std::fs::rename(&self.tmp, &self.dest)?;
-        self.done = true;
-        Ok(())
-    }
-}
-
-impl Drop for AtomicFile {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = std::fs::remove_file(&self.tmp);
-        }
-    }
 }
 
 enum To {

@@ -1,7 +1,9 @@
 //! Buffered output that flushes in the middle of large keys, so memory stays bounded by
 //! the flush threshold rather than by the size of one key.
 
+use std::fs::File;
 use std::io::{self, Write};
+use std::path::{Path, PathBuf};
 
 use ferrokv::format::rdb::RdbError;
 
@@ -92,6 +94,39 @@ impl<'w> Out<'w> {
         match self.w.as_mut() {
             Some(w) => w.flush(),
             None => Ok(()),
+        }
+    }
+}
+
+/// A temporary file beside the destination, renamed over it on `commit`, removed on drop.
+pub struct AtomicFile {
+    tmp: PathBuf,
+    dest: PathBuf,
+    done: bool,
+}
+
+impl AtomicFile {
+    pub fn new(dest: &Path) -> Result<(Self, File), ToolError> {
+        let dir = dest.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let f = File::create(&tmp).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", tmp.display())))?;
+        Ok((AtomicFile { tmp, dest: dest.to_path_buf(), done: false }, f))
+    }
+
+    pub fn commit(mut self, f: File) -> Result<(), ToolError> {
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&self.tmp, &self.dest)?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = std::fs::remove_file(&self.tmp);
         }
     }
 }

@@ -10,7 +10,7 @@
 
 use std::fs::File;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use ferrokv::format::rdb::{LogicalType, RdbReader, Record};
@@ -25,7 +25,7 @@ use parquet::schema::parser::parse_message_type;
 use parquet::schema::types::ColumnPath;
 
 use crate::memory::Sizer;
-use crate::out::ToolError;
+use crate::out::{AtomicFile, ToolError};
 
 const KEYS_SCHEMA: &str = "message keys {
     required binary source (STRING);
@@ -136,29 +136,20 @@ fn pq(e: parquet::errors::ParquetError) -> ToolError {
     ToolError::Usage(format!("parquet: {e}"))
 }
 
-/// A temporary file removed when dropped unless it was renamed: a failed run leaves
-/// nothing behind.
-struct Temp(PathBuf);
-
-impl Drop for Temp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
-
 /// One Parquet file being written, its columns buffered a row group at a time.
 struct Table {
-    tmp: Temp,
-    path: PathBuf,
+    /// Renamed to its name when complete, removed if not.
+    file: AtomicFile,
     w: SerializedFileWriter<File>,
     columns: Vec<Column>,
     rows: usize,
     bytes: usize,
+    written: u64,
 }
 
 impl Table {
     /// `plain`: columns of mostly distinct values, written without a dictionary.
-    fn create(path: PathBuf, schema: &str, columns: Vec<Column>, plain: &[&str]) -> Result<Table, ToolError> {
+    fn create(path: &Path, schema: &str, columns: Vec<Column>, plain: &[&str]) -> Result<Table, ToolError> {
         let schema = Arc::new(parse_message_type(schema).map_err(pq)?);
         let zstd = ZstdLevel::try_new(1).map_err(pq)?;
         let mut props = WriterProperties::builder().set_compression(Compression::ZSTD(zstd));
@@ -166,11 +157,9 @@ impl Table {
             props = props.set_column_dictionary_enabled(ColumnPath::from(*name), false);
         }
         let props = Arc::new(props.build());
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let f = File::create(&tmp).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", tmp.display())))?;
+        let (file, f) = AtomicFile::new(path)?;
         let w = SerializedFileWriter::new(f, schema, props).map_err(pq)?;
-        Ok(Table { tmp: Temp(tmp), path, w, columns, rows: 0, bytes: 0 })
+        Ok(Table { file, w, columns, rows: 0, bytes: 0, written: 0 })
     }
 
     /// A row was added (`bytes` of values): write the row group when it is full.
@@ -216,19 +205,18 @@ impl Table {
         }
         rg.close().map_err(pq)?;
         self.columns.iter_mut().for_each(Column::clear);
+        self.written += self.rows as u64;
         self.rows = 0;
         self.bytes = 0;
         Ok(())
     }
 
-    /// Write what is buffered, close the file and give it its name.
+    /// Write what is buffered, close the file and give it its name; the rows written.
     fn finish(mut self) -> Result<u64, ToolError> {
         self.flush()?;
-        let meta = self.w.finish().map_err(pq)?;
-        self.w.inner().sync_all()?;
-        std::fs::rename(&self.tmp.0, &self.path)
-            .map_err(|e| ToolError::Usage(format!("cannot rename {}: {e}", self.tmp.0.display())))?;
-        Ok(meta.num_rows as u64)
+        let f = self.w.into_inner().map_err(pq)?;
+        self.file.commit(f)?;
+        Ok(self.written)
     }
 }
 
@@ -245,13 +233,13 @@ pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> 
     let b = |optional| Column::new(Values::Bytes(Vec::new(), Vec::new()), optional);
     let i = |optional| Column::new(Values::Int(Vec::new()), optional);
     let mut keys = Table::create(
-        dir.join("keys.parquet"),
+        &dir.join("keys.parquet"),
         KEYS_SCHEMA,
         vec![b(false), i(false), b(false), b(false), b(false), i(true), i(false), i(false)],
         &["key", "expire_ms", "size", "elements"],
     )?;
     let mut elements = Table::create(
-        dir.join("elements.parquet"),
+        &dir.join("elements.parquet"),
         ELEMENTS_SCHEMA,
         vec![
             b(false),

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use ferrokv::format::crc::{hash_slot, Crc64, CLUSTER_SLOTS};
 use ferrokv::format::rdb::{escape_key, put_select_db, RdbError, RdbReader, Record};
 
-use crate::out::ToolError;
+use crate::out::{AtomicFile, ToolError};
 
 /// Arguments of `rdbtool split`.
 #[derive(clap::Args, Debug)]
@@ -115,9 +115,9 @@ pub struct SplitSummary {
     pub skipped: u64,
 }
 
-/// One shard's output while it is written.
+/// One shard's output while it is written (removed unless it completes).
 struct ShardFile {
-    tmp: PathBuf,
+    file: AtomicFile,
     w: BufWriter<File>,
     crc: Crc64,
     summary: ShardSummary,
@@ -129,17 +129,6 @@ impl ShardFile {
         self.w.write_all(bytes)?;
         self.summary.bytes += bytes.len() as u64;
         Ok(())
-    }
-}
-
-/// Temporary outputs removed unless kept: nothing half-written stays behind.
-struct Outputs(Vec<ShardFile>);
-
-impl Drop for Outputs {
-    fn drop(&mut self) {
-        for f in &self.0 {
-            let _ = std::fs::remove_file(&f.tmp);
-        }
     }
 }
 
@@ -163,18 +152,17 @@ pub fn split(
             }
         }
     }
-    let mut files = Outputs(Vec::new());
+    let mut files = Vec::with_capacity(layout.len());
     for (i, ranges) in layout.iter().enumerate() {
-        let file = dir.join(format!("shard-{i}.rdb"));
-        let tmp = dir.join(format!(".shard-{i}.rdb.tmp-{}", std::process::id()));
-        let f = File::create(&tmp).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", tmp.display())))?;
-        let summary = ShardSummary { file, slots: ranges.clone(), ..Default::default() };
-        files.0.push(ShardFile { tmp, w: BufWriter::with_capacity(1 << 20, f), crc: Crc64::new(), summary });
+        let path = dir.join(format!("shard-{i}.rdb"));
+        let (file, f) = AtomicFile::new(&path)?;
+        let summary = ShardSummary { file: path, slots: ranges.clone(), ..Default::default() };
+        files.push(ShardFile { file, w: BufWriter::with_capacity(1 << 20, f), crc: Crc64::new(), summary });
     }
     // The magic and version, then every record but the keys' to every shard until the
     // first database; then each key to its shard.
     let magic = &data[..reader.position()];
-    for f in &mut files.0 {
+    for f in &mut files {
         f.put(magic)?;
     }
     let mut current_db = 0;
@@ -195,7 +183,7 @@ pub fn split(
         let end = reader.position();
         match rec? {
             Record::Aux { .. } | Record::ModuleAux(_) | Record::Function { .. } | Record::FunctionPreGa { .. } => {
-                for f in &mut files.0 {
+                for f in &mut files {
                     f.put(&data[start..end])?;
                 }
             }
@@ -216,7 +204,7 @@ pub fn split(
                     )));
                 }
                 let shard = shard_of[hash_slot(&k.key.to_bytes()) as usize];
-                let f = &mut files.0[shard];
+                let f = &mut files[shard];
                 if !selected[shard] {
                     let mut select = Vec::new();
                     put_select_db(&mut select, 0, None);
@@ -230,20 +218,18 @@ pub fn split(
         }
     }
     progress.finish();
-    for f in &mut files.0 {
+    for f in &mut files {
         f.put(&[0xFF])?;
         if version >= 5 {
             let crc = f.crc.finish().to_le_bytes();
             f.w.write_all(&crc)?;
             f.summary.bytes += 8;
         }
-        f.w.flush()?;
-        f.w.get_ref().sync_all()?;
     }
     let mut summary = SplitSummary { shards: Vec::new(), skipped };
-    for f in std::mem::take(&mut files.0) {
-        std::fs::rename(&f.tmp, &f.summary.file)
-            .map_err(|e| ToolError::Usage(format!("cannot rename {}: {e}", f.tmp.display())))?;
+    for f in files {
+        let w = f.w.into_inner().map_err(|e| ToolError::Io(e.into_error()))?;
+        f.file.commit(w)?;
         summary.shards.push(f.summary);
     }
     Ok(summary)

@@ -251,6 +251,15 @@ struct Models {
     allocated: ferrokv::memory::Model,
 }
 
+impl Models {
+    fn new(version: ServerVersion, alloc: ferrokv::memory::Allocator) -> Models {
+        Models {
+            usage: ferrokv::memory::Model::usage(version, alloc),
+            allocated: ferrokv::memory::Model::allocated(version, alloc),
+        }
+    }
+}
+
 /// A batch's keys and, for a per-key format, their lines (written by the workers, so that
 /// formatting uses every core too).
 struct Costed {
@@ -277,14 +286,7 @@ pub struct Sizer {
 impl Sizer {
     pub fn for_file(data: &[u8]) -> Sizer {
         let version = crate::aof::check::rdb_server_version(data).unwrap_or(ServerVersion::Redis70);
-        let alloc = ferrokv::memory::Allocator::Jemalloc;
-        Sizer {
-            limits: limits_of(version, &[]),
-            models: Models {
-                usage: ferrokv::memory::Model::usage(version, alloc),
-                allocated: ferrokv::memory::Model::allocated(version, alloc),
-            },
-        }
+        Sizer { limits: limits_of(version, &[]), models: Models::new(version, ferrokv::memory::Allocator::Jemalloc) }
     }
 
     /// The key's cost (None for a record that is not a key).
@@ -452,10 +454,7 @@ pub fn run(
     let limits = limits_of(version, &config);
     let alloc = ferrokv::memory::Allocator::parse(&args.allocator)
         .ok_or_else(|| ToolError::Usage(format!("unknown allocator '{}'", args.allocator)))?;
-    let models = Models {
-        usage: ferrokv::memory::Model::usage(version, alloc),
-        allocated: ferrokv::memory::Model::allocated(version, alloc),
-    };
+    let models = Models::new(version, alloc);
     let per_key = match &args.per_key {
         Some(path) => Some(std::io::BufWriter::with_capacity(
             1 << 20,
