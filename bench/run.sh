@@ -8,6 +8,7 @@
 #   BENCH_RUNS  timed runs per command; the best is reported (default 3)
 #   BENCH_AOF_MB  RESP per phase of the >= 2 GB AOF of bench/aof.sh (default 1100)
 #   BENCH_N, BENCH_ROUNDS  redis-benchmark requests per test and rounds (bench/server.sh)
+#   BENCH_RESTORE_KEYS, BENCH_MIXED_KEYS  the restore datasets' sizes (bench/restore.sh)
 #   HDT_RDB     HDT3213/rdb's binary (`go build` in a snapshot of github.com/HDT3213/rdb),
 #               timed beside rdbtool memory when set
 set -euo pipefail
@@ -130,6 +131,8 @@ echo "AOF benchmarks ..." >&2
 BENCH_DIR="$BENCH_DIR" BENCH_RUNS="$RUNS" ./bench/aof.sh >> docs/benchmarks.md.new
 echo "server benchmarks ..." >&2
 ./bench/server.sh >> docs/benchmarks.md.new
+echo "restore benchmarks ..." >&2
+BENCH_DIR="$BENCH_DIR" BENCH_RUNS="$RUNS" ./bench/restore.sh >> docs/benchmarks.md.new
 cat bench/analysis.md >> docs/benchmarks.md.new
 mv docs/benchmarks.md.new docs/benchmarks.md
 cat docs/benchmarks.md

@@ -4,7 +4,7 @@
 #   FUZZ_SECONDS   seconds per target (default 60)
 #   FUZZ_RUNS      executions per target instead (the campaign of docs/reliability.md: 10000000)
 #   FUZZ_TARGETS   which targets, in order (default: every target,
-#                  "rdb rdb_body commands aof resp dump config")
+#                  "rdb rdb_body commands aof resp dump config replies")
 #   FUZZ_MAX_LEN   largest input libFuzzer makes, in bytes (default 8192)
 #   FUZZ_ARGS      more libFuzzer flags, e.g. "-seed=1 -dict=..."
 #   FUZZ_SANITIZER none (default) or address: AddressSanitizer, ~8x slower
@@ -22,7 +22,7 @@ root="$(dirname "$here")"
 cd "$here"
 
 FUZZ_SECONDS="${FUZZ_SECONDS:-60}"
-FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body commands aof resp dump config}"
+FUZZ_TARGETS="${FUZZ_TARGETS:-rdb rdb_body commands aof resp dump config replies}"
 FUZZ_RUNS="${FUZZ_RUNS:-}"
 FUZZ_MAX_LEN="${FUZZ_MAX_LEN:-8192}"
 FUZZ_ARGS="${FUZZ_ARGS:-}"
@@ -53,6 +53,12 @@ for t in $FUZZ_TARGETS; do
         commands | resp | dump) inputs=("$root"/engine/tests/scripts/*.redis) ;;
         aof) inputs=(seeds/aof/*) ;;
         config) inputs=("$root"/server/ferrokv.conf) ;;
+        replies)
+            mkdir -p corpus/replies
+            printf '+OK\r\n-MOVED 12 127.0.0.1:7001\r\n:3\r\n$-1\r\n*1\r\n*3\r\n:0\r\n:5460\r\n*2\r\n$9\r\n127.0.0.1\r\n:7000\r\n' \
+                > corpus/replies/seed
+            continue
+            ;;
         *) inputs=("$root"/fixtures/rdb/redis-7.0/*.rdb) ;;
     esac
     ./target/release/examples/seeds "$t" "corpus/$t" "${inputs[@]}"
@@ -96,7 +102,7 @@ for t in $FUZZ_TARGETS; do
         mkdir -p regressions
         for a in artifacts/"$t"/*; do
             [ -f "$a" ] || continue
-            if [ "$t" = resp ] || [ "$t" = config ]; then
+            if [ "$t" = resp ] || [ "$t" = config ] || [ "$t" = replies ]; then
                 mkdir -p "regressions/$t"
                 dest="regressions/$t/$(basename "$a")"
                 cp "$a" "$dest"

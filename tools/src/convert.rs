@@ -19,7 +19,7 @@ use ferrokv::Source;
 
 use crate::dump::{self, Expired, Filter, Format};
 use crate::jsonl_read::{self, JsonlRecord};
-use crate::out::{AtomicFile, Out, ToolError};
+use crate::out::{AtomicFile, Out, TempPath, ToolError};
 use crate::pipeline::{Batch, Pipeline, Stage};
 
 /// Arguments of `rdbtool convert`.
@@ -277,23 +277,14 @@ fn is_rdb(data: &[u8]) -> bool {
 }
 
 /// Encode a jsonl input as a temporary RDB (removed when the guard drops) and map it.
-fn stage_jsonl_as_rdb(text: &[u8], ctime: i64) -> Result<(TempPath, Source), ToolError> {
-    let path = TempPath(std::env::temp_dir().join(format!("ferrokv-convert-{}.rdb", std::process::id())));
+pub(crate) fn stage_jsonl_as_rdb(text: &[u8], ctime: i64) -> Result<(TempPath, Source), ToolError> {
+    let path = TempPath::new("jsonl");
     let file =
         File::create(&path.0).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", path.0.display())))?;
     let buf = jsonl_to_rdb(text, Target::Redis74, BufWriter::with_capacity(1 << 20, file), ctime)?.0;
     buf.into_inner().map_err(|e| ToolError::Io(e.into_error()))?;
     let src = Source::open(&path.0)?;
     Ok((path, src))
-}
-
-/// A file removed on drop.
-struct TempPath(PathBuf);
-
-impl Drop for TempPath {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
 }
 
 /// Exit code when --strict refuses a lossy conversion.

@@ -17,6 +17,7 @@ pub mod pipeline;
 pub mod progress;
 pub mod replay;
 pub mod report;
+pub mod restore;
 pub mod rewrite;
 pub mod split;
 pub mod verify;

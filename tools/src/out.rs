@@ -130,3 +130,21 @@ impl Drop for AtomicFile {
         }
     }
 }
+
+/// A file in the temporary directory, removed on drop (an input staged as an RDB).
+pub struct TempPath(pub std::path::PathBuf);
+
+impl TempPath {
+    /// A fresh name: the process id and a counter, so several live at once.
+    pub fn new(what: &str) -> TempPath {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        TempPath(std::env::temp_dir().join(format!("ferrokv-{what}-{}-{n}.rdb", std::process::id())))
+    }
+}
+
+impl Drop for TempPath {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}

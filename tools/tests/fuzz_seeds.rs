@@ -48,3 +48,22 @@ fn fuzz_regressions_do_not_panic() {
         .collect();
     assert!(panicked.is_empty(), "panicked on {} of {} inputs: {panicked:?}", panicked.len(), files.len());
 }
+
+/// fuzz/regressions/replies/: server replies that once made `rdbtool restore`'s reply
+/// reader panic.
+#[test]
+fn reply_regressions_do_not_panic() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions/replies");
+    let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("dir entry").path())
+        .collect();
+    assert!(!files.is_empty(), "{} holds the crashes found", dir.display());
+    for path in files {
+        let data = std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut r = data.as_slice();
+        while let Ok(reply) = ferrokv_tools::restore::read_reply(&mut r) {
+            let _ = reply.text();
+        }
+    }
+}

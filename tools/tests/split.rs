@@ -8,15 +8,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Command;
 
-use ferrokv_testkit::{pipe_into, Client, Server as Redis, TempDir};
+mod common;
 
-fn resp(args: &[String]) -> Vec<u8> {
-    let mut out = format!("*{}\r\n", args.len()).into_bytes();
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n{a}\r\n", a.len()).as_bytes());
-    }
-    out
-}
+use common::redis::{key_states as contents, resp};
+use ferrokv_testkit::{pipe_into, Client, Server as Redis, TempDir};
 
 fn corpus() -> Vec<u8> {
     let mut out = Vec::new();
@@ -35,20 +30,6 @@ fn corpus() -> Vec<u8> {
         }
     }
     add(&["FUNCTION", "LOAD", "#!lua name=lib\nredis.register_function('f', function(k, a) return 1 end)"]);
-    out
-}
-
-/// Every key of the server at `port` with its DEBUG DIGEST-VALUE and TTL.
-fn contents(port: u16) -> BTreeMap<String, (String, i64)> {
-    let mut c = Client::connect(port);
-    let keys = ferrokv_testkit::cli(port, &["--scan"]);
-    let mut out = BTreeMap::new();
-    for k in keys.lines().filter(|l| !l.is_empty()) {
-        let digest = String::from_utf8_lossy(&c.call_str(&["DEBUG", "DIGEST-VALUE", k])).into_owned();
-        let reply = String::from_utf8_lossy(&c.call_str(&["TTL", k])).into_owned();
-        let ttl: i64 = reply.trim_start_matches(':').trim().parse().unwrap_or_else(|_| panic!("TTL {k}: {reply:?}"));
-        out.insert(k.to_string(), (digest, ttl.min(1)));
-    }
     out
 }
 

@@ -20,6 +20,7 @@ const AFTER_HELP: &str = r#"Examples:
   rdbtool diff a.rdb b.rdb                     same data whatever the encodings?
   rdbtool convert dump.rdb old.rdb --to rdb:redis-6.2
   rdbtool info dump.rdb --json
+  rdbtool restore dump.rdb --to redis://10.0.0.5:7000   into a cluster, by slot
   rdbtool memory dump.rdb --top 20 --separator : --depth 2
   rdbtool completions bash > /etc/bash_completion.d/rdbtool
 
@@ -28,6 +29,7 @@ Exit codes:
   1  the input is invalid or corrupt (diff: the datasets differ)
   2  usage error, unreadable input, or an output error (diff, convert: also a corrupt input)
   3  convert --strict: the conversion would lose data; nothing written
+  4  restore: some keys were refused by the target (the summary counts them by error)
 
 rdbtool --generate man|bash|zsh|fish prints the man page or a completion script.
 Manual: docs/cli.md"#;
@@ -115,6 +117,8 @@ enum Cmd {
     Memory(ferrokv_tools::memory::MemoryArgs),
     /// One RDB per Redis Cluster shard, each key where its hash slot goes.
     Split(ferrokv_tools::split::SplitArgs),
+    /// Write the keys into a running Redis or Valkey, standalone or a cluster (RESTORE, pipelined).
+    Restore(ferrokv_tools::restore::RestoreArgs),
     /// Header, aux fields and key counts, without decoding values.
     Info {
         file: PathBuf,
@@ -227,6 +231,7 @@ fn run(cli: Cli) -> Result<u8, (String, ToolError)> {
             ferrokv_tools::split::run_cli(&args, &src, &mut io::stdout().lock()).map_err(|e| (name, e))?;
             Ok(exit::OK)
         }
+        Cmd::Restore(args) => ferrokv_tools::restore::run_cli(&args, &mut io::stdout().lock()),
         Cmd::Memory(args) => {
             let name = args.file.display().to_string();
             let src = open(&args.file).map_err(|e| (name.clone(), e))?;

@@ -43,7 +43,7 @@ pub fn target_of(d: Dialect) -> Target {
 
 /// Whether plain commands cannot rebuild `k` exactly: a zset with a -0 score (a Redis 7
 /// listpack stores 0), a stream with consumer groups (delivery and consumer times).
-fn needs_restore(k: &KeyRecord<'_>) -> Result<bool, ToolError> {
+pub fn needs_restore(k: &KeyRecord<'_>) -> Result<bool, ToolError> {
     let e = ctx(k);
     Ok(match k.value.logical() {
         LogicalType::Zset => {
@@ -96,7 +96,7 @@ impl Batch<'_> {
         Batch { head: vec![cmd.to_vec(), key.to_vec()], items: Vec::new(), per_item, _k: std::marker::PhantomData }
     }
 
-    fn push(&mut self, out: &mut Vec<u8>, args: &[&[u8]]) {
+    fn push(&mut self, out: &mut Commands<'_, '_>, args: &[&[u8]]) {
         for a in args {
             self.items.push(a.to_vec());
         }
@@ -105,19 +105,18 @@ impl Batch<'_> {
         }
     }
 
-    fn flush(&mut self, out: &mut Vec<u8>) {
+    fn flush(&mut self, out: &mut Commands<'_, '_>) {
         if self.items.is_empty() {
             return;
         }
         let args: Vec<&[u8]> = self.head.iter().chain(self.items.iter()).map(|v| v.as_slice()).collect();
-        command(out, &args);
+        out.put(&args);
         self.items.clear();
     }
 }
 
 impl Writer for Resp {
     fn key(&mut self, out: &mut Out<'_>, k: &KeyRecord<'_>, f: &Filter) -> Result<(), ToolError> {
-        let e = ctx(k);
         if self.db != Some(k.db) {
             command(&mut out.buf, &[b"SELECT", k.db.to_string().as_bytes()]);
             self.db = Some(k.db);
@@ -137,94 +136,7 @@ impl Writer for Resp {
         if self.opts.restore == Restore::Never && needs_restore(k)? {
             report(k, "written as commands, which do not keep a -0 score or consumer group times");
         }
-        let field_ttls = self.target() == Target::Redis74 || self.target() == Target::Valkey9;
-        match k.value.logical() {
-            LogicalType::String => {
-                let v = k.value.string().and_then(|s| s.to_elem()).map_err(&e)?;
-                command(&mut out.buf, &[b"SET", key, &v.to_bytes()]);
-            }
-            LogicalType::List | LogicalType::Set => {
-                let (cmd, iter): (&[u8], Box<dyn Iterator<Item = Result<Elem<'_>, _>>>) =
-                    if k.value.logical() == LogicalType::List {
-                        (b"RPUSH", Box::new(k.value.list().map_err(&e)?))
-                    } else {
-                        (b"SADD", Box::new(k.value.set().map_err(&e)?))
-                    };
-                let mut b = Batch::new(cmd, key, 1);
-                for item in iter {
-                    let item = item.map_err(&e)?;
-                    b.push(&mut out.buf, &[&item.to_bytes()]);
-                    out.check()?;
-                }
-                b.flush(&mut out.buf);
-            }
-            LogicalType::Zset => {
-                let mut b = Batch::new(b"ZADD", key, 2);
-                // One buffer for every score's text (no allocation per member).
-                let mut score = Vec::with_capacity(32);
-                for item in k.value.zset().map_err(&e)? {
-                    let (m, s) = item.map_err(&e)?;
-                    score.clear();
-                    score_text_into(&mut score, s);
-                    b.push(&mut out.buf, &[&score, &m.to_bytes()]);
-                    out.check()?;
-                }
-                b.flush(&mut out.buf);
-            }
-            LogicalType::Hash => {
-                let mut b = Batch::new(b"HSET", key, 2);
-                let mut ttls: Vec<(Vec<u8>, i64)> = Vec::new();
-                for item in k.value.hash().map_err(&e)? {
-                    let h = item.map_err(&e)?;
-                    if !f.wants_field(h.expire_ms) {
-                        continue;
-                    }
-                    let field = h.field.to_bytes();
-                    b.push(&mut out.buf, &[&field, &h.value.to_bytes()]);
-                    if let Some(t) = h.expire_ms {
-                        ttls.push((field.into_owned(), t));
-                    }
-                    out.check()?;
-                }
-                b.flush(&mut out.buf);
-                if !field_ttls && !ttls.is_empty() {
-                    report(
-                        k,
-                        &format!("{} field TTLs left out: {} has no form for them", ttls.len(), self.target().name()),
-                    );
-                    ttls.clear();
-                }
-                for (field, t) in ttls {
-                    command(&mut out.buf, &[b"HPEXPIREAT", key, t.to_string().as_bytes(), b"FIELDS", b"1", &field]);
-                }
-            }
-            LogicalType::Stream => {
-                let s = k.value.stream().map_err(&e)?;
-                let mut any = false;
-                for entry in s.entries() {
-                    let entry = entry.map_err(&e)?;
-                    any = true;
-                    let fields: Vec<[Cow<'_, [u8]>; 2]> =
-                        entry.fields.iter().map(|(f, v)| [f.to_bytes(), v.to_bytes()]).collect();
-                    stream_entry(key, entry.id, fields.iter().map(|[f, v]| (f.as_ref(), v.as_ref())), &mut |args| {
-                        command(&mut out.buf, args)
-                    });
-                    out.check()?;
-                }
-                stream_tail(key, &s.meta, any, &mut |args: &[&[u8]]| command(&mut out.buf, args));
-                out.check()?;
-            }
-            LogicalType::Module => {
-                return Err(ToolError::Usage(format!(
-                    "key '{}' holds a module value ({}), which has no command form; use --type to leave modules out",
-                    ferrokv::format::rdb::escape_key(key),
-                    k.value.module().map(|m| m.name).unwrap_or_default()
-                )));
-            }
-        }
-        if let Some(ms) = k.expire_ms {
-            command(&mut out.buf, &[b"PEXPIREAT", key, ms.to_string().as_bytes()]);
-        }
+        key_commands(out, k, key, self.target(), f)?;
         Ok(())
     }
 
@@ -232,4 +144,125 @@ impl Writer for Resp {
         command(&mut out.buf, &[b"FUNCTION", b"LOAD", b"REPLACE", &code.to_bytes()]);
         Ok(())
     }
+}
+
+/// Commands going to an [`Out`], counted (a caller waits for that many replies).
+pub struct Commands<'o, 'w> {
+    out: &'o mut Out<'w>,
+    pub count: u64,
+}
+
+impl<'o, 'w> Commands<'o, 'w> {
+    pub fn new(out: &'o mut Out<'w>) -> Self {
+        Commands { out, count: 0 }
+    }
+
+    pub fn put(&mut self, args: &[&[u8]]) {
+        command(&mut self.out.buf, args);
+        self.count += 1;
+    }
+
+    fn check(&mut self) -> std::io::Result<()> {
+        self.out.check()
+    }
+}
+
+/// The commands that rebuild `k` under the name `key` (no SELECT, never RESTORE): SET,
+/// RPUSH/SADD/ZADD/HSET in batches of 64 elements, XADD and the stream's tail, field TTLs
+/// (for a target that has them), then PEXPIREAT. Returns how many commands.
+pub fn key_commands(
+    out: &mut Out<'_>,
+    k: &KeyRecord<'_>,
+    key: &[u8],
+    target: Target,
+    f: &Filter,
+) -> Result<u64, ToolError> {
+    let e = ctx(k);
+    let mut out = Commands::new(out);
+    let field_ttls = target == Target::Redis74 || target == Target::Valkey9;
+    match k.value.logical() {
+        LogicalType::String => {
+            let v = k.value.string().and_then(|s| s.to_elem()).map_err(&e)?;
+            out.put(&[b"SET", key, &v.to_bytes()]);
+        }
+        LogicalType::List | LogicalType::Set => {
+            let (cmd, iter): (&[u8], Box<dyn Iterator<Item = Result<Elem<'_>, _>>>) =
+                if k.value.logical() == LogicalType::List {
+                    (b"RPUSH", Box::new(k.value.list().map_err(&e)?))
+                } else {
+                    (b"SADD", Box::new(k.value.set().map_err(&e)?))
+                };
+            let mut b = Batch::new(cmd, key, 1);
+            for item in iter {
+                let item = item.map_err(&e)?;
+                b.push(&mut out, &[&item.to_bytes()]);
+                out.check()?;
+            }
+            b.flush(&mut out);
+        }
+        LogicalType::Zset => {
+            let mut b = Batch::new(b"ZADD", key, 2);
+            // One buffer for every score's text (no allocation per member).
+            let mut score = Vec::with_capacity(32);
+            for item in k.value.zset().map_err(&e)? {
+                let (m, s) = item.map_err(&e)?;
+                score.clear();
+                score_text_into(&mut score, s);
+                b.push(&mut out, &[&score, &m.to_bytes()]);
+                out.check()?;
+            }
+            b.flush(&mut out);
+        }
+        LogicalType::Hash => {
+            let mut b = Batch::new(b"HSET", key, 2);
+            let mut ttls: Vec<(Vec<u8>, i64)> = Vec::new();
+            for item in k.value.hash().map_err(&e)? {
+                let h = item.map_err(&e)?;
+                if !f.wants_field(h.expire_ms) {
+                    continue;
+                }
+                let field = h.field.to_bytes();
+                b.push(&mut out, &[&field, &h.value.to_bytes()]);
+                if let Some(t) = h.expire_ms {
+                    ttls.push((field.into_owned(), t));
+                }
+                out.check()?;
+            }
+            b.flush(&mut out);
+            if !field_ttls && !ttls.is_empty() {
+                report(k, &format!("{} field TTLs left out: {} has no form for them", ttls.len(), target.name()));
+                ttls.clear();
+            }
+            for (field, t) in ttls {
+                out.put(&[b"HPEXPIREAT", key, t.to_string().as_bytes(), b"FIELDS", b"1", &field]);
+            }
+        }
+        LogicalType::Stream => {
+            let s = k.value.stream().map_err(&e)?;
+            let mut any = false;
+            for entry in s.entries() {
+                let entry = entry.map_err(&e)?;
+                any = true;
+                let fields: Vec<[Cow<'_, [u8]>; 2]> =
+                    entry.fields.iter().map(|(f, v)| [f.to_bytes(), v.to_bytes()]).collect();
+                stream_entry(key, entry.id, fields.iter().map(|[f, v]| (f.as_ref(), v.as_ref())), &mut |args| {
+                    out.put(args)
+                });
+                out.check()?;
+            }
+            stream_tail(key, &s.meta, any, &mut |args: &[&[u8]]| out.put(args));
+            out.check()?;
+        }
+        LogicalType::Module => {
+            return Err(ToolError::Usage(format!(
+                "key '{}' holds a module value ({}), which has no command form; use --type to leave modules out",
+                ferrokv::format::rdb::escape_key(key),
+                k.value.module().map(|m| m.name).unwrap_or_default()
+            )));
+        }
+    }
+    if let Some(ms) = k.expire_ms {
+        out.put(&[b"PEXPIREAT", key, ms.to_string().as_bytes()]);
+    }
+    Ok(out.count)
 }

@@ -19,3 +19,36 @@ pub fn start_server_with(rdb: &Path) -> Server {
 pub fn send_resp(port: u16, resp: &[u8]) {
     pipe_into(port, resp)
 }
+
+/// A command as RESP.
+pub fn resp(args: &[String]) -> Vec<u8> {
+    ferrokv_testkit::encode_command(&args.iter().map(|a| a.as_bytes().to_vec()).collect::<Vec<_>>())
+}
+
+/// Commands as RESP, from string slices.
+pub fn resp_all(commands: &[Vec<String>]) -> Vec<u8> {
+    commands.iter().flat_map(|c| resp(c)).collect()
+}
+
+/// Every key of the server at `port` (of its database 0) with its DEBUG DIGEST-VALUE and
+/// whether it has a TTL (1) or not (-1).
+pub fn key_states(port: u16) -> std::collections::BTreeMap<String, (String, i64)> {
+    key_states_in(port, 0)
+}
+
+/// [`key_states`] of database `db`.
+pub fn key_states_in(port: u16, db: u64) -> std::collections::BTreeMap<String, (String, i64)> {
+    let mut c = ferrokv_testkit::Client::connect(port);
+    if db != 0 {
+        c.call_str(&["SELECT", &db.to_string()]);
+    }
+    let keys = ferrokv_testkit::cli(port, &["-n", &db.to_string(), "--scan"]);
+    let mut out = std::collections::BTreeMap::new();
+    for k in keys.lines().filter(|l| !l.is_empty()) {
+        let digest = String::from_utf8_lossy(&c.call_str(&["DEBUG", "DIGEST-VALUE", k])).into_owned();
+        let reply = String::from_utf8_lossy(&c.call_str(&["TTL", k])).into_owned();
+        let ttl: i64 = reply.trim_start_matches(':').trim().parse().unwrap_or_else(|_| panic!("TTL {k}: {reply:?}"));
+        out.insert(k.to_string(), (digest, ttl.min(1)));
+    }
+    out
+}
