@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # rdbtool restore against `rdbtool dump --format resp | redis-cli --pipe`, into the same
 # fresh redis-server (Debian's, no persistence), same machine, same run. Two datasets,
-# written by that redis-server: millions of small strings, and a mixed one (small
-# hashes, sets, zsets and lists, a third of the keys with a TTL). Prints a markdown
+# written by that redis-server: millions of small strings, a mixed one (small hashes,
+# sets, zsets and lists, a third of the keys with a TTL), and one of mid-sized collections. Prints a markdown
 # section (make bench appends it to docs/benchmarks.md).
 #
 #   BENCH_DIR            where the datasets live (default /tmp/ferrokv-bench)
 #   BENCH_RESTORE_KEYS   keys of the small-strings dataset (default 2000000)
 #   BENCH_MIXED_KEYS     keys of the mixed dataset (default 1000000)
+#   BENCH_COLLECTION_KEYS  keys of the collections dataset (default 100000)
 #   BENCH_RUNS           timed runs per command; the best is reported (default 3)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCH_DIR=${BENCH_DIR:-/tmp/ferrokv-bench}
 SMALL_KEYS=${BENCH_RESTORE_KEYS:-2000000}
 MIXED_KEYS=${BENCH_MIXED_KEYS:-1000000}
+COLL_KEYS=${BENCH_COLLECTION_KEYS:-100000}
 RUNS=${BENCH_RUNS:-3}
 TOOL=$PWD/target/release/rdbtool
 mkdir -p "$BENCH_DIR"
@@ -50,6 +52,24 @@ def cmd(*args):
 def word():
     return ''.join(rng.choice('abcdefghijklmnopqrstuvwxyz') for _ in range(rng.randint(3, 12)))
 for i in range(n):
+    if kind == 'collections':
+        key = 'coll:%d' % i
+        r = i % 4
+        if r == 0:
+            args = []
+            for f in range(100):
+                args += ['field%d' % f, word()]
+            cmd('HSET', key, *args)
+        elif r == 1:
+            cmd('SADD', key, *[word() + str(m) for m in range(200)])
+        elif r == 2:
+            args = []
+            for m in range(100):
+                args += ['%.3f' % rng.uniform(0, 1000), word() + str(m)]
+            cmd('ZADD', key, *args)
+        else:
+            cmd('RPUSH', key, *[word() for _ in range(150)])
+        continue
     if kind == 'small':
         cmd('SET', 'key:%d' % i, 'value:%d:%s' % (i, word() * 3))
         continue
@@ -82,6 +102,7 @@ EOF
 
 generate small small "$SMALL_KEYS"
 generate mixed mixed "$MIXED_KEYS"
+generate collections collections "$COLL_KEYS"
 
 # time_into PORT CMD: seconds of CMD after a FLUSHALL (best of RUNS).
 time_into() {
@@ -107,7 +128,7 @@ echo "the two tools share the machine's $(nproc) cores with the server."
 echo
 echo "| dataset | keys | rdbtool restore | dump --format resp \\| redis-cli --pipe | ratio |"
 echo "|---|---:|---:|---:|---:|"
-for name in small mixed; do
+for name in small mixed collections; do
     rdb="$BENCH_DIR/restore-$name.rdb"
     dir=$(mktemp -d)
     port=$(start_server "$dir")
@@ -125,4 +146,5 @@ for name in small mixed; do
 done
 echo
 echo "small: \`SET key:N value\` × $SMALL_KEYS; mixed: $MIXED_KEYS keys, 40% strings, 30% hashes of 10 fields,"
-echo "10% each sets, zsets and lists of 8, every third key with a TTL."
+echo "10% each sets, zsets and lists of 8, every third key with a TTL; collections: $COLL_KEYS keys, a quarter each"
+echo "hashes of 100 fields and zsets of 100 members (listpacks), sets of 200 members (hashtables) and lists of 150."

@@ -1,5 +1,5 @@
-//! `rdbtool split FILE --out DIR (--slots RANGES | --shards N)`: one RDB per shard of a
-//! Redis Cluster, each key in the file of the shard that owns its hash slot. Records are
+//! `rdbtool split FILE --out DIR (--slots RANGES | --shards N | --by-node URL)`: one RDB
+//! per shard of a Redis Cluster, each key in the file of the shard that owns its hash slot. Records are
 //! copied as they are (no decoding, nothing re-encoded: every version the file's own),
 //! with the file's aux fields, function libraries and module aux data in every shard (a
 //! cluster's masters each hold the functions). A cluster has only database 0: a file with
@@ -26,11 +26,15 @@ pub struct SplitArgs {
     pub out: PathBuf,
     /// The shards' slots, one shard per comma-separated item; a shard owning several
     /// ranges joins them with `+`: `0-5460,5461-10922,10923-16383` or `0-99+200-299,100-199+300-16383`.
-    #[arg(long, conflicts_with = "shards", required_unless_present = "shards")]
+    #[arg(long, conflicts_with_all = ["shards", "by_node"], required_unless_present_any = ["shards", "by_node"])]
     pub slots: Option<String>,
     /// N shards with even slot ranges, as `redis-cli --cluster create` assigns them.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "by_node")]
     pub shards: Option<usize>,
+    /// One shard per master of a running cluster (redis://[user:password@]host:port, any
+    /// node), with the slots it serves now (CLUSTER SLOTS). Every slot must be served.
+    #[arg(long, value_name = "URL")]
+    pub by_node: Option<String>,
     /// The database to split (its keys go into database 0). Without it, a key in a
     /// database other than 0 is an error.
     #[arg(long)]
@@ -102,6 +106,8 @@ pub fn parse_layout(text: &str) -> Result<Layout, ToolError> {
 #[derive(Debug, Clone, Default)]
 pub struct ShardSummary {
     pub file: PathBuf,
+    /// The master it is for (`--by-node`).
+    pub node: Option<String>,
     pub slots: Vec<(u16, u16)>,
     pub keys: u64,
     pub bytes: u64,
@@ -241,12 +247,35 @@ fn ranges_text(r: &[(u16, u16)]) -> String {
 
 /// `rdbtool split` as the binary runs it.
 pub fn run_cli(args: &SplitArgs, src: &ferrokv::Source, w: &mut dyn Write) -> Result<(), ToolError> {
-    let layout = match (&args.slots, args.shards) {
-        (Some(text), _) => parse_layout(text)?,
-        (None, Some(n)) => even_layout(n)?,
-        (None, None) => return Err(ToolError::Usage("--slots or --shards is needed".into())),
+    let mut nodes = Vec::new();
+    let layout = match (&args.slots, args.shards, &args.by_node) {
+        (Some(text), _, _) => parse_layout(text)?,
+        (None, Some(n), _) => even_layout(n)?,
+        (None, None, Some(url)) => {
+            let (addr, auth) = crate::restore::parse_url(url).map_err(ToolError::Usage)?;
+            let topo = crate::restore::Topology::discover(&[addr], &auth)
+                .map_err(|e| ToolError::Usage(format!("cannot reach {url}: {e}")))?;
+            if !topo.cluster {
+                return Err(ToolError::Usage(format!("{url} is not a cluster node")));
+            }
+            let mut layout = Vec::new();
+            for (node, ranges) in topo.layout() {
+                nodes.push(node);
+                layout.push(ranges);
+            }
+            // Every slot in exactly one shard, as for --slots.
+            let text: Vec<String> = layout.iter().map(|r| ranges_text(r)).collect();
+            parse_layout(&text.join(",")).map_err(|e| match e {
+                ToolError::Usage(m) => ToolError::Usage(format!("the cluster at {url} does not serve every slot: {m}")),
+                other => other,
+            })?
+        }
+        (None, None, None) => return Err(ToolError::Usage("--slots, --shards or --by-node is needed".into())),
     };
-    let s = split(src, &layout, &args.out, args.db, &|off| src.release_before(off))?;
+    let mut s = split(src, &layout, &args.out, args.db, &|off| src.release_before(off))?;
+    for (shard, node) in s.shards.iter_mut().zip(nodes) {
+        shard.node = Some(node);
+    }
     if args.json {
         let shards: Vec<serde_json::Value> = s
             .shards
@@ -254,6 +283,7 @@ pub fn run_cli(args: &SplitArgs, src: &ferrokv::Source, w: &mut dyn Write) -> Re
             .map(|sh| {
                 serde_json::json!({
                     "file": sh.file.display().to_string(),
+                    "node": sh.node,
                     "slots": ranges_text(&sh.slots),
                     "keys": sh.keys,
                     "bytes": sh.bytes,
@@ -263,9 +293,10 @@ pub fn run_cli(args: &SplitArgs, src: &ferrokv::Source, w: &mut dyn Write) -> Re
         writeln!(w, "{}", serde_json::json!({"shards": shards, "skipped_keys": s.skipped}))?;
     } else {
         for sh in &s.shards {
+            let node = sh.node.as_ref().map(|n| format!(" (for {n})")).unwrap_or_default();
             writeln!(
                 w,
-                "{}: slots {}, {} keys, {} bytes",
+                "{}{node}: slots {}, {} keys, {} bytes",
                 sh.file.display(),
                 ranges_text(&sh.slots),
                 sh.keys,

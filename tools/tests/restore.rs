@@ -341,6 +341,32 @@ fn restores_into_a_cluster_and_survives_a_reshard() {
     assert!(&got == expected, "{} keys vs {}; missing {missing:?}", got.len(), expected.len());
     assert!(s["moved"].as_u64().unwrap_or(0) + s["ask"].as_u64().unwrap_or(0) > 0, "no redirection seen: {s}");
 
+    // split --by-node: one file per master, with the slots it serves after the reshard
+    // (one master now has two ranges), each key in its master's file.
+    let shards_dir = TempDir::new("split-by-node");
+    let split =
+        rdbtool(&["split", &rdb, "--by-node", &url, "--json", "--out", &shards_dir.path().display().to_string()]);
+    assert!(split.status.success(), "{}", String::from_utf8_lossy(&split.stderr));
+    let split = summary(&split);
+    let shards = split["shards"].as_array().expect("shards");
+    let masters = cluster.masters();
+    assert_eq!(shards.len(), masters.len(), "{split}");
+    let mut keys = 0;
+    for shard in shards {
+        let node = shard["node"].as_str().expect("a node");
+        let port: u16 = node.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+        let ranges = &masters.iter().find(|m| m.0 == port).expect("a master").2;
+        let dumped = rdbtool(&["dump", shard["file"].as_str().expect("a file")]);
+        for line in String::from_utf8_lossy(&dumped.stdout).lines() {
+            let v: serde_json::Value = serde_json::from_str(line).expect("jsonl");
+            let Some(key) = v["key"].as_str() else { continue };
+            let slot = hash_slot(key.as_bytes());
+            assert!(ranges.iter().any(|&(a, b)| (a..=b).contains(&slot)), "{key} in the file of {node}");
+            keys += 1;
+        }
+    }
+    assert_eq!(keys, expected.len());
+
     // Keys of a slot being migrated: ASK sends them to the importing node (an MSET one SET
     // a key, as a slot in migration takes no multi-key command); a batched key, whose
     // RENAME the importing node refuses with TRYAGAIN, lands once the slot has moved.

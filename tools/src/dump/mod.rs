@@ -3,7 +3,7 @@
 mod json;
 mod jsonl;
 mod resp;
-pub use resp::{key_commands, needs_restore, target_of as resp_target_of};
+pub use resp::{key_commands, needs_restore};
 
 use ferrokv::format::rdb::{KeyRecord, LogicalType, RdbError, RdbReader, Record};
 use std::collections::BTreeMap;

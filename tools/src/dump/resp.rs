@@ -147,17 +147,17 @@ impl Writer for Resp {
 }
 
 /// Commands going to an [`Out`], counted (a caller waits for that many replies).
-pub struct Commands<'o, 'w> {
+struct Commands<'o, 'w> {
     out: &'o mut Out<'w>,
-    pub count: u64,
+    count: u64,
 }
 
 impl<'o, 'w> Commands<'o, 'w> {
-    pub fn new(out: &'o mut Out<'w>) -> Self {
+    fn new(out: &'o mut Out<'w>) -> Self {
         Commands { out, count: 0 }
     }
 
-    pub fn put(&mut self, args: &[&[u8]]) {
+    fn put(&mut self, args: &[&[u8]]) {
         command(&mut self.out.buf, args);
         self.count += 1;
     }

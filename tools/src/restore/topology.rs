@@ -173,6 +173,29 @@ impl Topology {
         self.owner.get(slot as usize).copied().flatten().map(|i| self.masters[i].as_str())
     }
 
+    /// Each master with the slot ranges it serves, in slot order of their first ranges.
+    pub fn layout(&self) -> Vec<(String, Vec<(u16, u16)>)> {
+        let mut out: Vec<(String, Vec<(u16, u16)>)> = Vec::new();
+        let mut start = 0usize;
+        while start < self.owner.len() {
+            let owner = self.owner[start];
+            let mut end = start;
+            while end + 1 < self.owner.len() && self.owner[end + 1] == owner {
+                end += 1;
+            }
+            if let Some(i) = owner {
+                let addr = &self.masters[i];
+                let range = (start as u16, end as u16);
+                match out.iter_mut().find(|(a, _)| a == addr) {
+                    Some((_, ranges)) => ranges.push(range),
+                    None => out.push((addr.clone(), vec![range])),
+                }
+            }
+            start = end + 1;
+        }
+        out
+    }
+
     /// A MOVED reply: `slot` is now served by `addr`.
     pub fn moved(&mut self, slot: u16, addr: &str) {
         let i = match self.masters.iter().position(|m| m == addr) {
