@@ -141,6 +141,21 @@ fn restores_every_type_into_a_standalone_redis() {
     assert_eq!(key_states_in(empty.port, 2), expected[&2]);
     assert_eq!(empty.cli(&["DBSIZE"]), "0", "database 0 untouched");
 
+    // A file cut short: exit 1, the error names the offset, and the keys before it are in
+    // the target, as many as the summary says.
+    let bytes = std::fs::read(&rdb).expect("the rdb");
+    let cut = dir.path().join("cut.rdb");
+    std::fs::write(&cut, &bytes[..bytes.len() * 3 / 5]).expect("write");
+    let partial_target = Redis::start();
+    let url_p = format!("127.0.0.1:{}", partial_target.port);
+    let out = rdbtool(&["restore", &cut.display().to_string(), "--to", &url_p, "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("offset"), "{}", String::from_utf8_lossy(&out.stderr));
+    let landed = summary(&out)["keys"].as_u64().expect("keys");
+    assert!(landed > 0);
+    let dbsize: u64 = partial_target.cli(&["DBSIZE"]).parse().expect("a count");
+    assert_eq!(dbsize, landed);
+
     // A user the target's ACL limits to user:* keys: the others are refused, counted by
     // kind, exit 4; the allowed ones land.
     let limited = Redis::start();

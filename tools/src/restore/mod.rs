@@ -137,10 +137,8 @@ struct Job {
     attempts: u32,
     /// The temporary name of a batched key.
     temp: Option<Vec<u8>>,
-    /// Keys the job writes.
+    /// Keys the job writes (more than one: an MSET, split into SETs where needed).
     keys: u64,
-    /// An MSET's keys and values (split into SETs where the slot is moving).
-    pairs: Pairs,
 }
 
 /// How a job's replies went (the most telling one wins).
@@ -512,13 +510,21 @@ impl Dispatcher {
 
     /// Try `job` again after what `outcome` says, or count it failed.
     fn requeue(&mut self, mut job: Job, outcome: Outcome) -> Result<(), ToolError> {
-        if job.pairs.len() > 1 && outcome != Outcome::Ok && !matches!(outcome, Outcome::Moved(..)) {
+        if job.keys > 1 && outcome != Outcome::Ok && !matches!(outcome, Outcome::Moved(..)) {
             // One SET a key: a slot being migrated takes no multi-key command until it is
             // done, and a refusal (an ACL's key patterns) may concern only some of the keys.
             let fresh = matches!(outcome, Outcome::Failed(_));
-            for (key, value) in std::mem::take(&mut job.pairs) {
-                let single =
-                    Job { commands: vec![set_command(&key, &value)], keys: 1, key, pairs: Vec::new(), ..job.clone() };
+            let commands = std::mem::take(&mut job.commands);
+            let mset = commands.first().map(Vec::as_slice).unwrap_or_default();
+            let argv =
+                ferrokv::format::aof::CommandReader::command_at(mset, 0).map(|(argv, _)| argv).unwrap_or_default();
+            for pair in argv.get(1..).unwrap_or_default().chunks_exact(2) {
+                let single = Job {
+                    commands: vec![set_command(pair[0], pair[1])],
+                    keys: 1,
+                    key: pair[0].to_vec(),
+                    ..job.clone()
+                };
                 if fresh {
                     self.retry.push_back((Instant::now(), single));
                 } else {
@@ -579,15 +585,8 @@ impl Dispatcher {
         if let Some(temp) = job.temp {
             let mut c = Vec::new();
             put_multibulk(&mut c, &[b"DEL".as_slice(), &temp]);
-            let cleanup = Job {
-                kind: JobKind::Cleanup,
-                commands: vec![c],
-                temp: None,
-                attempts: self.retries,
-                keys: 0,
-                pairs: Vec::new(),
-                ..job
-            };
+            let cleanup =
+                Job { kind: JobKind::Cleanup, commands: vec![c], temp: None, attempts: self.retries, keys: 0, ..job };
             self.retry.push_back((Instant::now(), cleanup));
         }
         Ok(())
@@ -840,7 +839,6 @@ impl Encoded {
                 put_multibulk(&mut c, &args);
                 let mut job = Job::key(db, chunk[0].0.clone(), slot, c);
                 job.keys = chunk.len() as u64;
-                job.pairs = chunk;
                 self.jobs.push(job);
             }
         }
@@ -874,7 +872,6 @@ impl Job {
             attempts: 0,
             temp: Some(temp),
             keys: 1,
-            pairs: Vec::new(),
         }
     }
 
@@ -891,7 +888,6 @@ impl Job {
             attempts: 0,
             temp: None,
             keys: 1,
-            pairs: Vec::new(),
         }
     }
 }
@@ -1087,7 +1083,6 @@ impl<'a> Stage<'a, Encoded> for RestoreStage<'_, '_, 'a> {
                 attempts: 0,
                 temp: None,
                 keys: 0,
-                pairs: Vec::new(),
             };
             if let Err(e) = self.sender.submit(job) {
                 self.error.get_or_insert(e);
