@@ -458,7 +458,13 @@ impl Server {
             }
         }
         // Events the loop fetched before the script started are in its own batch, not
-        // here: give every client a turn (an idle one costs one read that would block).
+        // here, and readiness is edge-triggered: give every listener and every client a
+        // turn (an idle one costs one accept or read that would block). A connection that
+        // arrived with the script's own command would otherwise wait in the backlog until
+        // the script ends, which SCRIPT KILL from that connection was to bring about.
+        for i in 0..self.listeners.count() {
+            self.accept(i);
+        }
         let ids: Vec<u64> = self.clients.keys().copied().collect();
         for id in ids {
             self.serve(id);

@@ -117,6 +117,11 @@ impl Listeners {
         self.open.is_empty()
     }
 
+    /// How many sockets listen (indexes for [`Listeners::accept`]).
+    pub fn count(&self) -> usize {
+        self.open.len()
+    }
+
     /// The listener index of an event's token, if it is a listener's.
     pub fn owner(&self, t: Token) -> Option<usize> {
         let i = usize::MAX - t.0;
