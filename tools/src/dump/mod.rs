@@ -66,13 +66,20 @@ pub struct Filter {
 
 impl Filter {
     pub fn wants(&self, k: &KeyRecord<'_>) -> bool {
+        self.selects(k) && !self.skips_expired(k)
+    }
+
+    /// Whether `--expired skip` leaves `k` out (already expired at `now_ms`).
+    pub fn skips_expired(&self, k: &KeyRecord<'_>) -> bool {
+        self.expired == Expired::Skip && k.expire_ms.is_some_and(|e| e <= self.now_ms)
+    }
+
+    /// Whether `k`'s database, type and name are selected (its expiry aside).
+    pub fn selects(&self, k: &KeyRecord<'_>) -> bool {
         if self.db.is_some_and(|d| d != k.db) {
             return false;
         }
         if !self.types.is_empty() && !self.types.contains(&k.value.logical()) {
-            return false;
-        }
-        if self.expired == Expired::Skip && k.expire_ms.is_some_and(|e| e <= self.now_ms) {
             return false;
         }
         if let Some(p) = &self.key {

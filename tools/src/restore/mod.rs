@@ -691,13 +691,12 @@ struct Encoded {
 impl Encode<'_> {
     /// Whether `k` is restored; counts it when not.
     fn wants(&self, k: &KeyRecord<'_>, out: &mut Encoded) -> bool {
-        if !self.filter.wants(k) {
-            let expired = self.filter.expired == Expired::Skip && k.expire_ms.is_some_and(|e| e <= self.filter.now_ms);
-            if expired && (Filter { expired: Expired::Keep, ..self.filter.clone() }).wants(k) {
-                out.expired += 1;
-            } else {
-                out.filtered += 1;
-            }
+        if !self.filter.selects(k) {
+            out.filtered += 1;
+            return false;
+        }
+        if self.filter.skips_expired(k) {
+            out.expired += 1;
             return false;
         }
         true
@@ -730,11 +729,9 @@ impl Encode<'_> {
         Ok(!matches!(k.value.logical(), LogicalType::String | LogicalType::Module) && !dump::needs_restore(k)?)
     }
 
-    /// Whether `k` is too big for one RESTORE (and commands can carry it).
+    /// Whether `k`, which commands can carry, is too big for one RESTORE.
+    /// (The caller has seen [`Encode::can_batch`]: for a zset it reads every score.)
     fn is_big(&self, k: &KeyRecord<'_>) -> Result<bool, ToolError> {
-        if !self.can_batch(k)? {
-            return Ok(false);
-        }
         if k.value.body.len() > self.big_bytes {
             return Ok(true);
         }
@@ -1114,7 +1111,7 @@ impl<'a> Stage<'a, Encoded> for RestoreStage<'_, '_, 'a> {
         if !self.encode.wants(k, &mut enc) {
             return self.batch(enc);
         }
-        if !self.encode.is_big(k)? {
+        if !(self.encode.can_batch(k)? && self.encode.is_big(k)?) {
             self.encode.job(k, &mut enc)?;
             enc.strings_to_jobs();
             return self.batch(enc);
