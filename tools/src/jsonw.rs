@@ -28,11 +28,22 @@ pub fn bytes(out: &mut Vec<u8>, b: &[u8]) {
     }
 }
 
+/// Every byte's two hex digits.
+const HEX_PAIRS: [[u8; 2]; 256] = {
+    let mut t = [[0u8; 2]; 256];
+    let mut i = 0;
+    while i < 256 {
+        t[i] = [HEX[i >> 4], HEX[i & 15]];
+        i += 1;
+    }
+    t
+};
+
 pub fn hex(out: &mut Vec<u8>, b: &[u8]) {
-    out.reserve(b.len() * 2);
-    for &c in b {
-        out.push(HEX[(c >> 4) as usize]);
-        out.push(HEX[(c & 15) as usize]);
+    let start = out.len();
+    out.resize(start + b.len() * 2, 0);
+    for (pair, &c) in out[start..].chunks_exact_mut(2).zip(b) {
+        pair.copy_from_slice(&HEX_PAIRS[usize::from(c)]);
     }
 }
 

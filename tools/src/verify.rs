@@ -246,6 +246,7 @@ pub fn walk_with(
         rdb_version,
         release,
         progress: Progress::new(data.len() as u64),
+        tally: Tally::default(),
     };
     let result = if depth == Depth::Records {
         let mut res = Ok(());
@@ -283,7 +284,8 @@ pub fn walk_with(
         })
     };
     stage.progress.finish();
-    let rep = stage.rep;
+    let mut rep = stage.rep;
+    stage.tally.fold_into(&mut rep);
     // A library the loader would refuse: the file does not load.
     let result = match (result, stage.refused) {
         (Ok(()), Some(e)) => Err(e),
@@ -311,6 +313,49 @@ struct VerifyStage<'s> {
     rdb_version: u32,
     release: &'s dyn Fn(usize),
     progress: Progress,
+    tally: Tally,
+}
+
+/// Keys counted per database and encoding as they are read (a map lookup per key costs
+/// more than the rest of the structure walk), folded into the report at the end.
+#[derive(Default)]
+struct Tally {
+    dbs: Vec<(u64, DbTally)>,
+}
+
+#[derive(Default)]
+struct DbTally {
+    keys: [u64; ValueType::ALL.len()],
+    with_expiry: u64,
+    already_expired: u64,
+}
+
+impl Tally {
+    fn of(&mut self, db: u64) -> &mut DbTally {
+        // Files hold one database after another: the last one is nearly always the one.
+        let i = match self.dbs.iter().rposition(|(d, _)| *d == db) {
+            Some(i) => i,
+            None => {
+                self.dbs.push((db, DbTally::default()));
+                self.dbs.len() - 1
+            }
+        };
+        &mut self.dbs[i].1
+    }
+
+    fn fold_into(self, rep: &mut Report) {
+        for (db, t) in self.dbs {
+            let st = rep.dbs.entry(db).or_default();
+            for (code, &n) in t.keys.iter().enumerate() {
+                let Some(vtype) = ValueType::from_code(code as u8).filter(|_| n > 0) else { continue };
+                st.keys += n;
+                *st.types.entry(vtype.logical().name()).or_default() += n;
+                *st.encodings.entry(vtype.name()).or_default() += n;
+            }
+            st.with_expiry += t.with_expiry;
+            st.already_expired += t.already_expired;
+        }
+    }
 }
 
 impl VerifyStage<'_> {
@@ -368,15 +413,11 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
             Record::ModuleAux(m) => rep.module_aux.push(m.name.clone()),
             Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
             Record::Key(k) => {
-                let st = rep.dbs.entry(k.db).or_default();
-                st.keys += 1;
-                *st.types.entry(k.value.logical().name()).or_default() += 1;
-                *st.encodings.entry(k.value.vtype.name()).or_default() += 1;
+                let t = self.tally.of(k.db);
+                t.keys[usize::from(k.value.vtype.code())] += 1;
                 if let Some(ms) = k.expire_ms {
-                    st.with_expiry += 1;
-                    if ms <= self.now_ms {
-                        st.already_expired += 1;
-                    }
+                    t.with_expiry += 1;
+                    t.already_expired += u64::from(ms <= self.now_ms);
                 }
                 rep.with_idle += u64::from(k.idle.is_some());
                 rep.with_freq += u64::from(k.freq.is_some());
@@ -452,9 +493,25 @@ struct DupCheck {
     hashes: Vec<u64>,
 }
 
+thread_local! {
+    /// DupCheck's buffer, kept between values: most hold a few elements, and an allocation
+    /// per key would cost more than hashing them.
+    static DUP_HASHES: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Drop for DupCheck {
+    fn drop(&mut self) {
+        let mut hashes = std::mem::take(&mut self.hashes);
+        if hashes.capacity() <= 1 << 16 {
+            hashes.clear();
+            DUP_HASHES.set(hashes);
+        }
+    }
+}
+
 impl DupCheck {
     fn new(on: bool) -> Self {
-        DupCheck { on, hashes: Vec::new() }
+        DupCheck { on, hashes: if on { DUP_HASHES.take() } else { Vec::new() } }
     }
     fn add(&mut self, e: &Elem<'_>) {
         if self.on {

@@ -37,6 +37,17 @@ impl<'a> Elem<'a> {
         }
     }
 
+    /// Call `f` with the element's bytes, an integer formatted on the stack (no allocation).
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            Elem::Bytes(b) => f(b),
+            Elem::Int(i) => {
+                let mut buf = itoa_buf();
+                f(fmt_i64(*i, &mut buf))
+            }
+        }
+    }
+
     pub fn into_owned(self) -> Elem<'static> {
         match self {
             Elem::Bytes(b) => Elem::Bytes(Cow::Owned(b.into_owned())),

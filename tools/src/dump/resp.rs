@@ -83,35 +83,75 @@ pub fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
     ferrokv::persist::feed::put_multibulk(out, args);
 }
 
-/// Collects arguments of a variadic command and writes it every `ITEMS_PER_CMD` items.
-struct Batch<'k> {
-    head: Vec<Vec<u8>>,
-    items: Vec<Vec<u8>>,
+/// A variadic command's arguments, encoded as they come, written as one command every
+/// `ITEMS_PER_CMD` items.
+struct Batch<'h> {
+    cmd: &'h [u8],
+    key: &'h [u8],
+    /// The encoded arguments after the key (a buffer reused from key to key).
+    body: Vec<u8>,
+    args: usize,
     per_item: usize,
-    _k: std::marker::PhantomData<&'k ()>,
 }
 
-impl Batch<'_> {
-    fn new(cmd: &[u8], key: &[u8], per_item: usize) -> Self {
-        Batch { head: vec![cmd.to_vec(), key.to_vec()], items: Vec::new(), per_item, _k: std::marker::PhantomData }
+thread_local! {
+    static BATCH_BODY: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        let mut body = std::mem::take(&mut self.body);
+        if body.capacity() <= 1 << 20 {
+            body.clear();
+            BATCH_BODY.set(body);
+        }
+    }
+}
+
+/// `$len\r\nbytes\r\n`.
+fn put_bulk(out: &mut Vec<u8>, a: &[u8]) {
+    out.push(b'$');
+    out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(a);
+    out.extend_from_slice(b"\r\n");
+}
+
+impl<'h> Batch<'h> {
+    fn new(cmd: &'h [u8], key: &'h [u8], per_item: usize) -> Self {
+        Batch { cmd, key, body: BATCH_BODY.take(), args: 0, per_item }
     }
 
-    fn push(&mut self, out: &mut Commands<'_, '_>, args: &[&[u8]]) {
-        for a in args {
-            self.items.push(a.to_vec());
-        }
-        if self.items.len() >= ITEMS_PER_CMD * self.per_item {
+    fn arg(&mut self, a: &[u8]) {
+        put_bulk(&mut self.body, a);
+        self.args += 1;
+    }
+
+    fn elem(&mut self, e: &Elem<'_>) {
+        e.with_bytes(|b| self.arg(b));
+    }
+
+    /// An item's arguments are in: write the command when it is full.
+    fn item_done(&mut self, out: &mut Commands<'_, '_>) {
+        if self.args >= ITEMS_PER_CMD * self.per_item {
             self.flush(out);
         }
     }
 
     fn flush(&mut self, out: &mut Commands<'_, '_>) {
-        if self.items.is_empty() {
+        if self.args == 0 {
             return;
         }
-        let args: Vec<&[u8]> = self.head.iter().chain(self.items.iter()).map(|v| v.as_slice()).collect();
-        out.put(&args);
-        self.items.clear();
+        let buf = &mut out.out.buf;
+        buf.push(b'*');
+        buf.extend_from_slice(itoa::Buffer::new().format(self.args + 2).as_bytes());
+        buf.extend_from_slice(b"\r\n");
+        put_bulk(buf, self.cmd);
+        put_bulk(buf, self.key);
+        buf.extend_from_slice(&self.body);
+        out.count += 1;
+        self.body.clear();
+        self.args = 0;
     }
 }
 
@@ -183,7 +223,7 @@ pub fn key_commands(
     match k.value.logical() {
         LogicalType::String => {
             let v = k.value.string().and_then(|s| s.to_elem()).map_err(&e)?;
-            out.put(&[b"SET", key, &v.to_bytes()]);
+            v.with_bytes(|v| out.put(&[b"SET", key, v]));
         }
         LogicalType::List | LogicalType::Set => {
             let (cmd, iter): (&[u8], Box<dyn Iterator<Item = Result<Elem<'_>, _>>>) =
@@ -194,8 +234,8 @@ pub fn key_commands(
                 };
             let mut b = Batch::new(cmd, key, 1);
             for item in iter {
-                let item = item.map_err(&e)?;
-                b.push(&mut out, &[&item.to_bytes()]);
+                b.elem(&item.map_err(&e)?);
+                b.item_done(&mut out);
                 out.check()?;
             }
             b.flush(&mut out);
@@ -208,7 +248,9 @@ pub fn key_commands(
                 let (m, s) = item.map_err(&e)?;
                 score.clear();
                 score_text_into(&mut score, s);
-                b.push(&mut out, &[&score, &m.to_bytes()]);
+                b.arg(&score);
+                b.elem(&m);
+                b.item_done(&mut out);
                 out.check()?;
             }
             b.flush(&mut out);
@@ -221,10 +263,11 @@ pub fn key_commands(
                 if !f.wants_field(h.expire_ms) {
                     continue;
                 }
-                let field = h.field.to_bytes();
-                b.push(&mut out, &[&field, &h.value.to_bytes()]);
+                b.elem(&h.field);
+                b.elem(&h.value);
+                b.item_done(&mut out);
                 if let Some(t) = h.expire_ms {
-                    ttls.push((field.into_owned(), t));
+                    ttls.push((h.field.to_bytes().into_owned(), t));
                 }
                 out.check()?;
             }

@@ -69,6 +69,19 @@ pub fn length_usize<'a>(input: Input<'a>, what: &str) -> PResult<'a, usize> {
     }
 }
 
+/// A compressed container's bytes and what they decompress to.
+type CachedBlob = (Vec<u8>, Rc<[u8]>);
+
+thread_local! {
+    /// The last compressed container this thread decompressed, by its compressed bytes: a
+    /// checker reads a value's blob several times (the loader's header check, the element
+    /// walk, a duplicate search), and decompressing costs more than comparing.
+    static LAST_BLOB: std::cell::RefCell<Option<CachedBlob>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Larger blobs are not kept after use.
+const CACHED_BLOB_MAX: usize = 256 << 10;
+
 /// An RDB string as stored, not yet decompressed.
 #[derive(Debug, Clone, Copy)]
 pub enum RStr<'a> {
@@ -94,9 +107,28 @@ impl<'a> RStr<'a> {
         match *self {
             RStr::Raw(i) => Ok(Blob::Borrowed { data: i.bytes(), offset: i.offset() }),
             RStr::Int(_) => Err(FormatError::new(0, "an integer-encoded string cannot hold an encoded container")),
-            RStr::Lzf { data, len, at } => lzf::decompress(data.bytes(), len)
-                .map(|v| Blob::Owned { data: Rc::from(v), offset: at })
-                .map_err(|e| FormatError::new(at, e.to_string())),
+            RStr::Lzf { data, len, at } => LAST_BLOB.with(|last| {
+                let mut last = last.borrow_mut();
+                if let Some((compressed, blob)) = last.as_ref() {
+                    if compressed.as_slice() == data.bytes() && blob.len() == len {
+                        return Ok(Blob::Owned { data: Rc::clone(blob), offset: at });
+                    }
+                }
+                let blob: Rc<[u8]> =
+                    lzf::decompress(data.bytes(), len).map_err(|e| FormatError::new(at, e.to_string()))?.into();
+                if len > CACHED_BLOB_MAX {
+                    return Ok(Blob::Owned { data: blob, offset: at });
+                }
+                match last.as_mut() {
+                    Some((compressed, cached)) => {
+                        compressed.clear();
+                        compressed.extend_from_slice(data.bytes());
+                        *cached = Rc::clone(&blob);
+                    }
+                    None => *last = Some((data.bytes().to_vec(), Rc::clone(&blob))),
+                }
+                Ok(Blob::Owned { data: blob, offset: at })
+            }),
         }
     }
 

@@ -303,7 +303,8 @@ impl ValueType {
 
     /// A stable small number for the type (its index in `ALL`), for compact indexes.
     pub fn code(self) -> u8 {
-        Self::ALL.iter().position(|x| *x == self).map_or(u8::MAX, |p| p as u8)
+        // ALL lists the variants in declaration order (a test holds it to that).
+        self as u8
     }
 
     pub fn from_code(code: u8) -> Option<ValueType> {
@@ -423,6 +424,14 @@ fn unsupported(what: String) -> FormatError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn codes_are_indexes_in_all() {
+        for (i, t) in ValueType::ALL.iter().enumerate() {
+            assert_eq!(usize::from(t.code()), i);
+            assert_eq!(ValueType::from_code(t.code()), Some(*t));
+        }
+    }
 
     /// The version digits as Redis reads them (atoi): a stray byte after the digits is
     /// ignored, none at all is version 0 (refused).
