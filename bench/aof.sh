@@ -19,18 +19,8 @@ GEN="$BENCH_DIR/aof"
 AOF="$GEN/appendonlydir"
 MANIFEST="$AOF/appendonly.aof.manifest"
 WORK=$(mktemp -d -p "$BENCH_DIR")
-RPID=""
-cleanup() {
-    if [ -n "$RPID" ]; then kill "$RPID" 2>/dev/null || true; wait "$RPID" 2>/dev/null || true; fi
-    rm -rf "$WORK"
-}
+. bench/lib.sh
 trap cleanup EXIT
-free_port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
-info() { redis-cli -p "$PORT" INFO persistence | tr -d '\r' | awk -F: -v k="$1" '$1==k{print $2}'; }
-wait_loaded() {
-    until redis-cli -p "$PORT" PING 2>/dev/null | grep -q PONG; do sleep 0.05; done
-    while [ "$(info loading)" = 1 ]; do sleep 0.05; done
-}
 # rewrite_and_wait: BGREWRITEAOF, then poll until it is over; prints the wall seconds.
 rewrite_and_wait() {
     local before start end
@@ -41,20 +31,6 @@ rewrite_and_wait() {
         && [ "$(info aof_rewrites)" != "$before" ]; do sleep 0.02; done
     end=$(date +%s.%N)
     awk -v a="$start" -v b="$end" 'BEGIN{printf "%.2f", b-a}'
-}
-start_server() { # dir, extra args...
-    local dir=$1
-    shift
-    PORT=$(free_port)
-    redis-server --port "$PORT" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly yes \
-        --appendfsync no --auto-aof-rewrite-percentage 0 --logfile "$dir/redis.log" "$@" &
-    RPID=$!
-    wait_loaded
-}
-stop_server() {
-    redis-cli -p "$PORT" SHUTDOWN NOSAVE > /dev/null 2>&1 || true
-    wait "$RPID" 2>/dev/null || true
-    RPID=""
 }
 
 if [ ! -s "$MANIFEST" ] || [ ! -e "$GEN/complete" ]; then
@@ -73,7 +49,6 @@ SIZE=$(du -cb "$AOF"/*.aof | tail -1 | cut -f1)
 FILES=$(cd "$AOF" && ls -1 ./*.aof | sed 's|^\./||' | tr '\n' ' ')
 cat "$AOF"/* > /dev/null   # warm the page cache
 
-. bench/lib.sh
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN{printf "%.2fx", a/b}'; }
 
 echo "timing the verifiers (best of $RUNS) on $AOF ($SIZE bytes) ..." >&2

@@ -35,7 +35,7 @@ use ferrokv::command::{self, eq_ic, ExpireMode};
 use ferrokv::format::aof::{has_rdb_preamble, AofSet, Command, CommandReader};
 use ferrokv::format::rdb::{escape_key, head_aux, head_aux_int};
 use ferrokv::keyspace::Clock;
-use ferrokv::persist::load::load_rdb;
+use ferrokv::persist::load::{load_rdb, load_rdb_keeping};
 use ferrokv::persist::snapshot::write_rdb;
 use ferrokv::value::Value;
 use ferrokv::{Config, Engine, Session, Source};
@@ -61,6 +61,45 @@ pub struct Options {
     /// The `#TS:` annotations are when a replica received the commands (see the module's
     /// documentation); set by itself for a log whose base came from a replication stream.
     pub stamps_received: bool,
+    /// Load only these keys of the base RDB (an offline rewrite streams the rest through).
+    pub base_keys: Option<std::sync::Arc<KeySet>>,
+}
+
+/// Keys by database.
+#[derive(Debug, Default)]
+pub struct KeySet {
+    dbs: HashMap<usize, HashSet<Vec<u8>>>,
+}
+
+impl KeySet {
+    pub fn insert(&mut self, db: usize, key: &[u8]) {
+        let keys = self.dbs.entry(db).or_default();
+        if !keys.contains(key) {
+            keys.insert(key.to_vec());
+        }
+    }
+
+    pub fn contains(&self, db: usize, key: &[u8]) -> bool {
+        self.dbs.get(&db).is_some_and(|keys| keys.contains(key))
+    }
+
+    pub fn len(&self) -> usize {
+        self.dbs.values().map(HashSet::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// The arguments of `argv` that are keys (the command table's key specs; the field-TTL
+/// commands the engine may not know take their key first).
+pub fn command_keys(argv: &[Vec<u8>]) -> Vec<usize> {
+    match command::lookup(&argv[0]) {
+        Some(spec) => spec.key_positions(argv),
+        None if argv.len() > 1 && FIELDS_CLAUSE.iter().any(|c| eq_ic(&argv[0], c)) => vec![1],
+        None => Vec::new(),
+    }
 }
 
 /// Where a replay with `until` stopped: the first command annotated after it.
@@ -392,8 +431,14 @@ impl Replayer<'_> {
                 }
             }
             let limits = self.e.config().limits;
-            pos = load_rdb(self.e.keyspace_mut(), &src, path, &limits, None)
-                .map_err(|err| ToolError::Usage(err.to_string()))?;
+            let loaded = match (&self.opts.base_keys, base) {
+                (Some(keys), true) => {
+                    let keep = |db: usize, key: &[u8]| keys.contains(db, key);
+                    load_rdb_keeping(self.e.keyspace_mut(), &src, path, &limits, &keep)
+                }
+                _ => load_rdb(self.e.keyspace_mut(), &src, path, &limits, None),
+            };
+            pos = loaded.map_err(|err| ToolError::Usage(err.to_string()))?;
         }
         let mut multi: Option<Vec<Queued>> = None;
         for cmd in CommandReader::at(data, pos) {
@@ -493,11 +538,7 @@ impl Replayer<'_> {
             return;
         }
         let spec = command::lookup(&argv[0]);
-        let keys: Vec<usize> = match spec {
-            Some(spec) => spec.key_positions(argv),
-            None if FIELDS_CLAUSE.contains(&name.as_str()) && argv.len() > 1 => vec![1],
-            None => Vec::new(),
-        };
+        let keys = command_keys(argv);
         if self.opts.check_expiry {
             self.check(offset, db, &name, argv, &keys);
         }

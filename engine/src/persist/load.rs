@@ -96,7 +96,13 @@ pub struct LoadWatch<'h> {
     pub expired_keys: Vec<(usize, Vec<u8>)>,
     /// The file's `repl-stream-db`, `repl-id` and `repl-offset` fields as read.
     pub repl_fields: ReplFields,
+    /// Only the keys this says yes to (database, key) are loaded; the rest are skipped
+    /// undecoded (an offline rewrite holds only what its log touches).
+    pub keep: Option<&'h KeepKey<'h>>,
 }
+
+/// Which keys a load keeps (see [`LoadWatch::keep`]).
+pub type KeepKey<'a> = dyn Fn(usize, &[u8]) -> bool + Sync + 'a;
 
 /// The replication fields of an RDB's header.
 #[derive(Debug, Default)]
@@ -144,6 +150,7 @@ impl LoadWatch<'_> {
             empty_keys: Vec::new(),
             expired_keys: Vec::new(),
             repl_fields: ReplFields::default(),
+            keep: None,
         }
     }
 }
@@ -298,6 +305,19 @@ pub fn load_rdb(
     load_rdb_watched(ks, src, path, limits, &mut watch)
 }
 
+/// [`load_rdb`] of only the keys `keep` says yes to (function libraries are all loaded).
+pub fn load_rdb_keeping(
+    ks: &mut Keyspace,
+    src: &Source,
+    path: &Path,
+    limits: &Limits,
+    keep: &KeepKey<'_>,
+) -> Result<usize, PersistError> {
+    let mut none = |_| {};
+    let mut watch = LoadWatch { keep: Some(keep), ..LoadWatch::quiet(&mut none) };
+    load_rdb_watched(ks, src, path, limits, &mut watch)
+}
+
 /// [`load_rdb`], reporting to `watch`.
 pub fn load_rdb_watched(
     ks: &mut Keyspace,
@@ -376,6 +396,12 @@ fn read_records<'a>(
                 }
                 if watch.key_delay_us != 0 {
                     super::snapshot::key_delay(watch.key_delay_us);
+                }
+                if watch.keep.is_some_and(|keep| !keep(k.db as usize, &k.key.to_bytes())) {
+                    if flight.queue.is_empty() && batch.is_empty() {
+                        src.release_before(k.offset);
+                    }
+                    continue;
                 }
                 if let (Some(t), Some(now)) = (k.expire_ms, watch.skip_expired_before) {
                     if t < now {

@@ -12,6 +12,7 @@ pub mod aof;
 pub mod disk;
 pub mod feed;
 pub mod load;
+pub mod merge;
 pub mod replication;
 pub mod rewrite;
 pub mod snapshot;

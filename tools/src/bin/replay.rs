@@ -63,7 +63,12 @@ struct Cli {
 
 fn run(cli: Cli) -> Result<u8, ToolError> {
     let input = Input { aof: cli.path.clone(), rdb: cli.rdb.clone() };
-    let opts = Options { check_expiry: cli.check_expiry, until: cli.until, stamps_received: cli.stamps_received };
+    let opts = Options {
+        check_expiry: cli.check_expiry,
+        until: cli.until,
+        stamps_received: cli.stamps_received,
+        ..Options::default()
+    };
     let replay = Replay::run(&input, &opts)?;
     let mut stdout = io::stdout().lock();
     stdout.write_all(replay.report_text().as_bytes())?;

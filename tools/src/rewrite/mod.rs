@@ -15,9 +15,15 @@ use ferrokv::persist::rewrite::write_keyspace;
 use ferrokv::persist::snapshot::{write_atomically, write_rdb};
 
 use ferrokv::command::catalog::ServerVersion;
+use ferrokv::persist::merge::{write_merged_rdb, Merged};
+use ferrokv::persist::snapshot::config_for;
+use ferrokv::Source;
 
 use crate::out::ToolError;
 use crate::replay::{input_version, Input, Options, Replay};
+
+mod streamed;
+use streamed::Plan;
 
 /// The form of the base.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -45,6 +51,8 @@ pub struct Written {
     pub keys: u64,
     /// Keys left out because they were expired at `now`.
     pub expired_left_out: u64,
+    /// When the base RDB was streamed through: how many keys the log touches were held.
+    pub held: Option<u64>,
     /// With `until`: where the replay stopped (the line `replay` prints).
     pub until: Option<String>,
 }
@@ -69,7 +77,44 @@ pub fn run(
     version: Option<ServerVersion>,
     until: Option<i64>,
 ) -> Result<Written, ToolError> {
-    let mut replay = Replay::run(input, &Options { until, ..Options::default() })?;
+    // An RDB base is streamed through when the output is an RDB in its format: only the
+    // keys the later commands touch are held.
+    let plan = if base == BaseKind::Rdb { streamed::plan(input) } else { None };
+    let mut replay = replay_for(input, until, version, plan.as_ref())?;
+    let plan = match plan {
+        Some(p) if output_dialect(&replay) != p.dialect => {
+            // The replay made something the base's format cannot hold (field TTLs in an RDB
+            // 10 base): the whole dataset then, as without a base to stream.
+            replay = replay_for(input, until, version, None)?;
+            None
+        }
+        p => p,
+    };
+    let expired_left_out = drop_expired(&mut replay, now_ms);
+    let keys: u64 = replay.engine.keyspace().dbs.iter().map(|d| d.len() as u64).sum();
+    let content = Content { replay: &replay, plan: plan.as_ref() };
+    let (files, merged) = match layout {
+        Layout::File => (vec![out.to_path_buf()], write_base(&content, out, base, now_ms)?),
+        Layout::Dir => write_dir(&content, out, base, now_ms, previous_manifest(&input.aof))?,
+    };
+    Ok(Written {
+        files,
+        keys: keys + merged.copied,
+        expired_left_out: expired_left_out + merged.expired,
+        held: plan.as_ref().map(|p| p.touched.len() as u64),
+        until: replay.until_text(),
+    })
+}
+
+/// Replay `input` for a rewrite: checked for lost writes and `until`, on the output's version.
+fn replay_for(
+    input: &Input,
+    until: Option<i64>,
+    version: Option<ServerVersion>,
+    plan: Option<&Plan>,
+) -> Result<Replay, ToolError> {
+    let opts = Options { until, base_keys: plan.map(|p| std::sync::Arc::clone(&p.touched)), ..Options::default() };
+    let mut replay = Replay::run(input, &opts)?;
     refuse_lost_writes(&replay)?;
     if until.is_some() && !replay.annotated {
         return Err(ToolError::Usage(
@@ -81,16 +126,18 @@ pub fn run(
     if let Some(v) = version.or_else(|| input_version(input)) {
         replay.engine.config_mut().set_version(v);
     }
-    let expired_left_out = drop_expired(&mut replay, now_ms);
-    let keys = replay.engine.keyspace().dbs.iter().map(|d| d.len() as u64).sum();
-    let files = match layout {
-        Layout::File => {
-            write_base(&replay, out, base, now_ms)?;
-            vec![out.to_path_buf()]
-        }
-        Layout::Dir => write_dir(&replay, out, base, now_ms, previous_manifest(&input.aof))?,
-    };
-    Ok(Written { files, keys, expired_left_out, until: replay.until_text() })
+    Ok(replay)
+}
+
+/// The format an RDB of the replay's keys is written in.
+fn output_dialect(replay: &Replay) -> ferrokv::format::rdb::Dialect {
+    config_for(replay.engine.config(), replay.engine.keyspace()).rdb_target().dialect()
+}
+
+/// What a rewrite writes: the replay's keys, merged into a streamed base when there is one.
+struct Content<'r> {
+    replay: &'r Replay,
+    plan: Option<&'r Plan>,
 }
 
 /// Scripts logged verbatim (EVAL, EVALSHA: Redis before 7.0 could write them) change data
@@ -138,30 +185,43 @@ fn out_err(path: &Path, err: impl std::fmt::Display) -> ToolError {
 }
 
 /// The base at `path` (temp file, fsync, rename).
-fn write_base(replay: &Replay, path: &Path, base: BaseKind, now_ms: i64) -> Result<(), ToolError> {
+fn write_base(content: &Content<'_>, path: &Path, base: BaseKind, now_ms: i64) -> Result<Merged, ToolError> {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = path.with_file_name(format!("temp-rewriteaof-{}-{name}", std::process::id()));
+    let replay = content.replay;
     let ks = replay.engine.keyspace();
-    let r = write_atomically(&tmp, path, |w| match base {
-        BaseKind::Rdb => write_rdb(w, ks, replay.engine.config(), now_ms, true),
-        BaseKind::Resp => write_keyspace(w, ks, None),
-    });
+    let cfg = replay.engine.config();
+    let mut merged = Merged::default();
+    let r = match (base, content.plan) {
+        (BaseKind::Rdb, Some(plan)) => {
+            let src = Source::open(&plan.base).map_err(|e| out_err(&plan.base, e))?;
+            let replaced = |db: usize, key: &[u8]| plan.replaced(db, key);
+            write_atomically(&tmp, path, |w| {
+                let (w, m) = write_merged_rdb(w, &src, &replaced, ks, cfg, now_ms, true)?;
+                merged = m;
+                Ok(w)
+            })
+        }
+        (BaseKind::Rdb, None) => write_atomically(&tmp, path, |w| write_rdb(w, ks, cfg, now_ms, true)),
+        (BaseKind::Resp, _) => write_atomically(&tmp, path, |w| write_keyspace(w, ks, None)),
+    };
     r.map_err(|err| {
         let _ = fs::remove_file(&tmp);
         ToolError::Usage(err.to_string())
-    })
+    })?;
+    Ok(merged)
 }
 
 /// OUT as an AOF directory. Sequence numbers follow the input's manifest (as a rewrite of
 /// that directory would number them), else start at 1. The directory is built beside OUT
 /// and renamed into place, so OUT is either absent or whole.
 fn write_dir(
-    replay: &Replay,
+    content: &Content<'_>,
     out: &Path,
     base: BaseKind,
     now_ms: i64,
     previous: Option<(String, Manifest)>,
-) -> Result<Vec<PathBuf>, ToolError> {
+) -> Result<(Vec<PathBuf>, Merged), ToolError> {
     if out.exists() {
         let empty = fs::read_dir(out).map_err(|e| out_err(out, e))?.next().is_none();
         if !empty {
@@ -174,9 +234,9 @@ fn write_dir(
     let building = out.with_file_name(format!("temp-rewriteaof-{}-{name}", std::process::id()));
     let _ = fs::remove_dir_all(&building);
     fs::create_dir_all(&building).map_err(|e| out_err(&building, e))?;
-    let result = fill_dir(replay, &building, base, now_ms, &appendfilename, &old);
-    let names = match result {
-        Ok(names) => names,
+    let result = fill_dir(content, &building, base, now_ms, &appendfilename, &old);
+    let (names, merged) = match result {
+        Ok(r) => r,
         Err(e) => {
             let _ = fs::remove_dir_all(&building);
             return Err(e);
@@ -186,23 +246,23 @@ fn write_dir(
         let _ = fs::remove_dir_all(&building);
         out_err(out, e)
     })?;
-    Ok(names.iter().map(|n| out.join(n)).collect())
+    Ok((names.iter().map(|n| out.join(n)).collect(), merged))
 }
 
 fn fill_dir(
-    replay: &Replay,
+    content: &Content<'_>,
     dir: &Path,
     base: BaseKind,
     now_ms: i64,
     appendfilename: &str,
     old: &Manifest,
-) -> Result<Vec<String>, ToolError> {
+) -> Result<(Vec<String>, Merged), ToolError> {
     let base_seq = old.base_seq + 1;
     let incr_seq = old.incr_seq + 1;
     let ext = if base == BaseKind::Rdb { "rdb" } else { "aof" };
     let base_name = format!("{appendfilename}.{base_seq}.base.{ext}");
     let incr_name = format!("{appendfilename}.{incr_seq}.incr.aof");
-    write_base(replay, &dir.join(&base_name), base, now_ms)?;
+    let merged = write_base(content, &dir.join(&base_name), base, now_ms)?;
     let incr = dir.join(&incr_name);
     let f = File::create(&incr).map_err(|e| out_err(&incr, e))?;
     f.sync_all().map_err(|e| out_err(&incr, e))?;
@@ -214,7 +274,7 @@ fn fill_dir(
         incr_seq,
     };
     persist_manifest(dir, appendfilename, &m).map_err(|e| ToolError::Usage(e.to_string()))?;
-    Ok(vec![base_name, incr_name, format!("{appendfilename}.manifest")])
+    Ok((vec![base_name, incr_name, format!("{appendfilename}.manifest")], merged))
 }
 
 /// The one-line summary `aof-rewrite` prints.
@@ -224,5 +284,8 @@ pub fn summary(w: &Written, mut out: impl Write) -> std::io::Result<()> {
         writeln!(out, "{line}")?;
     }
     writeln!(out, "wrote {} keys ({} expired left out): {}", w.keys, w.expired_left_out, files.join(", "))?;
+    if let Some(held) = w.held {
+        writeln!(out, "the base RDB was streamed through: {held} keys the log touches were held in memory")?;
+    }
     Ok(())
 }
