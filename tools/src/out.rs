@@ -55,6 +55,12 @@ impl<'w> Out<'w> {
         Out { buf: Vec::with_capacity(capacity), w: None }
     }
 
+    /// In-memory output into `buf` (emptied first), a buffer used before.
+    pub fn memory_in(mut buf: Vec<u8>) -> Out<'static> {
+        buf.clear();
+        Out { buf, w: None }
+    }
+
     /// Flush if the buffer is past the threshold (never for in-memory output).
     #[inline]
     pub fn check(&mut self) -> io::Result<()> {

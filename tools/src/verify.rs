@@ -519,11 +519,16 @@ impl DupCheck {
         }
     }
     fn suspicious(&mut self) -> bool {
-        if !self.on || self.hashes.len() < 2 {
+        let h = &mut self.hashes;
+        if !self.on || h.len() < 2 {
             return false;
         }
-        self.hashes.sort_unstable();
-        self.hashes.windows(2).any(|w| w[0] == w[1])
+        // Most containers are small: comparing each pair costs less than sorting.
+        if h.len() <= 16 {
+            return (1..h.len()).any(|i| h[..i].contains(&h[i]));
+        }
+        h.sort_unstable();
+        h.windows(2).any(|w| w[0] == w[1])
     }
 }
 

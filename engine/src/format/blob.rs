@@ -94,22 +94,12 @@ pub fn itoa_buf() -> [u8; 20] {
 
 /// Format `v` in decimal into `buf` and return the used tail.
 pub fn fmt_i64(v: i64, buf: &mut [u8; 20]) -> &[u8] {
-    let neg = v < 0;
-    let mut n = v.unsigned_abs();
-    let mut pos = buf.len();
-    loop {
-        pos -= 1;
-        buf[pos] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if neg {
-        pos -= 1;
-        buf[pos] = b'-';
-    }
-    &buf[pos..]
+    // itoa writes two digits a step; the longest i64 ("-9223372036854775808") is 20 bytes.
+    let mut digits = itoa::Buffer::new();
+    let text = digits.format(v).as_bytes();
+    let start = buf.len() - text.len();
+    buf[start..].copy_from_slice(text);
+    &buf[start..]
 }
 
 /// Where C's strtol/strtoull/atoi start reading a number: leading isspace() bytes

@@ -7,6 +7,7 @@ pub use resp::{key_commands, needs_restore};
 
 use ferrokv::format::rdb::{KeyRecord, LogicalType, RdbError, RdbReader, Record};
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use ferrokv::format::Elem;
 
@@ -191,7 +192,10 @@ pub fn run_with(
     if format == Format::Json {
         out.buf.push(b'[');
     }
+    let spare = Mutex::new(Vec::new());
+    let stage_spare = &spare;
     let mut stage = DumpStage {
+        spare: &spare,
         format,
         filter,
         out: &mut *out,
@@ -204,8 +208,12 @@ pub fn run_with(
     let work = |batch: &Batch<'_>| -> Result<Formatted, ToolError> {
         let mut w = writer(format, batch.prev_db);
         // Text output runs to about twice its input: room for that up front (a batch's
-        // worth; a pipeline of unbounded batches grows as it goes).
-        let mut o = Out::memory_with(pipeline.batch_bytes.min(4 << 20) * 2);
+        // worth; a pipeline of unbounded batches grows as it goes), in a buffer an earlier
+        // batch used when one is free (a fresh one costs its pages' faults).
+        let mut o = match stage_spare.lock().ok().and_then(|mut s| s.pop()) {
+            Some(buf) => Out::memory_in(buf),
+            None => Out::memory_with(pipeline.batch_bytes.min(4 << 20) * 2),
+        };
         let mut st = DumpStats::default();
         for rec in &batch.records {
             write_record(w.as_mut(), &mut o, rec, filter, &mut st)?;
@@ -234,11 +242,23 @@ struct DumpStage<'s, 'o> {
     any_key: bool,
     release: &'s dyn Fn(usize),
     progress: &'s mut Progress,
+    /// Batch output buffers written out, for the workers to fill again.
+    spare: &'s Mutex<Vec<Vec<u8>>>,
 }
+
+/// Output buffers kept for reuse (a few per worker are in flight at once).
+const SPARE_BUFFERS: usize = 8;
+/// A bigger one (a batch that ran long) is let go.
+const SPARE_BUFFER_MAX: usize = 16 << 20;
 
 impl<'a> Stage<'a, Formatted> for DumpStage<'_, '_> {
     fn batch(&mut self, f: Formatted) -> Result<(), ToolError> {
         self.out.write_all(&f.bytes)?;
+        if let Ok(mut spare) = self.spare.lock() {
+            if spare.len() < SPARE_BUFFERS && f.bytes.capacity() <= SPARE_BUFFER_MAX {
+                spare.push(f.bytes);
+            }
+        }
         self.stats.keys_written += f.written;
         self.stats.keys_skipped += f.skipped;
         self.any_key |= f.written > 0;
