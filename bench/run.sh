@@ -151,8 +151,7 @@ cargo bench -q -p ferrokv --bench codecs -- --noplot 2>/dev/null | grep -E "^(cr
     echo '```'
 } >> docs/benchmarks.md.new
 echo "engine benchmarks ..." >&2
-./bench/engine.sh "$RDB" >> docs/benchmarks.md.new
-./bench/engine.sh "$SMALL" >> docs/benchmarks.md.new
+./bench/engine.sh "$RDB" "$SMALL" >> docs/benchmarks.md.new
 echo "AOF benchmarks ..." >&2
 BENCH_DIR="$BENCH_DIR" BENCH_RUNS="$RUNS" ./bench/aof.sh >> docs/benchmarks.md.new
 echo "server benchmarks ..." >&2
