@@ -169,7 +169,7 @@ pub trait FlatWriter: Default {
 #[derive(Clone)]
 pub enum Blob<'a> {
     Borrowed { data: &'a [u8], offset: usize },
-    Owned { data: std::rc::Rc<[u8]>, offset: usize },
+    Owned { data: std::rc::Rc<Vec<u8>>, offset: usize },
 }
 
 impl<'a> Blob<'a> {

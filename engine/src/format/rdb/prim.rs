@@ -70,7 +70,7 @@ pub fn length_usize<'a>(input: Input<'a>, what: &str) -> PResult<'a, usize> {
 }
 
 /// A compressed container's bytes and what they decompress to.
-type CachedBlob = (Vec<u8>, Rc<[u8]>);
+type CachedBlob = (Vec<u8>, Rc<Vec<u8>>);
 
 thread_local! {
     /// The last compressed container this thread decompressed, by its compressed bytes: a
@@ -114,8 +114,9 @@ impl<'a> RStr<'a> {
                         return Ok(Blob::Owned { data: Rc::clone(blob), offset: at });
                     }
                 }
-                let blob: Rc<[u8]> =
-                    lzf::decompress(data.bytes(), len).map_err(|e| FormatError::new(at, e.to_string()))?.into();
+                // Rc<Vec>: the decompressed bytes are not copied into a new allocation.
+                let blob =
+                    Rc::new(lzf::decompress(data.bytes(), len).map_err(|e| FormatError::new(at, e.to_string()))?);
                 if len > CACHED_BLOB_MAX {
                     return Ok(Blob::Owned { data: blob, offset: at });
                 }
