@@ -120,6 +120,10 @@ table "$RDB" "Mixed dataset" mixed
 table "$SMALL" "Small keys" small-keys
 SIZE=$(stat -c %s "$RDB")
 echo
+echo "\`rdbtool diff\` of the mixed file and a copy with 1 % of its keys changed (bench/diff.sh):"
+echo
+echo "| command | seconds | MB/s of input | peak RSS MiB | note |"
+echo "|---|---:|---:|---:|---|"
 echo "| rdbtool diff big.rdb big-changed.rdb (1% of keys changed) | $DIFF_SECS | $(mbps "$DIFF_SECS") | $(mib "$DIFF_KB") | target <= 10 s, <= 512 MiB; counts checked below |"
 echo
 echo "diff against the changes made (bench/diff.sh; big-changed.rdb made by fixtures/diff/mutate.py through a real redis-server):"
