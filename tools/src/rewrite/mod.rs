@@ -4,6 +4,8 @@
 //! holding just the base. The base is RESP (RPUSH/SADD/ZADD/HMSET in batches of 64,
 //! PEXPIREAT; streams as XADD/XSETID/XGROUP/XCLAIM) or an RDB with `aof-base` set.
 //! With `until`, the dataset as it was at that time (see [`crate::replay`]).
+//! An RDB base is streamed through when it can be ([`streamed`]): only the keys the log
+//! touches are held, so memory follows the log, not the dataset.
 
 use std::fs::{self, File};
 use std::io::Write;
