@@ -55,17 +55,26 @@ impl AofFeed {
 
 /// A command as a RESP multibulk, as Redis writes it to the AOF.
 pub fn put_multibulk<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
-    out.push(b'*');
-    out.extend_from_slice(itoa::Buffer::new().format(argv.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    put_multibulk_header(out, argv.len());
     for a in argv {
-        let a = a.as_ref();
-        out.push(b'$');
-        out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
-        out.extend_from_slice(b"\r\n");
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
+        put_bulk(out, a.as_ref());
     }
+}
+
+/// `*n\r\n`: a multibulk of `n` arguments follows.
+pub fn put_multibulk_header(out: &mut Vec<u8>, n: usize) {
+    out.push(b'*');
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+/// One argument: `$len\r\nbytes\r\n`.
+pub fn put_bulk(out: &mut Vec<u8>, a: &[u8]) {
+    out.push(b'$');
+    out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(a);
+    out.extend_from_slice(b"\r\n");
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ use std::borrow::Cow;
 use ferrokv::format::rdb::{dump_payload, escape_key, Dialect, Encoder, Family, KeyRecord, LogicalType, Target};
 use ferrokv::format::Elem;
 use ferrokv::logical::Logical;
+use ferrokv::persist::feed::{put_bulk, put_multibulk_header};
 use ferrokv::persist::rewrite::{stream_entry, stream_tail};
 
 use super::{ctx, Filter, RespOptions, Restore, Writer};
@@ -108,15 +109,6 @@ impl Drop for Batch<'_> {
     }
 }
 
-/// `$len\r\nbytes\r\n`.
-fn put_bulk(out: &mut Vec<u8>, a: &[u8]) {
-    out.push(b'$');
-    out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(a);
-    out.extend_from_slice(b"\r\n");
-}
-
 impl<'h> Batch<'h> {
     fn new(cmd: &'h [u8], key: &'h [u8], per_item: usize) -> Self {
         Batch { cmd, key, body: BATCH_BODY.take(), args: 0, per_item }
@@ -143,9 +135,7 @@ impl<'h> Batch<'h> {
             return;
         }
         let buf = &mut out.out.buf;
-        buf.push(b'*');
-        buf.extend_from_slice(itoa::Buffer::new().format(self.args + 2).as_bytes());
-        buf.extend_from_slice(b"\r\n");
+        put_multibulk_header(buf, self.args + 2);
         put_bulk(buf, self.cmd);
         put_bulk(buf, self.key);
         buf.extend_from_slice(&self.body);
