@@ -54,8 +54,10 @@ pub fn write_merged_rdb<W: Write>(
             target.dialect().magic()
         )));
     }
-    let copied = |k: &crate::format::rdb::KeyRecord<'_>| {
-        !held(k.db as usize, &k.key.to_bytes()) && k.expire_ms.is_none_or(|t| t >= now_ms)
+    // What becomes of a base key: None when the keyspace holds it, else whether it is
+    // copied (not expired at `now`).
+    let fate = |k: &crate::format::rdb::KeyRecord<'_>| {
+        (!held(k.db as usize, &k.key.to_bytes())).then(|| k.expire_ms.is_none_or(|t| t >= now_ms))
     };
     // RESIZEDB comes before a database's keys: count what each will hold first.
     let mut sizes = vec![(0u64, 0u64); ks.dbs.len()];
@@ -64,7 +66,7 @@ pub fn write_merged_rdb<W: Write>(
             let Some(size) = sizes.get_mut(k.db as usize) else {
                 return Err(invalid(format!("the base selects database {}, past the last one", k.db)));
             };
-            if copied(&k) {
+            if fate(&k) == Some(true) {
                 size.0 += 1;
                 size.1 += u64::from(k.expire_ms.is_some());
             }
@@ -87,11 +89,13 @@ pub fn write_merged_rdb<W: Write>(
     for rec in records()? {
         match rec.map_err(|e| invalid(e.to_string()))? {
             Record::Key(k) => {
-                if !copied(&k) {
-                    if !held(k.db as usize, &k.key.to_bytes()) {
+                match fate(&k) {
+                    None => continue,
+                    Some(false) => {
                         m.merged.expired += 1;
+                        continue;
                     }
-                    continue;
+                    Some(true) => {}
                 }
                 m.reach(k.db as usize)?;
                 m.rdb.raw(&base[k.offset..k.end], None)?;

@@ -120,14 +120,11 @@ impl<'a> RStr<'a> {
                 if len > CACHED_BLOB_MAX {
                     return Ok(Blob::Owned { data: blob, offset: at });
                 }
-                match last.as_mut() {
-                    Some((compressed, cached)) => {
-                        compressed.clear();
-                        compressed.extend_from_slice(data.bytes());
-                        *cached = Rc::clone(&blob);
-                    }
-                    None => *last = Some((data.bytes().to_vec(), Rc::clone(&blob))),
-                }
+                // The compressed copy's buffer is reused from one blob to the next.
+                let mut compressed = last.take().map(|(c, _)| c).unwrap_or_default();
+                compressed.clear();
+                compressed.extend_from_slice(data.bytes());
+                *last = Some((compressed, Rc::clone(&blob)));
                 Ok(Blob::Owned { data: blob, offset: at })
             }),
         }
