@@ -6,43 +6,47 @@
 #            loaded by redis-server and by the engine
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 [ $# -ge 1 ] || { echo "usage: bench/engine.sh BIG.rdb [MORE.rdb...]" >&2; exit 2; }
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+trap cleanup EXIT
 
-cargo build -q --release -p ferrokv --example load_rdb
+cargo build -q --release -p ferrokv-server
 LINES=$(cargo bench -q -p ferrokv --bench engine 2>/dev/null | grep -E '^(engine_|mem_)')
 val() { echo "$LINES" | awk -v k="$1" '$1==k{print $2}'; }
 
-# load_rows RDB: redis-server loading the file at boot, then our engine opening it: two
-# table rows (time, peak RSS, keys).
+# load_one SERVER DIR: SERVER (redis-server or ours) started on DIR's dump.rdb, timed from
+# its start to `loading:0` as a user waits for it; prints "seconds peak_rss_mib keys used_memory".
+load_one() {
+    local bin=$1 dir=$2 start end
+    PORT=$(free_port)
+    start=$(date +%s.%N)
+    "$bin" --port "$PORT" --bind 127.0.0.1 --dir "$dir" --save "" --appendonly no \
+        --logfile "$dir/server.log" &
+    RPID=$!
+    wait_loaded
+    end=$(date +%s.%N)
+    echo "$(awk -v a="$start" -v b="$end" 'BEGIN{printf "%.2f", b-a}')" \
+        "$(awk '/VmHWM/{printf "%.0f", $2/1024}' /proc/$RPID/status)" \
+        "$(redis-cli -p "$PORT" DBSIZE)" "$(info used_memory memory)"
+    stop_server
+}
+
+# load_rows RDB: redis-server 7.0 and ferrokv-server loading the file at boot, the same way:
+# two table rows (time, peak RSS, used_memory, keys).
 load_rows() {
-    local RDB=$1
-    rm -rf "$WORK/redis" "$WORK/ours" "$WORK/redis.log"
+    local RDB=$1 r o
+    rm -rf "$WORK/redis" "$WORK/ours"
     mkdir -p "$WORK/redis" "$WORK/ours"
     ln -s "$(readlink -f "$RDB")" "$WORK/redis/dump.rdb"
     ln -s "$(readlink -f "$RDB")" "$WORK/ours/dump.rdb"
-    PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
-    START=$(date +%s.%N)
-    redis-server --port "$PORT" --bind 127.0.0.1 --dir "$WORK/redis" --save "" --appendonly no \
-        --logfile "$WORK/redis.log" &
-    RPID=$!
-    until redis-cli -p "$PORT" PING 2>/dev/null | grep -q PONG; do sleep 0.05; done
-    while redis-cli -p "$PORT" INFO persistence | grep -q '^loading:1'; do sleep 0.05; done
-    END=$(date +%s.%N)
-    REDIS_SECS=$(awk -v a="$START" -v b="$END" 'BEGIN{printf "%.2f", b-a}')
-    REDIS_LOADED=$(grep -o 'DB loaded from disk: [0-9.]* seconds' "$WORK/redis.log" | grep -o '[0-9.]*' | head -1)
-    REDIS_HWM=$(awk '/VmHWM/{print $2}' /proc/$RPID/status)
-    REDIS_KEYS=$(redis-cli -p "$PORT" DBSIZE)
-    redis-cli -p "$PORT" SHUTDOWN NOSAVE >/dev/null 2>&1 || true
-    wait $RPID 2>/dev/null || true
-
-    TF=$(mktemp)
-    OUT=$(/usr/bin/time -f "%e %M" -o "$TF" target/release/examples/load_rdb "$WORK/ours")
-    read -r OUR_SECS OUR_KB < "$TF"
-    rm -f "$TF"
-    echo "| redis-server 7.0 loading \`$(basename "$RDB")\` (start to \`loading:0\`; its log says ${REDIS_LOADED:-?} s) | $REDIS_SECS | $((REDIS_HWM / 1024)) | $REDIS_KEYS |"
-    echo "| ferrokv \`Engine::open\` of \`$(basename "$RDB")\` (\`target/release/examples/load_rdb\`) | $OUR_SECS | $((OUR_KB / 1024)) | $(echo "$OUT" | awk '{print $1}') |"
+    read -r -a r <<< "$(load_one redis-server "$WORK/redis")"
+    read -r -a o <<< "$(load_one target/release/ferrokv-server "$WORK/ours")"
+    local logged
+    logged=$(grep -o 'DB loaded from disk: [0-9.]* seconds' "$WORK/redis/server.log" | grep -o '[0-9.]*' | head -1)
+    echo "| redis-server 7.0 loading \`$(basename "$RDB")\` (its log says ${logged:-?} s) | ${r[0]} | ${r[1]} | $(mib $((r[3] / 1024))) | ${r[2]} |"
+    echo "| ferrokv-server loading \`$(basename "$RDB")\` | ${o[0]} | ${o[1]} | $(mib $((o[3] / 1024))) | ${o[2]} |"
+    echo "| ratio ferrokv / Redis (target <= 0.8 on the small-keys file) | $(awk -v a="${o[0]}" -v b="${r[0]}" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="${o[1]}" -v b="${r[1]}" 'BEGIN{printf "%.2f", a/b}') | $(awk -v a="${o[3]}" -v b="${r[3]}" 'BEGIN{printf "%.2f", a/b}') | |"
 }
 ROWS=$(for f in "$@"; do load_rows "$f"; done)
 
@@ -70,9 +74,12 @@ Memory for 1 M small string keys (\`key:N\` = \`value:N\`; Redis made them with 
 | redis-server 7.0, growth of \`used_memory_rss\` | $(val mem_redis_rss_per_key) |
 | ratio ours / Redis used_memory (target <= 1.0) | $(val mem_ratio_vs_used_memory) |
 
-Loading at startup (the files of the tables above):
+Loading at startup (the files of the tables above): each server started on the file, timed
+from its start to \`loading:0\` in INFO, peak RSS from \`/proc/PID/status\` (VmHWM), then
+\`used_memory\` (ferrokv counts the bytes asked of its allocator, Redis jemalloc's size
+classes).
 
-| | seconds | peak RSS MiB | keys |
-|---|---:|---:|---:|
+| | seconds | peak RSS MiB | used_memory MiB | keys |
+|---|---:|---:|---:|---:|
 $ROWS
 MD

@@ -1,4 +1,5 @@
-//! Open a data directory's dump.rdb as the server does at startup (used by bench/engine.sh).
+//! Open a data directory's dump.rdb as the server does at startup, without a server (for
+//! profiling the load: `perf record target/release/examples/load_rdb DIR`).
 //!
 //! `load_rdb DIR` prints `KEYS SECONDS`.
 

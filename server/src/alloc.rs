@@ -21,6 +21,20 @@ pub fn release_free_memory() {
     unsafe { libmimalloc_sys::mi_collect(true) }
 }
 
+/// Keep transparent huge pages out of the process (`disable-thp yes`, Redis's default).
+/// mimalloc asks for huge pages on its arenas, and the kernel then zeroes 2 MiB at a time
+/// on first touch: loading the 5.5 M-key bench file took 14 s with them, 9.4 s without
+/// (and 100 MiB less RSS). Redis turns them off the same way; jemalloc never asks for them.
+pub fn disable_transparent_huge_pages() -> std::io::Result<()> {
+    // SAFETY: PR_SET_THP_DISABLE takes integers only and changes a flag of this process.
+    let r = unsafe { libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0) };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
 /// Bytes allocated and not yet freed, by every thread of the process.
 pub fn used_memory() -> u64 {
     ALLOC.allocated() as u64

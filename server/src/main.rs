@@ -35,6 +35,10 @@ fn main() {
     // The server runs on a thread whose stack does not depend on `ulimit -s`: a script may
     // return a table nested thousands deep, and its conversion recurses as deep (Redis stops
     // at its Lua stack limit, about 8,000 levels, and so do we). Reserved, not committed.
+    if cfg.get("disable-thp").as_deref() == Some("yes") {
+        // Best effort, as Redis: a kernel without the flag keeps its setting.
+        let _ = ferrokv_server::alloc::disable_transparent_huge_pages();
+    }
     let main_loop =
         std::thread::Builder::new().name("ferrokv-main".into()).stack_size(MAIN_STACK_BYTES).spawn(move || serve(cfg));
     match main_loop.map(|h| h.join()) {
