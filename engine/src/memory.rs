@@ -333,9 +333,7 @@ fn list_shape(l: &List, samples: usize, fill: i64, m: &Model) -> Shape {
 
 fn hash_shape(h: &Hash, samples: usize, m: &Model) -> Shape {
     match h {
-        Hash::Listpack(pairs) => {
-            Shape::Packed(listpack_bytes(pairs.iter().flat_map(|(f, v)| [f.as_slice(), v.as_slice()])))
-        }
+        Hash::Listpack(pairs) => Shape::Packed(listpack_bytes(pairs.iter().flat_map(|(f, v)| [f, v]))),
         Hash::ListpackEx(_) => {
             // The triplets' listpack (a TTL is a listpack integer).
             let ttls: Vec<String> = h.iter_with_ttl().map(|(_, _, t)| t.unwrap_or(0).to_string()).collect();
@@ -370,8 +368,8 @@ fn set_shape(st: &Set, samples: usize, m: &Model) -> Shape {
 fn zset_shape(z: &Zset, samples: usize, m: &Model) -> Shape {
     match z {
         Zset::Listpack(items) => {
-            let scores: Vec<String> = items.iter().map(|(_, sc)| m.doubles.listpack(*sc)).collect();
-            let entries = items.iter().zip(&scores).flat_map(|((m, _), sc)| [m.as_slice(), sc.as_bytes()]);
+            let scores: Vec<String> = items.iter().map(|(_, sc)| m.doubles.listpack(sc)).collect();
+            let entries = items.iter().zip(&scores).flat_map(|((m, _), sc)| [m, sc.as_bytes()]);
             Shape::Packed(listpack_bytes(entries))
         }
         Zset::Skiplist(_) => {

@@ -192,7 +192,7 @@ impl<W: Write> RespBaseWriter<W> {
                 self.set(key, members.iter().map(Vec::as_slice))?
             }
             Value::Zset(z) => {
-                let items: Vec<(&[u8], f64)> = z.iter().map(|(m, s)| (m.as_slice(), s)).collect();
+                let items: Vec<(&[u8], f64)> = z.iter().collect();
                 self.zset(key, items.into_iter())?
             }
             // Redis takes the per-field form whenever the hash is registered for expiry.

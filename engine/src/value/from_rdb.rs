@@ -164,7 +164,7 @@ pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result
             }
             if !small {
                 if let Some(s) = crate::value::zset::SkipList::from_distinct(&items) {
-                    return Ok(Value::Zset(Box::new(Zset::Skiplist(s))));
+                    return Ok(Value::Zset(Box::new(Zset::Skiplist(Box::new(s)))));
                 }
             }
             // A skiplist small enough becomes a listpack by insertion, where -0 becomes 0

@@ -9,9 +9,8 @@
 //! trailing length lets iteration and popping work from the tail without a scan.
 
 use std::collections::VecDeque;
-use std::ops::Range;
 
-use super::varint;
+use super::packed::{entry_size, Packed};
 use crate::format::listpack;
 
 /// Which end of a list an operation works on.
@@ -29,75 +28,10 @@ const NODE_BYTES: usize = 8 * 1024;
 /// Entries one node holds at most, so walks inside a node stay short for tiny elements.
 const NODE_ENTRIES: u32 = 1024;
 
-/// Bytes an element of `n` bytes takes in a node.
-fn entry_size(n: usize) -> usize {
-    n + 2 * varint::len(n)
-}
+/// A quicklist node: one buffer of packed entries.
+type Node = Packed;
 
-/// Write the entry for `item` into `out`, which is exactly `entry_size(item.len())` long.
-fn write_entry(out: &mut [u8], item: &[u8]) {
-    let head = varint::write(out, item.len());
-    out[head..head + item.len()].copy_from_slice(item);
-    // The trailing copy is read backwards: its last byte holds the lowest seven bits.
-    let end = out.len();
-    for i in 0..head {
-        out[end - 1 - i] = out[i];
-    }
-}
-
-#[derive(Debug, Clone, Default)]
-struct Node {
-    buf: Vec<u8>,
-    count: u32,
-}
-
-impl Node {
-    /// The entry starting at `off`: its data range and where the next entry starts.
-    fn entry(&self, off: usize) -> (Range<usize>, usize) {
-        let (n, head) = varint::read(&self.buf[off..]);
-        let data = off + head..off + head + n;
-        let next = data.end + head;
-        (data, next)
-    }
-
-    /// The entry ending at `end`: its data range and where it starts.
-    fn entry_before(&self, end: usize) -> (Range<usize>, usize) {
-        let (mut n, mut shift, mut p) = (0usize, 0, end);
-        loop {
-            p -= 1;
-            let b = self.buf[p];
-            n |= usize::from(b & 0x7f) << shift;
-            shift += 7;
-            if b & 0x80 == 0 {
-                break;
-            }
-        }
-        let head = end - p;
-        (p - n..p, p - n - head)
-    }
-
-    /// Where entry `i` starts (`count` gives the end), walking from the nearer end.
-    fn offset_of(&self, i: usize) -> usize {
-        let count = self.count as usize;
-        if i <= count / 2 {
-            (0..i).fold(0, |off, _| self.entry(off).1)
-        } else {
-            (i..count).fold(self.buf.len(), |end, _| self.entry_before(end).1)
-        }
-    }
-
-    fn entries(&self) -> impl Iterator<Item = (Range<usize>, usize)> + '_ {
-        let mut off = 0;
-        std::iter::from_fn(move || {
-            (off < self.buf.len()).then(|| {
-                let (data, next) = self.entry(off);
-                let start = off;
-                off = next;
-                (data, start)
-            })
-        })
-    }
-
+impl Packed {
     /// Whether one more entry of `size` bytes belongs in this node.
     fn fits(&self, size: usize) -> bool {
         self.count == 0 || (self.count < NODE_ENTRIES && self.buf.len() + size <= NODE_BYTES)
@@ -106,74 +40,6 @@ impl Node {
     /// Whether `other` can be appended to this node.
     fn can_take(&self, other: &Node) -> bool {
         self.buf.len() + other.buf.len() <= NODE_BYTES && self.count + other.count <= NODE_ENTRIES
-    }
-
-    /// Make room for `extra` more bytes: capacity doubles up to the node budget, then
-    /// grows only as needed, so a full node wastes little.
-    fn reserve(&mut self, extra: usize) {
-        let need = self.buf.len() + extra;
-        if need > self.buf.capacity() {
-            let target = need.max((self.buf.capacity() * 2).min(NODE_BYTES));
-            self.buf.reserve_exact(target - self.buf.len());
-        }
-    }
-
-    /// Give back capacity that a removal left well unused.
-    fn settle(&mut self) {
-        if self.buf.capacity() > 256 && self.buf.len() < self.buf.capacity() / 4 {
-            self.buf.shrink_to(self.buf.len() * 2);
-        }
-    }
-
-    /// Replace bytes `range` with the entry for `item` (an empty range inserts; the
-    /// caller keeps `count`).
-    fn put(&mut self, range: Range<usize>, item: &[u8]) {
-        let size = entry_size(item.len());
-        let old = range.len();
-        let len = self.buf.len();
-        if size > old {
-            self.reserve(size - old);
-            self.buf.resize(len + size - old, 0);
-            self.buf.copy_within(range.end..len, range.start + size);
-        } else if size < old {
-            self.buf.copy_within(range.end..len, range.start + size);
-            self.buf.truncate(len - (old - size));
-        }
-        write_entry(&mut self.buf[range.start..range.start + size], item);
-    }
-
-    fn push_back(&mut self, item: &[u8]) {
-        let end = self.buf.len();
-        self.put(end..end, item);
-        self.count += 1;
-    }
-
-    fn append(&mut self, other: Node) {
-        self.reserve(other.buf.len());
-        self.buf.extend_from_slice(&other.buf);
-        self.count += other.count;
-    }
-
-    /// Remove entries equal to `item`: keep the first `skip` matches, drop the next
-    /// `take`. Returns how many were dropped.
-    fn remove_matching(&mut self, item: &[u8], skip: usize, take: usize) -> usize {
-        let (mut read, mut write, mut seen, mut taken) = (0, 0, 0, 0);
-        while read < self.buf.len() {
-            let (data, next) = self.entry(read);
-            let matched = &self.buf[data] == item;
-            if matched && seen >= skip && taken < take {
-                taken += 1;
-            } else {
-                self.buf.copy_within(read..next, write);
-                write += next - read;
-            }
-            seen += usize::from(matched);
-            read = next;
-        }
-        self.buf.truncate(write);
-        self.count -= taken as u32;
-        self.settle();
-        taken
     }
 }
 

@@ -7,6 +7,7 @@
 mod from_rdb;
 pub mod hash;
 pub mod list;
+mod packed;
 pub mod set;
 pub mod str;
 pub mod stream;

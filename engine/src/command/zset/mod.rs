@@ -11,7 +11,7 @@ use self::range::{rank_interval, LexRange, ScoreRange};
 use self::score::arg_score;
 use super::set::{arg_count_positive, arg_count_signed, distinct_positions, parse_cursor, scan_reply, ScanOpts};
 use super::{arg_i64, eq_ic, fmt_double, notify, Ctx, Reply, Spec};
-use crate::value::{Limits, Sds, Set, Value, Zset};
+use crate::value::{sds, Limits, Sds, Set, Value, Zset};
 
 pub const SPECS: &[Spec] = &[
     Spec::new("zadd", zadd),
@@ -412,7 +412,7 @@ fn collect(z: &Zset, lo: usize, hi: usize, rev: bool, offset: usize, limit: i64)
         return Vec::new();
     }
     let (from, to) = if rev { (hi - offset - take, hi - offset) } else { (lo + offset, lo + offset + take) };
-    let it = z.range(from, to).map(|(m, s)| (m.clone(), s));
+    let it = z.range(from, to).map(|(m, s)| (sds(m), s));
     if rev {
         it.rev().collect()
     } else {
@@ -625,7 +625,7 @@ fn zpop_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], max: bool) -> Reply {
         return Reply::Array(Vec::new());
     }
     let (lo, hi) = if max { (z.len() - n, z.len()) } else { (0, n) };
-    let mut popped: Vec<(Sds, f64)> = z.range(lo, hi).map(|(m, s)| (m.clone(), s)).collect();
+    let mut popped: Vec<(Sds, f64)> = z.range(lo, hi).map(|(m, s)| (sds(m), s)).collect();
     if max {
         popped.reverse();
     }
@@ -917,7 +917,7 @@ fn zset_op(ctx: &mut Ctx<'_>, a: &[Vec<u8>], op: ZsetOp, store: bool, card: bool
         };
         return store_result(ctx, &a[1], result, event, 1);
     }
-    entries_reply(result.iter().map(|(m, s)| (m.clone(), s)).collect(), args.withscores)
+    entries_reply(result.iter().map(|(m, s)| (sds(m), s)).collect(), args.withscores)
 }
 
 fn zunionstore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
@@ -988,7 +988,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let Some(Value::Zset(z)) = ctx.ks.dbs[db].get(key).map(|s| &s.value) else {
         return Reply::Array(Vec::new());
     };
-    let pick = |i: usize| z.get_by_rank(i).map(|(m, s)| (m.clone(), s));
+    let pick = |i: usize| z.get_by_rank(i).map(|(m, s)| (sds(m), s));
     let items: Vec<(Sds, f64)> = if l < 0 || count == 1 {
         let count = match ctx.random_picks(count as u64) {
             Ok(c) => c,
@@ -997,7 +997,7 @@ fn zrandmember(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         (0..count).filter_map(|_| pick(ctx.rng.usize(..size))).collect()
     } else if count >= size {
         // The whole zset, walked from the tail as Redis's zset iterator does.
-        z.iter().rev().map(|(m, s)| (m.clone(), s)).collect()
+        z.iter().rev().map(|(m, s)| (sds(m), s)).collect()
     } else {
         distinct_positions(ctx.rng, size, count).into_iter().filter_map(pick).collect()
     };

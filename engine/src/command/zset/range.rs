@@ -100,7 +100,7 @@ impl LexRange {
     /// range.
     pub(super) fn ranks_from(&self, z: &Zset, rev: bool) -> (usize, usize) {
         let n = z.len();
-        let member = |i: usize| z.get_by_rank(i).map(|(m, _)| m.as_ref());
+        let member = |i: usize| z.get_by_rank(i).map(|(m, _)| m);
         let (Some(first), Some(last)) = (member(0), member(n.wrapping_sub(1))) else { return (0, 0) };
         if !self.gte_min(last) || !self.lte_max(first) {
             return (0, 0);
