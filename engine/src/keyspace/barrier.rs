@@ -24,11 +24,11 @@ impl SnapRecord {
     }
 
     pub(super) fn of(slot: &Slot) -> SnapRecord {
-        SnapRecord { key: slot.key.clone(), value: slot.value.clone(), expire: slot.expire }
+        SnapRecord { key: slot.key.to_sds(), value: slot.value.clone(), expire: slot.expire }
     }
 
     pub(super) fn moved(slot: Slot) -> SnapRecord {
-        SnapRecord { key: slot.key, value: slot.value, expire: slot.expire }
+        SnapRecord { key: slot.key.to_sds(), value: slot.value, expire: slot.expire }
     }
 }
 

@@ -12,7 +12,7 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 
 use super::barrier::DbSnapshot;
-use super::slot::{Slot, NO_EXPIRE};
+use super::slot::{Key, Slot, NO_EXPIRE};
 use crate::value::{sds, Sds, Value};
 
 pub struct Db {
@@ -130,7 +130,7 @@ impl Db {
         let hasher = &self.hasher;
         self.index.insert_unique(h, pos as u32, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
         self.index_hash_ttls(key, &value, true);
-        self.slots.push(Slot { key: crate::value::sds(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
+        self.slots.push(Slot { key: Key::new(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
         pos
     }
 
@@ -151,7 +151,7 @@ impl Db {
             }
         }
         self.index_hash_ttls(key, &value, true);
-        self.slots.push(Slot { key: crate::value::sds(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
+        self.slots.push(Slot { key: Key::new(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
         Some(pos)
     }
 
@@ -170,7 +170,7 @@ impl Db {
     /// Replace the value of the key at `pos` (dropping its TTL unless `keep_ttl`).
     pub fn set_at(&mut self, pos: usize, value: Value, keep_ttl: bool, lru: u32) {
         self.before_write(pos);
-        let key = self.slots[pos].key.clone();
+        let key = self.slots[pos].key.to_sds();
         let old = std::mem::replace(&mut self.slots[pos].value, value);
         self.index_hash_ttls(&key, &old, false);
         if let Value::Hash(h) = &self.slots[pos].value {
@@ -233,7 +233,7 @@ impl Db {
     /// Register the hash at `pos` under `when` for field expiry (None: unregister).
     pub fn set_hash_registered(&mut self, pos: usize, when: Option<u64>) {
         self.before_write(pos);
-        let key = self.slots[pos].key.clone();
+        let key = self.slots[pos].key.to_sds();
         if let Value::Hash(h) = &mut self.slots[pos].value {
             if let Some(old) = h.registered() {
                 self.hexpires.remove(&(old, key.clone()));

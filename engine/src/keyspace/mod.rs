@@ -15,7 +15,7 @@ pub use barrier::SnapRecord;
 pub use clock::{idle_secs, Clock, LRU_MAX};
 pub use db::Db;
 pub use expire::{CycleReport, ExpireCycle};
-pub use slot::{Slot, NO_EXPIRE};
+pub use slot::{Key, Slot, NO_EXPIRE};
 pub use snapshot::{SnapChunk, SnapshotWalker, Step};
 
 /// All databases, and the function libraries (data too: saved, loaded and rewritten with
