@@ -140,6 +140,7 @@ pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result
                     }
                 }
             }
+            set.shrink_to_fit();
             Value::Set(Box::new(set))
         }
         LogicalType::Zset => {
@@ -219,6 +220,7 @@ pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result
                     }
                 }
             }
+            h.shrink_to_fit();
             Value::Hash(Box::new(h))
         }
         LogicalType::Stream | LogicalType::Module => {

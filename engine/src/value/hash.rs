@@ -307,6 +307,13 @@ impl Hash {
         }
     }
 
+    /// Give back a listpack's spare capacity (a hash built whole: loaded, restored).
+    pub fn shrink_to_fit(&mut self) {
+        if let Hash::Listpack(p) = self {
+            p.0.buf.shrink_to_fit();
+        }
+    }
+
     /// Fields stored, expired ones included (HLEN).
     pub fn len(&self) -> usize {
         match self {

@@ -296,6 +296,7 @@ impl Value {
                 for f in fields {
                     h.insert(&f.field, &f.value, limits);
                 }
+                h.shrink_to_fit();
                 Value::Hash(Box::new(h))
             }
             Logical::Set(members) => {
@@ -303,6 +304,7 @@ impl Value {
                 for m in members {
                     s.insert(m, limits);
                 }
+                s.shrink_to_fit();
                 Value::Set(Box::new(s))
             }
             Logical::Zset(items) => {

@@ -201,6 +201,15 @@ impl Set {
         next
     }
 
+    /// Give back spare capacity (a set built whole: loaded, restored).
+    pub fn shrink_to_fit(&mut self) {
+        match self {
+            Set::Intset(v) => v.shrink_to_fit(),
+            Set::Listpack(v) => v.shrink_to_fit(),
+            Set::Table(t) => t.shrink_to_fit(),
+        }
+    }
+
     pub fn convert_to_table(&mut self) {
         let t: Table = match self {
             Set::Table(_) => return,
