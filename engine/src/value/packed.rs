@@ -1,8 +1,8 @@
 //! Byte strings packed one after another in one buffer: each entry is its length, its
 //! bytes and its length again reversed (lengths as 7-bit varints), so an element costs its
 //! bytes plus two or so, not a pointer-sized header and a heap block of its own, and the
-//! trailing length lets a walk go from either end. A list's quicklist nodes and a small
-//! zset's (member, score) pairs are kept this way.
+//! trailing length lets a walk go from either end. A list's quicklist nodes, a small zset's
+//! (member, score) pairs and a small hash's field/value pairs are kept this way.
 
 use std::ops::Range;
 
