@@ -124,7 +124,7 @@ impl Default for Zset {
 
 /// A small zset's (member, score) pairs in (score, member) order, packed as two entries
 /// each: the member, then the score's eight bytes (the f64's bits, little-endian). About
-/// 10 bytes beside the member where a `(Sds, f64)` took 32.
+/// 12 bytes beside the member where a `(Sds, f64)` took 32.
 #[derive(Debug, Clone, Default)]
 pub struct Pairs(Packed);
 
