@@ -170,13 +170,18 @@ impl Db {
     /// Replace the value of the key at `pos` (dropping its TTL unless `keep_ttl`).
     pub fn set_at(&mut self, pos: usize, value: Value, keep_ttl: bool, lru: u32) {
         self.before_write(pos);
-        let key = self.slots[pos].key.to_sds();
         let old = std::mem::replace(&mut self.slots[pos].value, value);
-        self.index_hash_ttls(&key, &old, false);
-        if let Value::Hash(h) = &self.slots[pos].value {
-            if let Some(when) = h.registered() {
-                self.hexpires.insert((when, key));
-            }
+        // The key is copied only when a hash registered for field expiry comes or goes.
+        let registered = |v: &Value| match v {
+            Value::Hash(h) => h.registered(),
+            _ => None,
+        };
+        let slot = &self.slots[pos];
+        if let Some(when) = registered(&old) {
+            self.hexpires.remove(&(when, slot.key.to_sds()));
+        }
+        if let Some(when) = registered(&slot.value) {
+            self.hexpires.insert((when, slot.key.to_sds()));
         }
         self.slots[pos].lru = lru;
         if !keep_ttl {

@@ -492,7 +492,7 @@ impl Hash {
     /// The field/value pair at position `i` of the iteration order.
     pub fn pair_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match self {
-            Hash::Listpack(p) => (i < p.len()).then(|| p.0.pairs(i, i + 1).next()).flatten(),
+            Hash::Listpack(p) => p.0.pair_at(i),
             Hash::ListpackEx(x) => x.entries.get(i).map(|(f, v, _)| (f.as_slice(), v.as_slice())),
             Hash::Table(t) => t.get_index(i).map(Pair::parts),
         }

@@ -149,9 +149,7 @@ impl Packed {
         self.settle();
         taken
     }
-}
 
-impl Packed {
     /// Remove the bytes `range`, which hold `entries` whole entries.
     pub(super) fn remove_span(&mut self, range: Range<usize>, entries: usize) {
         self.buf.drain(range);
@@ -180,6 +178,11 @@ impl Packed {
 impl Packed {
     pub(super) fn pair_count(&self) -> usize {
         self.count as usize / 2
+    }
+
+    /// Pair `i`, if there is one.
+    pub(super) fn pair_at(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        (i < self.pair_count()).then(|| self.pairs(i, i + 1).next()).flatten()
     }
 
     /// Pairs `start..end` (within the count), from either end.

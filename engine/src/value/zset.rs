@@ -249,7 +249,7 @@ impl Zset {
     /// The entry at rank `i` (ascending).
     pub fn get_by_rank(&self, i: usize) -> Option<(&[u8], f64)> {
         match self {
-            Zset::Listpack(_) => self.range(i, i + 1).next(),
+            Zset::Listpack(p) => p.0.pair_at(i).map(|(m, sc)| (m, score_of(sc))),
             Zset::Skiplist(s) => s.tree.get_index(i).map(|(sc, m)| (m.as_slice(), sc.0)),
         }
     }
