@@ -244,6 +244,7 @@ pub fn walk_with(
         now_ms,
         data_len: data.len(),
         rdb_version,
+        redis_family: reader.dialect().family == ferrokv::format::rdb::Family::Redis,
         release,
         progress: Progress::new(data.len() as u64),
         tally: Tally::default(),
@@ -311,6 +312,8 @@ struct VerifyStage<'s> {
     now_ms: i64,
     data_len: usize,
     rdb_version: u32,
+    /// A Redis-magic file (Valkey's own magic numbers its versions apart).
+    redis_family: bool,
     release: &'s dyn Fn(usize),
     progress: Progress,
     tally: Tally,
@@ -413,6 +416,19 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
             Record::ModuleAux(m) => rep.module_aux.push(m.name.clone()),
             Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
             Record::Key(k) => {
+                let first = k.value.vtype.first_rdb_version();
+                if first > self.rdb_version && self.redis_family && self.refused.is_none() {
+                    let e = FormatError::new(
+                        k.offset,
+                        format!(
+                            "value type {} in an RDB {} file: the Redis that writes RDB {} does not know it and refuses the file (\"Unknown RDB encoding type\"); Redis writing RDB {first} and later read it",
+                            k.value.vtype.name(),
+                            self.rdb_version,
+                            self.rdb_version,
+                        ),
+                    );
+                    self.refused = Some(RdbError::in_key(e, k));
+                }
                 let t = self.tally.of(k.db);
                 t.keys[usize::from(k.value.vtype.code())] += 1;
                 if let Some(ms) = k.expire_ms {

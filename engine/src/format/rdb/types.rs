@@ -311,6 +311,22 @@ impl ValueType {
         Self::ALL.get(usize::from(code)).copied()
     }
 
+    /// The first RDB version whose writer (in the Redis family) has this type, for the
+    /// listpack-era types whose versions are known exactly: a loader refuses a type newer
+    /// than itself ("Unknown RDB encoding type"), so an RDB 10 file holding a set-listpack
+    /// loads in Redis 7.2 but not in the Redis 7.0 that writes RDB 10. Older types: 1.
+    pub fn first_rdb_version(self) -> u32 {
+        use ValueType::*;
+        match self {
+            Stream1 => 9,
+            HashListpack | ZsetListpack | ListQuicklist2 | Stream2 => 10,
+            SetListpack | Stream3 => 11,
+            // Redis 7.4's; the streams of Redis 8 are at least that new.
+            HashMetadataPreGa | HashListpackExPreGa | HashMetadata | HashListpackEx | Stream4 | Stream5 => 12,
+            _ => 1,
+        }
+    }
+
     pub fn logical(self) -> LogicalType {
         use ValueType::*;
         match self {
