@@ -75,14 +75,23 @@ fn word_needs_escape(w: u64) -> bool {
 #[inline]
 fn clean_ascii(b: &[u8]) -> bool {
     const HIGH: u64 = 0x8080_8080_8080_8080;
-    let mut words = b.chunks_exact(8);
+    // A block's bytes are tested without a branch between them, which the compiler turns
+    // into vector compares (16 bytes at a time on any x86-64); the tail goes a word at a time.
+    let unclean = |c: u8| (c < 0x20) | (c == b'"') | (c == b'\\') | (c >= 0x7F);
+    let mut blocks = b.chunks_exact(32);
+    for block in &mut blocks {
+        if block.iter().fold(false, |any, &c| any | unclean(c)) {
+            return false;
+        }
+    }
+    let mut words = blocks.remainder().chunks_exact(8);
     for w in &mut words {
         let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
         if w & HIGH != 0 || word_needs_escape(w) {
             return false;
         }
     }
-    words.remainder().iter().all(|&c| c < 0x80 && !ESCAPE[c as usize])
+    !words.remainder().iter().any(|&c| unclean(c))
 }
 
 /// Write a JSON string, escaping quotes, backslashes and control characters.
@@ -207,13 +216,22 @@ mod tests {
 
     #[test]
     fn non_ascii_anywhere_leaves_the_fast_path() {
-        // A UTF-8 sequence or a stray high byte at every position of a 20-byte string.
-        for pos in 0..19 {
-            let mut v = vec![b'a'; 20];
-            v[pos..pos + 2].copy_from_slice("é".as_bytes());
-            assert_eq!(s(&v), format!("\"{}\"", String::from_utf8(v.clone()).unwrap()));
-            v[pos] = 0xff;
-            assert!(s(&v).starts_with("{\"hex\":"), "{pos}");
+        // A UTF-8 sequence, a stray high byte, a quote, a control byte or DEL at every
+        // position of strings that end in a block, a word and single bytes.
+        for len in [20, 71] {
+            for pos in 0..len - 1 {
+                let mut v = vec![b'a'; len];
+                v[pos..pos + 2].copy_from_slice("é".as_bytes());
+                assert_eq!(s(&v), format!("\"{}\"", String::from_utf8(v.clone()).unwrap()));
+                v[pos] = 0xff;
+                assert!(s(&v).starts_with("{\"hex\":"), "{pos}");
+                for (c, esc) in [(b'"', "\\\""), (1, "\\u0001"), (0x7f, "\\u007f")] {
+                    let mut v = vec![b'a'; len];
+                    v[pos] = c;
+                    let want = format!("\"{}{esc}{}\"", "a".repeat(pos), "a".repeat(len - pos - 1));
+                    assert_eq!(s(&v), want, "{len} {pos}");
+                }
+            }
         }
     }
 }

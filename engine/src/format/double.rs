@@ -124,7 +124,13 @@ pub fn score_text_into(out: &mut Vec<u8>, f: f64) {
     } else if f.fract() == 0.0 && f.abs() < 9.2e18 {
         let mut buf = crate::format::blob::itoa_buf();
         out.extend_from_slice(crate::format::blob::fmt_i64(f as i64, &mut buf));
+    } else if f.abs() >= 1e-4 {
+        // From 1e-4 up, ryu spells a non-integer as `{:?}` does (the same shortest digits,
+        // decimal below 1e16, exponent above), several times faster.
+        let mut b = ryu::Buffer::new();
+        out.extend_from_slice(b.format_finite(f).as_bytes());
     } else {
+        // Below 1e-4 `{:?}` writes an exponent where ryu still writes 0.0000…
         use std::io::Write;
         // Writing into a Vec cannot fail.
         let _ = write!(out, "{f:?}");
@@ -172,6 +178,53 @@ impl Doubles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What `score_text` printed before ryu: `{:?}` for every non-integer.
+    fn debug_text(f: f64) -> String {
+        if let Some(s) = special(f) {
+            s.to_string()
+        } else if f.fract() == 0.0 && f.abs() < 9.2e18 {
+            (f as i64).to_string()
+        } else {
+            format!("{f:?}")
+        }
+    }
+
+    /// `score_text` reads back to `f` and has `{:?}`'s form and length: the same shortest
+    /// digits, except that an exact tie between two of them goes to the even one (as
+    /// Python's repr and JavaScript do), where `{:?}` rounds half up.
+    fn same_as_debug(f: f64) -> Result<(), String> {
+        let (t, d) = (score_text(f), debug_text(f));
+        let back: f64 = t.parse().map_err(|_| format!("{t} does not parse"))?;
+        let same = if f.is_nan() { back.is_nan() } else { back.to_bits() == f.to_bits() };
+        let form = |s: &str| (s.len(), s.contains('e'), s.find('.'));
+        if !same || form(&t) != form(&d) {
+            return Err(format!("{t} where {{:?}} writes {d}"));
+        }
+        Ok(())
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn score_text_is_shortest_and_reads_back(bits: u64, mantissa: i64, exp in -30i32..30) {
+            let decimal = mantissa as f64 * 10f64.powi(exp);
+            for f in [f64::from_bits(bits), decimal, 1.0 / decimal] {
+                proptest::prop_assert_eq!(same_as_debug(f), Ok(()));
+            }
+        }
+    }
+
+    #[test]
+    fn score_text_at_the_form_boundaries() {
+        for f in [1e-4, 1.5e-4, 9.99e-5, 1e-5, 0.1, 1e15 + 0.5, 9.3e18, 1.7976931348623157e308, 5e-324, -2.5e-7] {
+            assert_eq!(score_text(f), debug_text(f), "{f:e}");
+            assert_eq!(score_text(-f), debug_text(-f), "{f:e}");
+        }
+        // A tie between two shortest spellings goes to the even digit.
+        let tie: f64 = "992305179902504.25".parse().unwrap();
+        assert_eq!(score_text(tie), "992305179902504.2");
+        assert_eq!(format!("{tie:?}"), "992305179902504.3");
+    }
 
     #[test]
     fn each_version_writes_scores_as_its_d2string() {

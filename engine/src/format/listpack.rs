@@ -71,10 +71,39 @@ impl<'a> ListpackIter<'a> {
             }
             return Ok(None);
         }
-        let (elem, next) = self.entry_at(start)?;
+        let (elem, next) = match self.small_entry_at(start) {
+            Some(small) => small,
+            None => self.entry_at(start)?,
+        };
         self.pos = next;
         self.seen += 1;
         Ok(Some(elem))
+    }
+
+    /// The two commonest entries, a 7-bit integer or a string of up to 63 bytes, when they
+    /// are whole and their one-byte backlen is right: what [`Self::entry_at`] returns for
+    /// them, with fewer checks to get there. None sends everything else (and every error)
+    /// to `entry_at`.
+    #[inline]
+    fn small_entry_at(&self, start: usize) -> Option<(Elem<'a>, usize)> {
+        let data = self.blob.data();
+        let b = *data.get(start)?;
+        let (size, elem) = if b < 0x80 {
+            (1, None)
+        } else if b & 0xC0 == 0x80 {
+            (1 + usize::from(b & 0x3F), Some(()))
+        } else {
+            return None;
+        };
+        // The entry, its backlen byte, and the terminator after them.
+        if start < HEADER || start + size + 1 > data.len() - 1 || data[start + size] != size as u8 {
+            return None;
+        }
+        let elem = match elem {
+            None => Elem::Int(i64::from(b)),
+            Some(()) => self.blob.elem(start + 1, start + size),
+        };
+        Some((elem, start + size + 1))
     }
 
     /// The entry starting at `start` and where the next begins, checked as Redis's

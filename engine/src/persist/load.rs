@@ -417,7 +417,7 @@ fn read_records<'a>(
                     continue;
                 }
                 batch_bytes += k.end - k.offset;
-                batch.push(*k);
+                batch.push(k);
                 if batch_bytes >= BATCH_BYTES {
                     batch_bytes = 0;
                     submit(&mut batch, flight)?;

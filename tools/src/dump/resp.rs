@@ -47,6 +47,7 @@ pub fn target_of(d: Dialect) -> Target {
 pub fn needs_restore(k: &KeyRecord<'_>) -> Result<bool, ToolError> {
     let e = ctx(k);
     Ok(match k.value.logical() {
+        LogicalType::Zset if !k.value.zset_may_hold_negative_zero().map_err(&e)? => false,
         LogicalType::Zset => {
             let mut negative_zero = false;
             for item in k.value.zset().map_err(&e)? {

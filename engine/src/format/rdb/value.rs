@@ -187,22 +187,30 @@ impl<'a> Flat<'a> {
         Ok(Flat::Listpack(ListpackIter::new(to_blob(s)?)?))
     }
 
-    /// The next `n` elements, failing if the container ends in the middle of a group.
-    fn group<const N: usize>(&mut self, what: &str) -> Option<Result<[Elem<'a>; N], FormatError>> {
+    /// The next two elements, failing if the container ends between them.
+    fn pair(&mut self, what: &str) -> Option<Result<(Elem<'a>, Elem<'a>), FormatError>> {
         let first = match self.next()? {
             Ok(e) => e,
             Err(e) => return Some(Err(e)),
         };
-        let mut out: [Elem<'a>; N] = std::array::from_fn(|_| Elem::Int(0));
-        out[0] = first;
-        for slot in out.iter_mut().skip(1) {
-            match self.next() {
-                Some(Ok(e)) => *slot = e,
-                Some(Err(e)) => return Some(Err(e)),
-                None => return Some(Err(FormatError::new(0, format!("container ends in the middle of {what}")))),
-            }
+        Some(self.inside(what).map(|second| (first, second)))
+    }
+
+    /// The next three elements, failing if the container ends among them.
+    fn triplet(&mut self, what: &str) -> Option<Result<(Elem<'a>, Elem<'a>, Elem<'a>), FormatError>> {
+        let (first, second) = match self.pair(what)? {
+            Ok(p) => p,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.inside(what).map(|third| (first, second, third)))
+    }
+
+    /// The next element of a group already begun.
+    fn inside(&mut self, what: &str) -> Result<Elem<'a>, FormatError> {
+        match self.next() {
+            Some(r) => r,
+            None => Err(FormatError::new(0, format!("container ends in the middle of {what}"))),
         }
-        Some(Ok(out))
     }
 }
 
@@ -433,6 +441,16 @@ impl<'a> Value<'a> {
         })
     }
 
+    /// False when no score of this zset can be -0 without reading its elements: a listpack
+    /// or ziplist spells every negative score as text with a '-', so a blob without that
+    /// byte holds none. True means "look at the scores".
+    pub fn zset_may_hold_negative_zero(&self) -> Result<bool, FormatError> {
+        Ok(match self.vtype {
+            ValueType::ZsetZiplist | ValueType::ZsetListpack => to_blob(read_str(self.body)?)?.data().contains(&b'-'),
+            _ => true,
+        })
+    }
+
     pub fn hash(&self) -> Result<HashIter<'a>, FormatError> {
         Ok(match self.vtype {
             ValueType::Hash => HashIter::Pairs(Seq::new(self.body, "hash size")?.0, PairTtl::None),
@@ -631,8 +649,8 @@ impl<'a> Iterator for ZsetIter<'a> {
                 Ok((r, (m, s)))
             }),
             ZsetIter::Flat(f) => {
-                let res = f.group::<2>("a member/score pair")?;
-                Some(res.and_then(|[m, s]| {
+                let res = f.pair("a member/score pair")?;
+                Some(res.and_then(|(m, s)| {
                     let score = elem_score(&s)?;
                     Ok((m, score))
                 }))
@@ -717,12 +735,12 @@ impl<'a> Iterator for HashIter<'a> {
                 z.next().map(|r| r.map(|(field, value)| HashEntry { field, value, expire_ms: None }))
             }
             HashIter::Flat(f, false) => {
-                let r = f.group::<2>("a field/value pair")?;
-                Some(r.map(|[field, value]| HashEntry { field, value, expire_ms: None }))
+                let r = f.pair("a field/value pair")?;
+                Some(r.map(|(field, value)| HashEntry { field, value, expire_ms: None }))
             }
             HashIter::Flat(f, true) => {
-                let r = f.group::<3>("a field/value/ttl triplet")?;
-                Some(r.and_then(|[field, value, ttl]| {
+                let r = f.triplet("a field/value/ttl triplet")?;
+                Some(r.and_then(|(field, value, ttl)| {
                     let t = match ttl {
                         Elem::Int(t) => t,
                         Elem::Bytes(_) => return Err(FormatError::new(0, "hash field TTL is not an integer")),
