@@ -357,7 +357,7 @@ fn set_shape(st: &Set, samples: usize, m: &Model) -> Shape {
             };
             Shape::Packed(8 + v.len() * width)
         }
-        Set::Listpack(members) => Shape::Packed(listpack_bytes(members.iter().map(|m| m.as_slice()))),
+        Set::Listpack(members) => Shape::Packed(listpack_bytes(members.iter())),
         Set::Table(_) => {
             let (sds, sampled) = sum(st.iter(), samples, |member| m.sds_alloc(member.len()));
             Shape::SetTable { n: st.len(), sds, sampled }

@@ -132,7 +132,7 @@ pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result
             for (i, m) in members.enumerate() {
                 let m = ElemBytes::new(m?);
                 if i == 0 {
-                    set = if listpack { Set::Listpack(Vec::new()) } else { Set::create(m.as_ref(), n, limits) };
+                    set = if listpack { Set::Listpack(Default::default()) } else { Set::create(m.as_ref(), n, limits) };
                 }
                 if !set.insert(m.as_ref(), limits) {
                     if let Some(e) = refuse_duplicate(v.vtype, deep) {

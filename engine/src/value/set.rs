@@ -5,6 +5,7 @@ use std::borrow::Cow;
 
 use indexmap::IndexSet;
 
+use super::packed::Packed;
 use super::{sds, Limits, Sds};
 use crate::format::blob::{fmt_i64, parse_canonical_i64};
 
@@ -13,8 +14,39 @@ pub type Table = IndexSet<Sds, foldhash::fast::RandomState>;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Set {
     Intset(Vec<i64>),
-    Listpack(Vec<Sds>),
+    Listpack(Members),
     Table(Table),
+}
+
+/// A small set's members one after another in one buffer, in insertion order: a member
+/// costs its bytes and two or so, where an `Sds` each took 24 bytes and a heap block past 16.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Members(Packed);
+
+impl Members {
+    fn len(&self) -> usize {
+        self.0.count as usize
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        self.0.entries().map(|(data, _)| &self.0.buf[data])
+    }
+
+    fn contains(&self, m: &[u8]) -> bool {
+        self.iter().any(|e| e == m)
+    }
+
+    fn push(&mut self, m: &[u8]) {
+        self.0.push_back(m);
+    }
+
+    fn remove(&mut self, m: &[u8]) -> bool {
+        self.0.remove_matching(m, 0, 1) == 1
+    }
+
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        (i < self.len()).then(|| self.0.data_at(self.0.offset_of(i)))
+    }
 }
 
 impl Default for Set {
@@ -30,7 +62,7 @@ impl Set {
         if parse_canonical_i64(first).is_some() && size_hint <= limits.set_max_intset_entries {
             Set::Intset(Vec::new())
         } else if size_hint <= limits.set_max_listpack_entries {
-            Set::Listpack(Vec::new())
+            Set::Listpack(Members::default())
         } else {
             Set::Table(Table::with_capacity_and_hasher(size_hint, Default::default()))
         }
@@ -67,7 +99,7 @@ impl Set {
     pub fn contains(&self, m: &[u8]) -> bool {
         match self {
             Set::Intset(v) => parse_canonical_i64(m).is_some_and(|i| v.binary_search(&i).is_ok()),
-            Set::Listpack(v) => v.iter().any(|e| e.as_slice() == m),
+            Set::Listpack(v) => v.contains(m),
             Set::Table(t) => t.contains(m),
         }
     }
@@ -102,7 +134,10 @@ impl Set {
                     && m.len() <= limits.set_max_listpack_value
                     && longest <= limits.set_max_listpack_value
                 {
-                    let items = v.iter().map(|i| sds(fmt_i64(*i, &mut [0u8; 20]))).collect();
+                    let mut items = Members::default();
+                    for i in v.iter() {
+                        items.push(fmt_i64(*i, &mut [0u8; 20]));
+                    }
                     *self = Set::Listpack(items);
                 } else {
                     self.convert_to_table();
@@ -110,11 +145,11 @@ impl Set {
                 self.insert(m, limits)
             }
             Set::Listpack(v) => {
-                if v.iter().any(|e| e.as_slice() == m) {
+                if v.contains(m) {
                     return false;
                 }
                 if v.len() < limits.set_max_listpack_entries && m.len() <= limits.set_max_listpack_value {
-                    v.push(sds(m));
+                    v.push(m);
                     return true;
                 }
                 self.convert_to_table();
@@ -134,13 +169,7 @@ impl Set {
                 }
                 _ => false,
             },
-            Set::Listpack(v) => match v.iter().position(|e| e.as_slice() == m) {
-                Some(at) => {
-                    v.remove(at);
-                    true
-                }
-                None => false,
-            },
+            Set::Listpack(v) => v.remove(m),
             Set::Table(t) => t.swap_remove(m),
         }
     }
@@ -152,7 +181,7 @@ impl Set {
             _ => None,
         };
         let strs = match self {
-            Set::Listpack(v) => Some(v.iter().map(|e| Cow::Borrowed(e.as_slice()))),
+            Set::Listpack(v) => Some(v.iter().map(Cow::Borrowed)),
             _ => None,
         };
         let table = match self {
@@ -166,7 +195,7 @@ impl Set {
     pub fn get_index(&self, i: usize) -> Option<Cow<'_, [u8]>> {
         match self {
             Set::Intset(v) => v.get(i).map(|n| Cow::Owned(fmt_i64(*n, &mut [0u8; 20]).to_vec())),
-            Set::Listpack(v) => v.get(i).map(|e| Cow::Borrowed(e.as_slice())),
+            Set::Listpack(v) => v.get(i).map(Cow::Borrowed),
             Set::Table(t) => t.get_index(i).map(|e| Cow::Borrowed(e.as_slice())),
         }
     }
@@ -205,7 +234,7 @@ impl Set {
     pub fn shrink_to_fit(&mut self) {
         match self {
             Set::Intset(v) => v.shrink_to_fit(),
-            Set::Listpack(v) => v.shrink_to_fit(),
+            Set::Listpack(v) => v.0.buf.shrink_to_fit(),
             Set::Table(t) => t.shrink_to_fit(),
         }
     }
@@ -214,7 +243,7 @@ impl Set {
         let t: Table = match self {
             Set::Table(_) => return,
             Set::Intset(v) => v.iter().map(|i| sds(fmt_i64(*i, &mut [0u8; 20]))).collect(),
-            Set::Listpack(v) => std::mem::take(v).into_iter().collect(),
+            Set::Listpack(v) => v.iter().map(sds).collect(),
         };
         *self = Set::Table(t);
     }
