@@ -349,14 +349,7 @@ fn hash_shape(h: &Hash, samples: usize, m: &Model) -> Shape {
 
 fn set_shape(st: &Set, samples: usize, m: &Model) -> Shape {
     match st {
-        Set::Intset(v) => {
-            let width = match v.iter().map(|x| x.unsigned_abs()).max().unwrap_or(0) {
-                m if m <= i16::MAX as u64 => 2,
-                m if m <= i32::MAX as u64 => 4,
-                _ => 8,
-            };
-            Shape::Packed(8 + v.len() * width)
-        }
+        Set::Intset(v) => Shape::Packed(8 + v.len() * v.width()),
         Set::Listpack(members) => Shape::Packed(listpack_bytes(members.iter())),
         Set::Table(_) => {
             let (sds, sampled) = sum(st.iter(), samples, |member| m.sds_alloc(member.len()));

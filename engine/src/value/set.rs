@@ -13,9 +13,123 @@ pub type Table = IndexSet<Sds, foldhash::fast::RandomState>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Set {
-    Intset(Vec<i64>),
+    Intset(Ints),
     Listpack(Members),
     Table(Table),
+}
+
+/// An intset's members, sorted, each as wide as the widest needs (2, 4 or 8 bytes), as
+/// Redis's intset keeps them: set members that are small numbers take 2 bytes, not 8. Like
+/// Redis's, it widens when a wider member comes and never narrows.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Ints {
+    W16(Vec<i16>),
+    W32(Vec<i32>),
+    W64(Vec<i64>),
+}
+
+impl Default for Ints {
+    fn default() -> Self {
+        Ints::W16(Vec::new())
+    }
+}
+
+/// Where `x` is or would go in `v`; a value too wide for `T` goes before or after all.
+fn search<T: Copy + Ord + TryFrom<i64>>(v: &[T], x: i64) -> Result<usize, usize> {
+    match T::try_from(x) {
+        Ok(x) => v.binary_search(&x),
+        Err(_) => Err(if x < 0 { 0 } else { v.len() }),
+    }
+}
+
+impl Ints {
+    pub fn len(&self) -> usize {
+        match self {
+            Ints::W16(v) => v.len(),
+            Ints::W32(v) => v.len(),
+            Ints::W64(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes a member takes.
+    pub fn width(&self) -> usize {
+        match self {
+            Ints::W16(_) => 2,
+            Ints::W32(_) => 4,
+            Ints::W64(_) => 8,
+        }
+    }
+
+    pub fn get(&self, i: usize) -> Option<i64> {
+        match self {
+            Ints::W16(v) => v.get(i).map(|&x| i64::from(x)),
+            Ints::W32(v) => v.get(i).map(|&x| i64::from(x)),
+            Ints::W64(v) => v.get(i).copied(),
+        }
+    }
+
+    /// Members in ascending order.
+    pub fn iter(&self) -> impl Iterator<Item = i64> + '_ {
+        (0..self.len()).filter_map(|i| self.get(i))
+    }
+
+    fn search(&self, x: i64) -> Result<usize, usize> {
+        match self {
+            Ints::W16(v) => search(v, x),
+            Ints::W32(v) => search(v, x),
+            Ints::W64(v) => search(v, x),
+        }
+    }
+
+    fn contains(&self, x: i64) -> bool {
+        self.search(x).is_ok()
+    }
+
+    /// Add `x`; false when it was there. Widens every member first if `x` needs it.
+    fn insert(&mut self, x: i64) -> bool {
+        let Err(at) = self.search(x) else { return false };
+        let fits = match self {
+            Ints::W16(_) => i16::try_from(x).is_ok(),
+            Ints::W32(_) => i32::try_from(x).is_ok(),
+            Ints::W64(_) => true,
+        };
+        if !fits {
+            let all: Vec<i64> = self.iter().collect();
+            *self = if i32::try_from(x).is_ok() {
+                Ints::W32(all.iter().filter_map(|&y| i32::try_from(y).ok()).collect())
+            } else {
+                Ints::W64(all)
+            };
+        }
+        match self {
+            Ints::W16(v) => v.insert(at, x as i16),
+            Ints::W32(v) => v.insert(at, x as i32),
+            Ints::W64(v) => v.insert(at, x),
+        }
+        true
+    }
+
+    fn remove(&mut self, x: i64) -> bool {
+        let Ok(at) = self.search(x) else { return false };
+        match self {
+            Ints::W16(v) => drop(v.remove(at)),
+            Ints::W32(v) => drop(v.remove(at)),
+            Ints::W64(v) => drop(v.remove(at)),
+        }
+        true
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Ints::W16(v) => v.shrink_to_fit(),
+            Ints::W32(v) => v.shrink_to_fit(),
+            Ints::W64(v) => v.shrink_to_fit(),
+        }
+    }
 }
 
 /// A small set's members one after another in one buffer, in insertion order: a member
@@ -51,7 +165,7 @@ impl Members {
 
 impl Default for Set {
     fn default() -> Self {
-        Set::Intset(Vec::new())
+        Set::Intset(Ints::default())
     }
 }
 
@@ -60,7 +174,7 @@ impl Set {
     /// members (setTypeCreate).
     pub fn create(first: &[u8], size_hint: usize, limits: &Limits) -> Set {
         if parse_canonical_i64(first).is_some() && size_hint <= limits.set_max_intset_entries {
-            Set::Intset(Vec::new())
+            Set::Intset(Ints::default())
         } else if size_hint <= limits.set_max_listpack_entries {
             Set::Listpack(Members::default())
         } else {
@@ -98,7 +212,7 @@ impl Set {
 
     pub fn contains(&self, m: &[u8]) -> bool {
         match self {
-            Set::Intset(v) => parse_canonical_i64(m).is_some_and(|i| v.binary_search(&i).is_ok()),
+            Set::Intset(v) => parse_canonical_i64(m).is_some_and(|i| v.contains(i)),
             Set::Listpack(v) => v.contains(m),
             Set::Table(t) => t.contains(m),
         }
@@ -107,7 +221,7 @@ impl Set {
     /// Members in SMEMBERS order.
     pub fn members(&self) -> Vec<Vec<u8>> {
         match self {
-            Set::Intset(v) => v.iter().map(|i| fmt_i64(*i, &mut [0u8; 20]).to_vec()).collect(),
+            Set::Intset(v) => v.iter().map(|i| fmt_i64(i, &mut [0u8; 20]).to_vec()).collect(),
             Set::Listpack(v) => v.iter().map(|e| e.to_vec()).collect(),
             Set::Table(t) => t.iter().map(|e| e.to_vec()).collect(),
         }
@@ -118,25 +232,22 @@ impl Set {
         match self {
             Set::Intset(v) => {
                 if let Some(i) = parse_canonical_i64(m) {
-                    return match v.binary_search(&i) {
-                        Ok(_) => false,
-                        Err(at) => {
-                            v.insert(at, i);
-                            if v.len() > limits.set_max_intset_entries {
-                                self.convert_to_table();
-                            }
-                            true
-                        }
-                    };
+                    if !v.insert(i) {
+                        return false;
+                    }
+                    if v.len() > limits.set_max_intset_entries {
+                        self.convert_to_table();
+                    }
+                    return true;
                 }
-                let longest = v.iter().map(|i| fmt_i64(*i, &mut [0u8; 20]).len()).max().unwrap_or(0);
+                let longest = v.iter().map(|i| fmt_i64(i, &mut [0u8; 20]).len()).max().unwrap_or(0);
                 if v.len() < limits.set_max_listpack_entries
                     && m.len() <= limits.set_max_listpack_value
                     && longest <= limits.set_max_listpack_value
                 {
                     let mut items = Members::default();
                     for i in v.iter() {
-                        items.push(fmt_i64(*i, &mut [0u8; 20]));
+                        items.push(fmt_i64(i, &mut [0u8; 20]));
                     }
                     *self = Set::Listpack(items);
                 } else {
@@ -162,13 +273,7 @@ impl Set {
     /// Remove a member; true when it was there.
     pub fn remove(&mut self, m: &[u8]) -> bool {
         match self {
-            Set::Intset(v) => match parse_canonical_i64(m).map(|i| v.binary_search(&i)) {
-                Some(Ok(at)) => {
-                    v.remove(at);
-                    true
-                }
-                _ => false,
-            },
+            Set::Intset(v) => parse_canonical_i64(m).is_some_and(|i| v.remove(i)),
             Set::Listpack(v) => v.remove(m),
             Set::Table(t) => t.swap_remove(m),
         }
@@ -177,7 +282,7 @@ impl Set {
     /// Members in SMEMBERS order, integers formatted on the way.
     pub fn iter(&self) -> impl Iterator<Item = Cow<'_, [u8]>> + '_ {
         let ints = match self {
-            Set::Intset(v) => Some(v.iter().map(|i| Cow::Owned(fmt_i64(*i, &mut [0u8; 20]).to_vec()))),
+            Set::Intset(v) => Some(v.iter().map(|i| Cow::Owned(fmt_i64(i, &mut [0u8; 20]).to_vec()))),
             _ => None,
         };
         let strs = match self {
@@ -194,7 +299,7 @@ impl Set {
     /// The member at position `i` (in SMEMBERS order).
     pub fn get_index(&self, i: usize) -> Option<Cow<'_, [u8]>> {
         match self {
-            Set::Intset(v) => v.get(i).map(|n| Cow::Owned(fmt_i64(*n, &mut [0u8; 20]).to_vec())),
+            Set::Intset(v) => v.get(i).map(|n| Cow::Owned(fmt_i64(n, &mut [0u8; 20]).to_vec())),
             Set::Listpack(v) => v.get(i).map(Cow::Borrowed),
             Set::Table(t) => t.get_index(i).map(|e| Cow::Borrowed(e.as_slice())),
         }
@@ -242,7 +347,7 @@ impl Set {
     pub fn convert_to_table(&mut self) {
         let t: Table = match self {
             Set::Table(_) => return,
-            Set::Intset(v) => v.iter().map(|i| sds(fmt_i64(*i, &mut [0u8; 20]))).collect(),
+            Set::Intset(v) => v.iter().map(|i| sds(fmt_i64(i, &mut [0u8; 20]))).collect(),
             Set::Listpack(v) => v.iter().map(sds).collect(),
         };
         *self = Set::Table(t);
@@ -289,6 +394,49 @@ mod tests {
         let mut u = Set::create(b"01", 1, &l);
         u.insert(b"01", &l);
         assert_eq!(u.encoding(), "hashtable");
+    }
+
+    proptest::proptest! {
+        /// Ints against a sorted set of i64, across the widths; widening never narrows back.
+        #[test]
+        fn ints_match_a_btreeset(ops in proptest::collection::vec((proptest::bool::ANY, 0u8..4, proptest::num::i64::ANY), 0..200)) {
+            let mut ints = Ints::default();
+            let mut model = std::collections::BTreeSet::new();
+            let mut widest = 2;
+            for (add, width, x) in ops {
+                let x = match width {
+                    0 => x % 100,
+                    1 => x % 40_000,
+                    2 => x % 3_000_000_000,
+                    _ => x,
+                };
+                if add {
+                    proptest::prop_assert_eq!(ints.insert(x), model.insert(x));
+                } else {
+                    proptest::prop_assert_eq!(ints.remove(x), model.remove(&x));
+                }
+                proptest::prop_assert!(ints.width() >= widest);
+                widest = ints.width();
+                proptest::prop_assert!(ints.iter().eq(model.iter().copied()));
+                let need = model.iter().map(|&y| if i16::try_from(y).is_ok() { 2 } else if i32::try_from(y).is_ok() { 4 } else { 8 }).max().unwrap_or(2);
+                proptest::prop_assert!(ints.width() >= need);
+            }
+        }
+    }
+
+    #[test]
+    fn ints_take_the_narrowest_width_redis_would() {
+        let mut v = Ints::default();
+        v.insert(-32768);
+        v.insert(32767);
+        assert_eq!(v.width(), 2);
+        v.insert(32768);
+        assert_eq!(v.width(), 4);
+        v.insert(i64::from(i32::MIN) - 1);
+        assert_eq!(v.width(), 8);
+        assert_eq!(v.iter().collect::<Vec<_>>(), vec![i64::from(i32::MIN) - 1, -32768, 32767, 32768]);
+        v.remove(i64::from(i32::MIN) - 1);
+        assert_eq!(v.width(), 8, "an intset never narrows");
     }
 
     #[test]
