@@ -245,6 +245,7 @@ pub fn walk_with(
         data_len: data.len(),
         rdb_version,
         redis_family: reader.dialect().family == ferrokv::format::rdb::Family::Redis,
+        writer_rdb: rdb_version,
         release,
         progress: Progress::new(data.len() as u64),
         tally: Tally::default(),
@@ -314,6 +315,10 @@ struct VerifyStage<'s> {
     rdb_version: u32,
     /// A Redis-magic file (Valkey's own magic numbers its versions apart).
     redis_family: bool,
+    /// The newest RDB version the writing server knows: the header's, or the one its
+    /// `redis-ver` / `valkey-ver` aux field names when newer (the loader of that release
+    /// is the one whose verdict verify gives).
+    writer_rdb: u32,
     release: &'s dyn Fn(usize),
     progress: Progress,
     tally: Tally,
@@ -392,7 +397,11 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
     fn record(&mut self, rec: &Record<'a>) {
         let rep = &mut self.rep;
         match rec {
-            Record::Aux { key, value } => rep.aux.push((lossy(key), lossy(value))),
+            Record::Aux { key, value } => {
+                let known = key.with_bytes(|k| value.with_bytes(|v| writer_rdb_version(k, v)));
+                self.writer_rdb = self.writer_rdb.max(known.unwrap_or(0));
+                rep.aux.push((lossy(key), lossy(value)));
+            }
             Record::SelectDb { offset, db } => {
                 self.current_db = *db;
                 if *db >= self.databases && self.refused.is_none() {
@@ -417,14 +426,14 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
             Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
             Record::Key(k) => {
                 let first = k.value.vtype.first_rdb_version();
-                if first > self.rdb_version && self.redis_family && self.refused.is_none() {
+                if first > self.writer_rdb && self.redis_family && self.refused.is_none() {
                     let e = FormatError::new(
                         k.offset,
                         format!(
-                            "value type {} in an RDB {} file: the Redis that writes RDB {} does not know it and refuses the file (\"Unknown RDB encoding type\"); Redis writing RDB {first} and later read it",
+                            "value type {} in an RDB {} file: the server that wrote it (RDB {}) does not know the type and refuses the file (\"Unknown RDB encoding type\"); servers writing RDB {first} and later read it",
                             k.value.vtype.name(),
                             self.rdb_version,
-                            self.rdb_version,
+                            self.writer_rdb,
                         ),
                     );
                     self.refused = Some(RdbError::in_key(e, k));
@@ -471,6 +480,29 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
     fn progress(&mut self, offset: usize) {
         self.progress.set(offset as u64);
     }
+}
+
+/// The RDB version a release named by a `redis-ver` or `valkey-ver` aux field writes (and
+/// so the value types its loader knows); None for other fields and unreadable versions,
+/// `u32::MAX` for releases newer than the ones whose types are listed.
+fn writer_rdb_version(field: &[u8], version: &[u8]) -> Option<u32> {
+    let text = std::str::from_utf8(version).ok()?;
+    let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
+    let (major, minor) = (parts.next()??, parts.next()??);
+    Some(match field {
+        b"redis-ver" => match (major, minor) {
+            (0..=4, _) => 8,
+            (5 | 6, _) => 9,
+            (7, 0..=1) => 10,
+            (7, 2..=3) => 11,
+            (7, _) => 12,
+            _ => u32::MAX,
+        },
+        // Valkey 7.2 and 8 write RDB 11; later ones their own magic.
+        b"valkey-ver" if major <= 8 => 11,
+        b"valkey-ver" => u32::MAX,
+        _ => return None,
+    })
 }
 
 fn lossy(e: &Elem<'_>) -> String {
