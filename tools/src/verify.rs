@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::collections::HashSet;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::format::rdb::{Checksum, KeyRecord, LogicalType, RdbError, RdbReader, Record, ValueType};
 use ferrokv::format::{Elem, FormatError};
 
@@ -398,9 +399,11 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
         let rep = &mut self.rep;
         match rec {
             Record::Aux { key, value } => {
-                let known = key.with_bytes(|k| value.with_bytes(|v| writer_rdb_version(k, v)));
-                self.writer_rdb = self.writer_rdb.max(known.unwrap_or(0));
-                rep.aux.push((lossy(key), lossy(value)));
+                let (field, version) = (lossy(key), lossy(value));
+                if let Some(writer) = ServerVersion::of_writer_field(&field, &version) {
+                    self.writer_rdb = self.writer_rdb.max(writer.rdb_version());
+                }
+                rep.aux.push((field, version));
             }
             Record::SelectDb { offset, db } => {
                 self.current_db = *db;
@@ -480,29 +483,6 @@ impl<'a> Stage<'a, Checked_> for VerifyStage<'_> {
     fn progress(&mut self, offset: usize) {
         self.progress.set(offset as u64);
     }
-}
-
-/// The RDB version a release named by a `redis-ver` or `valkey-ver` aux field writes (and
-/// so the value types its loader knows); None for other fields and unreadable versions,
-/// `u32::MAX` for releases newer than the ones whose types are listed.
-fn writer_rdb_version(field: &[u8], version: &[u8]) -> Option<u32> {
-    let text = std::str::from_utf8(version).ok()?;
-    let mut parts = text.split('.').map(|p| p.parse::<u32>().ok());
-    let (major, minor) = (parts.next()??, parts.next()??);
-    Some(match field {
-        b"redis-ver" => match (major, minor) {
-            (0..=4, _) => 8,
-            (5 | 6, _) => 9,
-            (7, 0..=1) => 10,
-            (7, 2..=3) => 11,
-            (7, _) => 12,
-            _ => u32::MAX,
-        },
-        // Valkey 7.2 and 8 write RDB 11; later ones their own magic.
-        b"valkey-ver" if major <= 8 => 11,
-        b"valkey-ver" => u32::MAX,
-        _ => return None,
-    })
 }
 
 fn lossy(e: &Elem<'_>) -> String {

@@ -74,14 +74,30 @@ impl ServerVersion {
         })
     }
 
+    /// The version a writer's aux field names: `redis-ver 7.0.15`, `valkey-ver 8.0.1`.
+    pub fn of_writer_field(field: &str, v: &str) -> Option<ServerVersion> {
+        match field {
+            "valkey-ver" => ServerVersion::parse(&format!("valkey-{v}")),
+            "redis-ver" => ServerVersion::parse(v),
+            _ => None,
+        }
+    }
+
+    /// The RDB version this version's SAVE writes (so the value types its loader knows).
+    pub fn rdb_version(self) -> u32 {
+        match self {
+            ServerVersion::Redis62 => 9,
+            ServerVersion::Redis70 => 10,
+            ServerVersion::Redis72 | ServerVersion::Valkey72 | ServerVersion::Valkey80 => 11,
+            ServerVersion::Redis74 => 12,
+        }
+    }
+
     /// The version a file says it was written by: the `redis-ver` / `valkey-ver` aux field,
     /// else its RDB version (9: 6.2, 10: 7.0, 11: 7.2, 12: 7.4).
     pub fn of_file(rdb_version: u32, server_ver: Option<(&str, &str)>) -> Option<ServerVersion> {
-        if let Some((field, v)) = server_ver {
-            let v = if field == "valkey-ver" { format!("valkey-{v}") } else { v.to_string() };
-            if let Some(sv) = ServerVersion::parse(&v) {
-                return Some(sv);
-            }
+        if let Some(sv) = server_ver.and_then(|(field, v)| ServerVersion::of_writer_field(field, v)) {
+            return Some(sv);
         }
         match rdb_version {
             9 => Some(ServerVersion::Redis62),
