@@ -6,7 +6,7 @@
 //! The tools ask it whether a logged command is one the file's server knew, and with what
 //! arity ([`Catalog::check`]).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::OnceLock;
 
 use serde_json::Value as Json;
@@ -335,6 +335,8 @@ pub struct Catalog {
     defs: Vec<CommandDef>,
     /// (container or "", name) → the definitions, one per set of versions.
     index: HashMap<(String, String), Vec<usize>>,
+    /// The commands that have subcommands.
+    containers: HashSet<String>,
 }
 
 const CATALOG: &str = include_str!("catalog.json");
@@ -344,7 +346,11 @@ impl Catalog {
     pub fn get() -> &'static Catalog {
         static CAT: OnceLock<Catalog> = OnceLock::new();
         CAT.get_or_init(|| {
-            Catalog::parse(CATALOG).unwrap_or_else(|_| Catalog { defs: Vec::new(), index: HashMap::new() })
+            Catalog::parse(CATALOG).unwrap_or_else(|_| Catalog {
+                defs: Vec::new(),
+                index: HashMap::new(),
+                containers: HashSet::new(),
+            })
         })
     }
 
@@ -370,7 +376,8 @@ impl Catalog {
             index.entry((container.clone().unwrap_or_default(), name.clone())).or_default().push(defs.len());
             defs.push(CommandDef { name, container, arity, flags, facts: c.clone(), versions });
         }
-        Ok(Catalog { defs, index })
+        let containers = index.keys().map(|(c, _)| c.clone()).filter(|c| !c.is_empty()).collect();
+        Ok(Catalog { defs, index, containers })
     }
 
     /// The subcommands `version` has of `container`.
@@ -413,7 +420,7 @@ impl Catalog {
             };
         };
         // A container's subcommand, when the version's table has subcommands for it.
-        let has_subs = self.index.keys().any(|(c, _)| c == &top.name);
+        let has_subs = self.containers.contains(&top.name);
         let def = match (has_subs, argv.get(1)) {
             (true, Some(sub)) => match self.lookup(Some(name), sub, version) {
                 Some(d) => d,
