@@ -276,6 +276,17 @@ pub const LOADING_ERROR: &str = "LOADING Redis is loading the dataset in memory"
 /// `-LOADING` for a command that cannot run while the start's load runs (Redis's
 /// is_denyloading_command: no `loading` flag, or an EXEC of one that has none).
 pub fn loading_refusal(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+    if s.is_async_loading() {
+        // The old data is served; what would disturb the load is refused.
+        let denied = |f: Found, argv: &[Vec<u8>]| f.flags_for(argv) & flags::NO_ASYNC_LOADING != 0;
+        let queued_denied = || {
+            c.multi.as_ref().is_some_and(|q| {
+                q.iter().any(|argv| argv.first().and_then(|n| crate::cmd::lookup(n)).is_some_and(|f| denied(f, argv)))
+            })
+        };
+        let refused = denied(found, argv) || (found.name == "exec" && queued_denied());
+        return refused.then(|| Reply::err(LOADING_ERROR));
+    }
     if !s.is_loading() {
         return None;
     }

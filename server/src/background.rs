@@ -27,7 +27,18 @@ impl Server {
     /// How long the loop may sleep while a snapshot runs: not at all while keys are left
     /// to copy, a little while the writer catches up.
     pub fn snapshot_poll_timeout(&self) -> Option<Duration> {
-        self.jobs.snapshot.as_ref().map(|w| if w.last_step == Step::Blocked { BLOCKED_WAIT } else { Duration::ZERO })
+        let walking =
+            self.jobs
+                .snapshot
+                .as_ref()
+                .map(|w| if w.last_step == Step::Blocked { BLOCKED_WAIT } else { Duration::ZERO });
+        // A full resync's encoder hands over chunks to pass on.
+        walking.or_else(|| self.full_sync_wants_turns().then_some(BLOCKED_WAIT))
+    }
+
+    /// A BGSAVE, a BGREWRITEAOF or a replicas' snapshot runs (Redis: a child is active).
+    pub fn background_busy(&self) -> bool {
+        self.jobs.running() || self.replicas.syncs.is_running()
     }
 
     /// One slice of copying, between client turns.
@@ -41,6 +52,9 @@ impl Server {
 
     /// Copy whatever is left now (before the keyspace is replaced, or to wait for the job).
     pub fn settle_snapshot(&mut self) {
+        // A replicas' snapshot goes at their sockets' pace: it is dropped (they sync
+        // again) rather than waited for.
+        self.abort_full_sync();
         if let Some(walker) = self.jobs.snapshot.as_mut() {
             walker.finish(self.engine.keyspace_mut());
             self.snapshot_done();

@@ -91,6 +91,8 @@ pub struct Client {
     /// REPLCONF rdb-filter-only: its full sync's RDB holds no keys, and the function
     /// libraries only when `Some(true)` (redis-cli --functions-rdb).
     pub rdb_filter: Option<bool>,
+    /// REPLCONF capa eof: takes a full resync's RDB streamed, of unknown length.
+    pub capa_eof: bool,
     /// The connection to our master when this server is a replica: its commands run
     /// unanswered and unchecked, as Redis runs its master client's.
     pub master: bool,
@@ -163,6 +165,7 @@ impl Client {
             monitor: false,
             replica_port: 0,
             rdb_filter: None,
+            capa_eof: false,
             lib_name: Vec::new(),
             lib_ver: Vec::new(),
             master: false,

@@ -150,6 +150,9 @@ impl Server {
             self.feed_replicas();
             self.write_deferred();
             self.step_snapshot();
+            self.pump_full_sync();
+            // A full resync's chunks just queued go out now, not after the next poll.
+            self.write_deferred();
             self.eviction_cron();
             if self.last_cron.elapsed() >= tick && !self.cron_paused {
                 self.last_cron = Instant::now();
@@ -157,6 +160,7 @@ impl Server {
                 self.ping_replicas();
                 self.backlog_cron();
                 self.replication_cron();
+                self.full_sync_cron();
                 self.feed_replicas();
                 self.write_deferred();
                 if let Some(param) = self.signals.scheduled() {

@@ -593,3 +593,150 @@ fn field_ttls_replicate_with_redis_7_4() {
     );
     assert_eq!(cli(replica.port, &["EXISTS", "hbig"]), "0");
 }
+
+/// A full resync as Redis 7.0 serves one: replicas arriving together wait
+/// repl-diskless-sync-delay (each in ROLE's `handshake`, INFO's `wait_bgsave`) and then
+/// share one snapshot streamed to both (`$EOF:`), a real Redis 7.0 replica and ours, while
+/// the master goes on taking writes; the writes made during the transfer reach both after
+/// their RDB. With repl-diskless-sync no the RDB goes as one bulk. Ours as the replica of
+/// a real diskless master reads the `$EOF:` form.
+#[test]
+fn full_resyncs_are_shared_streamed_and_made_in_the_background() {
+    let dir = TempDir::new("master");
+    let master = Ours::start(dir.path(), &["--repl-diskless-sync-delay", "2", "--rdb-key-save-delay", "20"]);
+    master.cli(&["DEBUG", "POPULATE", "50000", "k", "100"]);
+    let redis_replica = Redis::start();
+    let rdir = TempDir::new("replica");
+    let ours_replica = Ours::start(rdir.path(), &[]);
+    let port = master.port.to_string();
+    assert_eq!(redis_replica.cli(&["REPLICAOF", "127.0.0.1", &port]), "OK");
+    assert_eq!(ours_replica.cli(&["REPLICAOF", "127.0.0.1", &port]), "OK");
+    wait_for("both replicas to wait for the sync", || {
+        let replicas = master.cli(&["INFO", "replication"]);
+        replicas.matches("state=wait_bgsave").count() == 2
+    });
+    let role = ours_replica.cli(&["ROLE"]);
+    assert!(role.contains("handshake"), "ROLE during the delay: {role}");
+    // Writes while the snapshot is made (1 s at 20 us a key) and sent.
+    wait_for("the transfer to start", || master.info("rdb_bgsave_in_progress") == "1");
+    for i in 0..200 {
+        assert_eq!(master.cli(&["SET", &format!("during:{i}"), "v"]), "OK");
+    }
+    wait_for("the transfer to end", || master.info("rdb_bgsave_in_progress") == "0");
+    master.cli(&["SET", "after", "v"]);
+    wait_in_sync(master.port, redis_replica.port);
+    wait_in_sync(master.port, ours_replica.port);
+    let digest = master.cli(&["DEBUG", "DIGEST"]);
+    assert_eq!(redis_replica.cli(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(ours_replica.cli(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(redis_replica.cli(&["DBSIZE"]), "50201");
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert_eq!(log.matches("Starting BGSAVE for SYNC with target: replicas sockets").count(), 1, "{log}");
+    assert_eq!(log.matches("Synchronization with replica").count(), 2, "{log}");
+    let replica_log = std::fs::read_to_string(rdir.path().join("server.log")).unwrap_or_default();
+    assert!(replica_log.contains("receiving streamed RDB from master with EOF"), "{replica_log}");
+
+    // Disk target: one bulk of known length.
+    master.cli(&["CONFIG", "SET", "repl-diskless-sync", "no"]);
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    master.cli(&["CLIENT", "KILL", "TYPE", "replica"]);
+    master.cli(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
+    for i in 0..10 {
+        master.cli(&["SET", &format!("fill:{i}"), &"x".repeat(16384)]);
+    }
+    wait_in_sync(master.port, redis_replica.port);
+    wait_in_sync(master.port, ours_replica.port);
+    assert_eq!(redis_replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+    assert_eq!(ours_replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(log.contains("Starting BGSAVE for SYNC with target: disk"), "{log}");
+
+    // A real master streaming its RDB (diskless, as Redis 7.0's default) to ours.
+    let real_master = Redis::start();
+    real_master.cli(&["DEBUG", "POPULATE", "20000", "r", "50"]);
+    assert_eq!(ours_replica.cli(&["REPLICAOF", "127.0.0.1", &real_master.port.to_string()]), "OK");
+    wait_in_sync(real_master.port, ours_replica.port);
+    assert_eq!(ours_replica.cli(&["DEBUG", "DIGEST"]), real_master.cli(&["DEBUG", "DIGEST"]));
+    let replica_log = std::fs::read_to_string(rdir.path().join("server.log")).unwrap_or_default();
+    assert_eq!(replica_log.matches("receiving streamed RDB from master with EOF").count(), 2, "{replica_log}");
+}
+
+/// repl-diskless-load swapdb on our replica, as Redis 7.0's integration/replication checks
+/// it: while a new master's snapshot comes the replica is loading (`-LOADING`) and keeps
+/// its old data when the transfer fails; under the replication ID its data already
+/// follows it loads asynchronously, serving the old data, refusing REPLICAOF and CONFIG
+/// SET appendonly with `-LOADING`. A master whose replica stops reading drops it after
+/// repl-timeout and ends the sync.
+#[test]
+fn diskless_load_shows_loading_or_async_loading_as_redis() {
+    let (dm, dr) = (TempDir::new("master"), TempDir::new("replica"));
+    let master = Ours::start(dm.path(), &[]);
+    let replica = Ours::start(dr.path(), &["--repl-diskless-load", "swapdb", "--replica-read-only", "no"]);
+    master.cli(&["DEBUG", "POPULATE", "2000", "m", "100"]);
+    replica.cli(&["DEBUG", "POPULATE", "200", "r", "10"]);
+    replica.cli(&["SET", "mykey", "old"]);
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "3000"]);
+    assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
+    wait_for("the replica to load from the new master", || replica.info("loading") == "1");
+    assert_eq!(replica.info("async_loading"), "0");
+    assert!(replica.cli(&["GET", "mykey"]).starts_with("LOADING"));
+    master.cli(&["CONFIG", "SET", "repl-diskless-sync-delay", "5"]);
+    master.cli(&["CLIENT", "KILL", "TYPE", "replica"]);
+    wait_for("the failed load to end", || replica.info("loading") == "0");
+    assert_eq!(replica.cli(&["GET", "mykey"]), "old");
+    assert_eq!(replica.cli(&["DBSIZE"]), "201");
+
+    // The next sync completes; then one under the same replication ID loads async.
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    master.cli(&["CONFIG", "SET", "repl-diskless-sync-delay", "0"]);
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(replica.cli(&["DBSIZE"]), "2000");
+    replica.cli(&["SET", "mykey", "mine"]);
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "3000"]);
+    // The link dropped and the backlog outrun in one transaction: the next sync is full.
+    let fill = "x".repeat(16384);
+    let mut c = ferrokv_testkit::Client::connect(master.port);
+    c.call_str(&["MULTI"]);
+    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
+    c.call_str(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
+    for i in 0..10 {
+        c.call_str(&["SET", &format!("fill:{i}"), &fill]);
+    }
+    c.call_str(&["EXEC"]);
+    wait_for("the replica to load asynchronously", || replica.info("async_loading") == "1");
+    assert_eq!(replica.info("loading"), "0");
+    assert_eq!(replica.cli(&["GET", "mykey"]), "mine");
+    assert!(replica.cli(&["REPLICAOF", "NO", "ONE"]).starts_with("LOADING"));
+    assert!(replica.cli(&["CONFIG", "SET", "appendonly", "no"]).starts_with("LOADING"));
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(replica.cli(&["GET", "mykey"]), "");
+    assert_eq!(replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+
+    // A replica that stops reading (SIGSTOP) is dropped after repl-timeout.
+    let big = "y".repeat(100_000);
+    for i in 0..300 {
+        master.cli(&["SET", &format!("big:{i}"), &big]);
+    }
+    master.cli(&["CONFIG", "SET", "repl-timeout", "2"]);
+    // 30 MB of RDB, more than the sockets' buffers hold.
+    master.cli(&["CONFIG", "SET", "rdbcompression", "no"]);
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "2000"]);
+    let pid = replica.pid().to_string();
+    c.call_str(&["MULTI"]);
+    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
+    for i in 0..10 {
+        c.call_str(&["SET", &format!("fill:{i}"), &fill]);
+    }
+    c.call_str(&["EXEC"]);
+    wait_for("the next sync to start", || master.info("rdb_bgsave_in_progress") == "1");
+    let stopped = std::process::Command::new("kill").args(["-STOP", &pid]).status();
+    assert!(stopped.is_ok_and(|s| s.success()));
+    wait_for("the stalled replica to be dropped", || master.info("rdb_bgsave_in_progress") == "0");
+    let _ = std::process::Command::new("kill").args(["-CONT", &pid]).status();
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    let log = std::fs::read_to_string(dm.path().join("server.log")).unwrap_or_default();
+    assert!(log.contains("Disconnecting timedout replica (full sync)"), "{log}");
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+}

@@ -203,7 +203,7 @@ impl Drop for Server {
 }
 
 impl Server {
-    /// An empty server with no persistence and DEBUG enabled.
+    /// An empty server with no persistence, DEBUG enabled, full resyncs at once.
     pub fn start() -> Server {
         Server::start_with(None, &[])
     }
@@ -228,6 +228,8 @@ impl Server {
                 args.extend(["--appendonly".into(), "no".into()]);
             }
             args.extend(["--enable-debug-command".into(), "yes".into(), "--dbfilename".into(), "dump.rdb".into()]);
+            // A full resync to a replica starts at once (Redis 7.0 waits 5 s by default).
+            args.extend(["--repl-diskless-sync-delay".into(), "0".into()]);
             args.extend(extra.iter().map(|s| s.to_string()));
             Command::new("redis-server")
                 .args(&args)

@@ -268,15 +268,9 @@ pub struct ReplAux {
     pub offset: u64,
 }
 
-/// A snapshot of `ks` for a replica's full resync.
-pub fn write_replication_rdb<W: Write>(
-    w: W,
-    ks: &Keyspace,
-    cfg: &Config,
-    now_ms: i64,
-    repl: &ReplAux,
-) -> io::Result<W> {
-    write_rdb_with(w, Source::Keyspace(ks), cfg, now_ms, false, Some(repl))
+/// A snapshot for a replica's full resync.
+pub fn write_replication_rdb<W: Write>(w: W, src: Source, cfg: &Config, now_ms: i64, repl: &ReplAux) -> io::Result<W> {
+    write_rdb_with(w, src, cfg, now_ms, false, Some(repl))
 }
 
 /// Write a snapshot as an RDB file to `w`.

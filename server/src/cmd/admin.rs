@@ -12,7 +12,7 @@ use crate::log::log;
 use crate::server::{Server, ShutdownMode};
 
 pub fn save(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
-    if s.jobs.bgsave.is_some() {
+    if s.jobs.bgsave.is_some() || s.replicas.syncs.is_running() {
         return Reply::err("ERR Background save already in progress");
     }
     match s.save_now() {
@@ -30,7 +30,7 @@ pub fn bgsave(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         2 if eq_ic(&a[1], "schedule") => true,
         _ => return Reply::syntax(),
     };
-    if s.jobs.bgsave.is_some() {
+    if s.jobs.bgsave.is_some() || s.replicas.syncs.is_running() {
         return Reply::err("ERR Background save already in progress");
     }
     if s.jobs.bgrewrite.is_some() {
@@ -51,7 +51,7 @@ pub fn bgrewriteaof(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     if s.jobs.bgrewrite.is_some() {
         return Reply::err("ERR Background append only file rewriting already in progress");
     }
-    if s.jobs.bgsave.is_some() {
+    if s.jobs.bgsave.is_some() || s.replicas.syncs.is_running() {
         s.jobs.rewrite_scheduled = true;
         return Reply::simple("Background append only file rewriting scheduled");
     }

@@ -123,7 +123,9 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
         if ServerConfig::is_protected(name) && !s.cfg.enable_protected_configs.allows(c.addr.as_ref()) {
             return fail(&raw, "can't set protected config");
         }
-        if s.is_loading() && matches!(name, "appendonly" | "dir" | "dbfilename" | "save" | "repl-diskless-load") {
+        if (s.is_loading() || s.is_async_loading())
+            && matches!(name, "appendonly" | "dir" | "dbfilename" | "save" | "repl-diskless-load")
+        {
             // The engine is empty until the load ends: nothing may write it to the files.
             // Redis answers its LOADING error for the first three (and repl-diskless-load).
             return Reply::err("LOADING Redis is loading the dataset in memory");

@@ -153,7 +153,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
         "persistence" => {
             let aof_on = s.engine.persistence().aof.as_ref().is_some_and(|a| a.is_open());
             kv("loading", u8::from(s.is_loading()).to_string());
-            kv("async_loading", "0".into());
+            kv("async_loading", u8::from(s.is_async_loading()).to_string());
             // No fork here, so no copy-on-write: Redis's figures for a fork that copied nothing.
             kv("current_cow_peak", "0".into());
             kv("current_cow_size", "0".into());
@@ -163,7 +163,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("current_save_keys_processed", copied.to_string());
             kv("current_save_keys_total", total.to_string());
             kv("rdb_changes_since_last_save", s.engine.stats().dirty.to_string());
-            kv("rdb_bgsave_in_progress", u8::from(s.jobs.bgsave.is_some()).to_string());
+            kv(
+                "rdb_bgsave_in_progress",
+                u8::from(s.jobs.bgsave.is_some() || s.replicas.syncs.is_running()).to_string(),
+            );
             kv("rdb_last_save_time", s.jobs.last_save.to_string());
             kv("rdb_last_bgsave_status", if s.jobs.last_bgsave_ok { "ok" } else { "err" }.into());
             kv("rdb_last_bgsave_time_sec", "-1".into());

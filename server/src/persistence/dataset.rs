@@ -179,8 +179,15 @@ impl Server {
         self.loading = Some(crate::loading::Loading::start(cfg, turn_every.unwrap_or(2 << 20)));
     }
 
+    /// The start's load runs, or a replica's diskless load (clients get -LOADING).
     pub(crate) fn is_loading(&self) -> bool {
-        self.loading.is_some()
+        self.loading.is_some() || self.link.as_ref().is_some_and(|l| l.is_loading())
+    }
+
+    /// A replica loads its master's snapshot while serving the old data (Redis's
+    /// async_loading): commands flagged no-async-loading get -LOADING.
+    pub(crate) fn is_async_loading(&self) -> bool {
+        self.link.as_ref().is_some_and(|l| l.is_async_loading())
     }
 
     /// INFO persistence's loading_* fields, while the load runs.

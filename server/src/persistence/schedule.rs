@@ -9,7 +9,7 @@ use crate::server::{Server, ShutdownMode};
 
 impl Server {
     pub(crate) fn check_save_points(&mut self) {
-        if self.jobs.running() {
+        if self.background_busy() {
             return;
         }
         let now = Clock::System.now_ms() / 1000;
@@ -109,7 +109,7 @@ impl Server {
     }
 
     pub(crate) fn start_scheduled_jobs(&mut self) {
-        if self.jobs.running() {
+        if self.background_busy() {
             return;
         }
         if self.jobs.rewrite_scheduled {
@@ -230,8 +230,9 @@ impl Server {
         let manifest = ferrokv::persist::load::read_manifest(&cfg)?;
         let now = self.engine.now_ms();
         self.engine.persistence_mut().aof = Some(ferrokv::persist::Aof::enabling(&cfg, manifest, now)?);
-        if self.jobs.bgsave.is_some() {
-            // One snapshot at a time, as Redis has one child: the rewrite follows the save.
+        if self.jobs.bgsave.is_some() || self.replicas.syncs.is_running() {
+            // One snapshot at a time, as Redis has one child: the rewrite follows the save
+            // (or the replicas' sync).
             self.jobs.rewrite_scheduled = true;
         } else if self.jobs.bgrewrite.is_none() {
             self.start_bgrewrite()?;

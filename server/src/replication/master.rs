@@ -8,7 +8,7 @@ use ferrokv::persist::replication::ReplicationFeed;
 use ferrokv::persist::snapshot::ReplAux;
 use ferrokv::Reply;
 
-use super::state::{Attached, LinkState};
+use super::state::{Attached, LinkState, Transfer};
 use crate::blocking::Op;
 use crate::client::Client;
 use crate::log::log;
@@ -47,8 +47,11 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
     let name = replica_name(c);
     log(&format!("Replica {name} asks for synchronization"));
-    // Everything written so far is in the backlog (and with the other replicas).
+    // Everything written so far is in the backlog (and with the other replicas), which
+    // holds what repl-backlog-size says now (a CONFIG SET may have shrunk it since the
+    // last cron).
     s.feed_replicas();
+    s.follow_backlog_size();
     let psync = eq_ic(&a[0], "psync");
     if psync {
         let Some(from) = parse_i64(&a[2]) else {
@@ -63,7 +66,7 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                 Ok(missed) => {
                     c.out.extend_from_slice(format!("+CONTINUE {}\r\n", s.replicas.history.replid()).as_bytes());
                     c.out.extend_from_slice(&missed);
-                    attach(s, c);
+                    attach(s, c, Transfer::Online);
                     s.stats.sync_partial_ok += 1;
                     log(&format!(
                         "Partial resynchronization request from {name} accepted. Sending {} bytes of backlog starting from offset {from}.",
@@ -87,38 +90,45 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             feed.restart_select();
         }
     }
-    let now = s.engine.now_ms();
-    // A replica's goes on from its master's: the snapshot names the database selected.
-    let Some(aux) = s.repl_aux() else {
-        return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
-    };
-    let offset = aux.offset;
-    // REPLCONF rdb-filter-only: no keys, and the functions only when asked for.
-    let filtered = c.rdb_filter.map(|functions| {
+    // REPLCONF rdb-filter-only (redis-cli --rdb / --functions-rdb): no keys, so the
+    // snapshot is small and made at once.
+    if let Some(functions) = c.rdb_filter {
+        let Some(aux) = s.repl_aux() else {
+            return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
+        };
         let mut ks = Keyspace::new(s.engine.keyspace().dbs.len());
         if functions {
             ks.functions = s.engine.keyspace().functions.clone();
         }
-        ks
-    });
-    let ks = filtered.as_ref().unwrap_or(s.engine.keyspace());
-    let rdb = match ferrokv::persist::snapshot::write_replication_rdb(Vec::new(), ks, s.engine.config(), now, &aux) {
-        Ok(b) => b,
-        Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
-    };
-    if psync {
-        c.out.extend_from_slice(format!("+FULLRESYNC {} {offset}\r\n", s.replicas.history.replid()).as_bytes());
+        let now = s.engine.now_ms();
+        let src = ferrokv::persist::snapshot::Source::Keyspace(&ks);
+        let rdb = match ferrokv::persist::snapshot::write_replication_rdb(Vec::new(), src, s.engine.config(), now, &aux)
+        {
+            Ok(b) => b,
+            Err(e) => return Reply::error(format!("ERR cannot build the snapshot for the replica: {e}")),
+        };
+        if psync {
+            c.out.extend_from_slice(
+                format!("+FULLRESYNC {} {}\r\n", s.replicas.history.replid(), aux.offset).as_bytes(),
+            );
+        }
+        c.out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
+        c.out.extend_from_slice(&rdb);
+        attach(s, c, Transfer::Online);
+        log("Starting BGSAVE for SYNC with target: disk");
+        log(&format!("Synchronization with replica {name} succeeded ({} bytes of snapshot)", rdb.len()));
+        return Reply::ok();
     }
-    c.out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
-    c.out.extend_from_slice(&rdb);
-    attach(s, c);
-    log("Starting BGSAVE for SYNC with target: disk");
-    log(&format!("Synchronization with replica {name} succeeded ({} bytes of snapshot)", rdb.len()));
+    if s.repl_aux().is_none() {
+        return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
+    }
+    attach(s, c, Transfer::Waiting);
+    s.queue_full_sync(c.id, c.capa_eof, psync);
     Reply::ok()
 }
 
 /// `c` is a replica from now on: fed the stream, its commands unanswered.
-fn attach(s: &mut Server, c: &mut Client) {
+fn attach(s: &mut Server, c: &mut Client, transfer: Transfer) {
     c.raw_reply = true;
     // A master does not answer its replica's commands (REPLCONF ACK).
     c.reply_off = true;
@@ -131,12 +141,13 @@ fn attach(s: &mut Server, c: &mut Client) {
         ack: 0,
         fack: 0,
         ack_at: Instant::now(),
+        transfer,
     });
     s.replicas.history.alone_since = None;
 }
 
 /// How Redis names a replica in its log: the address it listens on.
-fn replica_name(c: &Client) -> String {
+pub(super) fn replica_name(c: &Client) -> String {
     let host = c.addr.as_ref().map(|a| a.host()).unwrap_or_default();
     format!("{host}:{}", c.replica_port)
 }
@@ -154,6 +165,10 @@ pub fn replconf(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             let ack = parse_i64(&a[2]).unwrap_or(0).max(0) as u64;
             let fack = (a.len() >= 5 && eq_ic(&a[3], "fack")).then(|| parse_i64(&a[4]).unwrap_or(0).max(0) as u64);
             if let Some(r) = s.replicas.attached.iter_mut().find(|r| r.id == c.id) {
+                if matches!(r.transfer, Transfer::AwaitingAck { .. }) {
+                    // It loaded the streamed RDB: the stream may follow now.
+                    c.out.extend_from_slice(&r.rdb_sent(false));
+                }
                 r.ack = r.ack.max(ack);
                 r.ack_at = Instant::now();
                 if let Some(f) = fack {
@@ -182,6 +197,11 @@ pub fn replconf(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                 }
             }
             c.rdb_filter = Some(functions);
+            Reply::ok()
+        }
+        b"capa" => {
+            // `capa eof capa psync2`: what the replica can take, in pairs.
+            c.capa_eof |= a[1..].chunks(2).any(|p| eq_ic(&p[0], "capa") && eq_ic(&p[1], "eof"));
             Reply::ok()
         }
         b"listening-port" => {
@@ -295,7 +315,16 @@ impl Server {
         if let Some(b) = self.replicas.history.backlog.as_mut() {
             b.push(bytes);
         }
-        for r in &self.replicas.attached {
+        for r in &mut self.replicas.attached {
+            match &mut r.transfer {
+                // Its snapshot, when it starts, holds these writes.
+                Transfer::Waiting => continue,
+                Transfer::Sending { held } | Transfer::AwaitingAck { held } => {
+                    held.extend_from_slice(bytes);
+                    continue;
+                }
+                Transfer::Online => {}
+            }
             let Some(c) = self.clients.get_mut(&r.id) else { continue };
             c.out.extend_from_slice(bytes);
             if !c.write_deferred {
@@ -352,6 +381,16 @@ impl Server {
         }
     }
 
+    /// The backlog takes the size repl-backlog-size says now (a smaller one drops the
+    /// oldest history).
+    fn follow_backlog_size(&mut self) {
+        let size = self.backlog_size();
+        let Some(b) = self.replicas.history.backlog.as_mut() else { return };
+        if b.size() != size.max(16 * 1024) {
+            b.resize(size);
+        }
+    }
+
     pub(super) fn backlog_size(&self) -> usize {
         self.cfg.get("repl-backlog-size").and_then(|v| crate::memory_value::parse_memory(&v)).unwrap_or(1 << 20)
             as usize
@@ -360,10 +399,9 @@ impl Server {
     /// From the cron: follow repl-backlog-size, and free a master's backlog after
     /// repl-backlog-ttl seconds without replicas (its history ends: a new ID).
     pub fn backlog_cron(&mut self) {
-        let size = self.backlog_size();
-        let Some(b) = self.replicas.history.backlog.as_mut() else { return };
-        if b.size() != size.max(16 * 1024) {
-            b.resize(size);
+        self.follow_backlog_size();
+        if self.replicas.history.backlog.is_none() {
+            return;
         }
         if self.link.is_some() || !self.replicas.is_empty() {
             self.replicas.history.alone_since = None;
@@ -440,6 +478,7 @@ impl Server {
             return;
         }
         self.replicas.attached.retain(|r| r.id != c.id);
+        self.replicas.syncs.forget(c.id);
         log(&format!("Connection with replica {} lost.", replica_name(c)));
     }
 }

@@ -13,7 +13,7 @@ use mio::{Interest, Token};
 
 use super::backlog::Backlog;
 use super::master::write_ack;
-use super::state::{LinkState, MasterLink, SyncKind, Synced};
+use super::state::{LinkState, MasterLink, SyncKind, SyncPhase, Synced};
 use crate::client::Client;
 use crate::log::log;
 use crate::server::Server;
@@ -28,7 +28,16 @@ impl Server {
             LinkState::Connect { retry_at } if Instant::now() >= *retry_at => {
                 log(&format!("Connecting to MASTER {}:{}", link.host, link.port));
                 let (tx, rx) = channel();
+                let phase = SyncPhase::default();
+                let load = match self.cfg.get("repl-diskless-load").as_deref() {
+                    Some("swapdb") => DisklessLoad::Swapdb,
+                    Some("on-empty-db") if self.engine.keyspace().is_empty() => DisklessLoad::OnEmptyDb,
+                    _ => DisklessLoad::Disabled,
+                };
                 let job = Handshake {
+                    phase: phase.clone(),
+                    load,
+                    followed: self.replicas.history.replid().to_string(),
                     failover: self.replicas.failover.as_ref().is_some_and(|f| f.in_progress),
                     psync: link.can_continue.then(|| (self.replicas.history.replid().to_string(), link.offset + 1)),
                     host: link.host.clone(),
@@ -44,17 +53,21 @@ impl Server {
                     tls: (self.cfg.get("tls-replication").as_deref() == Some("yes"))
                         .then(|| crate::net::TlsSettings::of(&self.cfg).client_config()),
                 };
-                link.state = LinkState::Sync(rx);
+                link.state = LinkState::Sync(rx, phase);
                 std::thread::spawn(move || {
                     let _ = tx.send(job.run());
                 });
                 return;
             }
             LinkState::Connect { .. } => return,
-            LinkState::Sync(rx) => match rx.try_recv() {
+            LinkState::Sync(rx, _) => match rx.try_recv() {
                 Ok(Ok(synced)) => synced,
                 Ok(Err(e)) => {
-                    log(&format!("Synchronization with MASTER {}:{} failed: {e}", link.host, link.port));
+                    if e.starts_with("Timeout ") {
+                        crate::log::warn(&e);
+                    } else {
+                        log(&format!("Synchronization with MASTER {}:{} failed: {e}", link.host, link.port));
+                    }
                     let _ = std::fs::remove_file(sync_temp_file(&self.engine.config().dir));
                     link.state = LinkState::Connect { retry_at: Instant::now() + Duration::from_secs(1) };
                     if self.replicas.failover.as_ref().is_some_and(|f| f.in_progress) {
@@ -115,7 +128,10 @@ impl Server {
         self.disconnect_replicas();
         let dump = self.engine.config().dir.join(&self.engine.config().dbfilename);
         std::fs::rename(rdb, &dump).map_err(|e| format!("{}: {e}", dump.display()))?;
-        log("MASTER <-> REPLICA sync: Loading DB in memory");
+        if !self.link.as_ref().is_some_and(|l| l.is_loading() || l.is_async_loading()) {
+            // (A diskless load said so when the bytes started coming.)
+            log("MASTER <-> REPLICA sync: Loading DB in memory");
+        }
         let ks = self.read_dump_file()?;
         self.replace_dataset(ks)?;
         self.touch_every_watcher();
@@ -438,7 +454,11 @@ pub fn role(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
         Some(link) => {
             let state = match link.state {
                 LinkState::Connect { .. } => "connect",
-                LinkState::Sync(_) => "sync",
+                LinkState::Sync(_, ref phase) => match phase.get() {
+                    SyncPhase::CONNECTING => "connecting",
+                    SyncPhase::HANDSHAKE => "handshake",
+                    _ => "sync",
+                },
                 LinkState::Up { .. } => "connected",
             };
             let offset = if link.is_up() { link.offset as i64 } else { -1 };
@@ -450,6 +470,7 @@ pub fn role(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
                 .replicas
                 .attached
                 .iter()
+                .filter(|r| r.online())
                 .map(|r| Reply::Array(vec![b(&r.addr), b(&r.port.to_string()), b(&r.ack.to_string())]))
                 .collect();
             Reply::Array(vec![b("master"), Reply::Int(offset as i64), Reply::Array(replicas)])
@@ -457,8 +478,24 @@ pub fn role(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// repl-diskless-load, as it applies to a sync: the snapshot always goes to a file
+/// first here, but clients see what Redis's loading from the socket shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DisklessLoad {
+    Disabled,
+    Swapdb,
+    /// on-empty-db, when there were no keys.
+    OnEmptyDb,
+}
+
 /// The replica's side of the handshake, run on its own thread with blocking I/O.
 struct Handshake {
+    phase: SyncPhase,
+    /// How the snapshot is loaded, which decides what clients see meanwhile.
+    load: DisklessLoad,
+    /// The replication ID our data follows: a full resync under the same ID is loaded
+    /// asynchronously (with swapdb).
+    followed: String,
     /// A FAILOVER hands over to this master: PSYNC says so.
     failover: bool,
     /// The stream to ask to continue, and from which offset.
@@ -483,10 +520,11 @@ impl Handshake {
             .map_err(|e| e.to_string())?
             .next()
             .ok_or("the master's address does not resolve")?;
-        let sock = connect_from(self.source, addr, self.timeout).map_err(|e| e.to_string())?;
+        let sock = connect_from(self.source, addr, self.timeout).map_err(link_error)?;
         sock.set_read_timeout(Some(self.timeout)).map_err(|e| e.to_string())?;
         sock.set_write_timeout(Some(self.timeout)).map_err(|e| e.to_string())?;
         let _ = sock.set_nodelay(true);
+        self.phase.set(SyncPhase::HANDSHAKE);
         let link = match &self.tls {
             None => Link::Plain(sock),
             Some(config) => {
@@ -496,11 +534,11 @@ impl Handshake {
                 Link::Tls(Box::new(rustls::StreamOwned::new(tls, sock)))
             }
         };
-        let mut r = BufReader::new(link);
+        let mut r = BufReader::with_capacity(64 << 10, link);
         let ask = |args: &[&str], r: &mut BufReader<Link>| -> Result<String, String> {
             let mut out = Vec::new();
             ferrokv::persist::feed::put_multibulk(&mut out, args);
-            r.get_mut().write_all(&out).map_err(|e| e.to_string())?;
+            r.get_mut().write_all(&out).map_err(link_error)?;
             read_line(r)
         };
         if let Some(pass) = &self.pass {
@@ -518,7 +556,7 @@ impl Handshake {
         }
         log("Master replied to PING, replication can continue...");
         ask(&["REPLCONF", "listening-port", &self.my_port.to_string()], &mut r)?;
-        ask(&["REPLCONF", "capa", "psync2"], &mut r)?;
+        ask(&["REPLCONF", "capa", "eof", "capa", "psync2"], &mut r)?;
         let reply = match &self.psync {
             Some((replid, from)) => {
                 log(&format!("Trying a partial resynchronization (request {replid}:{from})."));
@@ -548,20 +586,46 @@ impl Handshake {
         let replid = words.next().unwrap_or_default().to_string();
         let offset: u64 = words.next().and_then(|o| o.parse().ok()).ok_or("no offset in +FULLRESYNC")?;
         log(&format!("Full resync from master: {replid}:{offset}"));
-        let bulk = read_line(&mut r)?;
-        let len: u64 = bulk
-            .strip_prefix('$')
-            .and_then(|l| l.parse().ok())
-            .ok_or_else(|| format!("Bad protocol from MASTER, the first byte is not '$': {bulk}"))?;
-        log(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
-        let mut file = std::fs::File::create(&self.rdb).map_err(|e| format!("{}: {e}", self.rdb.display()))?;
-        let copied = std::io::copy(&mut (&mut r).take(len), &mut file).map_err(|e| e.to_string())?;
-        if copied != len {
-            return Err(format!("the master closed the connection after {copied} of {len} bytes"));
+        self.phase.set(match self.load {
+            DisklessLoad::Disabled => SyncPhase::TRANSFER,
+            DisklessLoad::Swapdb if replid == self.followed => SyncPhase::TRANSFER_ASYNC,
+            DisklessLoad::Swapdb | DisklessLoad::OnEmptyDb => SyncPhase::TRANSFER_LOADING,
+        });
+        let diskless = self.load != DisklessLoad::Disabled;
+        if diskless {
+            // Redis's diskless load starts loading as the bytes come.
+            log("MASTER <-> REPLICA sync: Loading DB in memory");
         }
-        file.sync_all().map_err(|e| e.to_string())?;
+        let received = self.receive(&mut r);
+        if let (true, Err(e)) = (diskless, &received) {
+            // A short read is an error of the load, as Redis reports it from the socket.
+            log(&format!("Internal error in RDB reading from the master's socket: {e}"));
+            log("Failed trying to load the MASTER synchronization DB from socket, check server logs.");
+        }
+        received?;
         let stream_db = ferrokv::persist::replication::snapshot_stream_db(&self.rdb);
         synced(r, SyncKind::Full { replid, offset, rdb: self.rdb, stream_db })
+    }
+
+    /// The snapshot, `$<len>` bytes or `$EOF:<mark>`-ended, into the temp file.
+    fn receive(&self, r: &mut BufReader<Link>) -> Result<(), String> {
+        let bulk = read_line(r).map_err(bulk_timeout)?;
+        let mut file = std::fs::File::create(&self.rdb).map_err(|e| format!("{}: {e}", self.rdb.display()))?;
+        if let Some(mark) = bulk.strip_prefix("$EOF:") {
+            log("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+            copy_until_mark(r, mark.as_bytes(), &mut file)?;
+        } else {
+            let len: u64 = bulk
+                .strip_prefix('$')
+                .and_then(|l| l.parse().ok())
+                .ok_or_else(|| format!("Bad protocol from MASTER, the first byte is not '$': {bulk}"))?;
+            log(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
+            let copied = std::io::copy(&mut (&mut *r).take(len), &mut file).map_err(|e| bulk_timeout(link_error(e)))?;
+            if copied != len {
+                return Err(format!("the master closed the connection after {copied} of {len} bytes"));
+            }
+        }
+        file.sync_all().map_err(|e| e.to_string())
     }
 }
 
@@ -630,11 +694,61 @@ fn sync_temp_file(dir: &std::path::Path) -> PathBuf {
     dir.join(format!("temp-{}-sync.rdb", std::process::id()))
 }
 
+/// What an I/O error of the link is, in Redis's words when the master stopped answering
+/// within repl-timeout.
+fn link_error(e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => TIMEOUT_CONNECTING.to_string(),
+        _ => e.to_string(),
+    }
+}
+
+const TIMEOUT_CONNECTING: &str = "Timeout connecting to the MASTER...";
+
+/// A timeout while the snapshot comes, as Redis says it.
+fn bulk_timeout(e: String) -> String {
+    if e == TIMEOUT_CONNECTING {
+        "Timeout receiving bulk data from MASTER... If the problem persists try to set the 'repl-timeout' parameter in redis.conf to a larger value.".into()
+    } else {
+        e
+    }
+}
+
+/// An RDB sent as `$EOF:<mark>`: every byte before the mark goes to `file`; what follows
+/// the mark is the stream and stays in `r`.
+fn copy_until_mark(r: &mut BufReader<Link>, mark: &[u8], file: &mut std::fs::File) -> Result<(), String> {
+    if mark.len() != 40 {
+        return Err(format!("Bad protocol from MASTER: an EOF mark of {} bytes", mark.len()));
+    }
+    let finder = memchr::memmem::Finder::new(mark);
+    let write = |file: &mut std::fs::File, b: &[u8]| file.write_all(b).map_err(|e| e.to_string());
+    // The last bytes read, which may be the start of the mark.
+    let mut window: Vec<u8> = Vec::new();
+    loop {
+        let buf = r.fill_buf().map_err(|e| bulk_timeout(link_error(e)))?;
+        if buf.is_empty() {
+            return Err("the master closed the connection before the end of the RDB".into());
+        }
+        let n = buf.len();
+        window.extend_from_slice(buf);
+        if let Some(p) = finder.find(&window) {
+            write(file, &window[..p])?;
+            // The window held at most 39 bytes before this read, so the mark ends in it.
+            r.consume(n - (window.len() - (p + mark.len())));
+            return Ok(());
+        }
+        r.consume(n);
+        let cut = window.len() - window.len().min(mark.len() - 1);
+        write(file, &window[..cut])?;
+        window.drain(..cut);
+    }
+}
+
 /// One reply line, newlines the master sends as keepalives skipped.
 fn read_line(r: &mut BufReader<Link>) -> Result<String, String> {
     loop {
         let mut line = String::new();
-        if r.read_line(&mut line).map_err(|e| e.to_string())? == 0 {
+        if r.read_line(&mut line).map_err(link_error)? == 0 {
             return Err("the master closed the connection".into());
         }
         let line = line.trim_end_matches(['\r', '\n']);

@@ -19,6 +19,8 @@ pub struct Replicas {
     pub(super) resting_offset: u64,
     /// A coordinated FAILOVER under way.
     pub failover: Option<Failover>,
+    /// Full resyncs: the replicas waiting for one, and the one running.
+    pub syncs: FullSyncs,
 }
 
 /// FAILOVER: writes are paused until the target (or any replica) has acknowledged the
@@ -55,6 +57,42 @@ pub(super) struct Attached {
     pub(super) fack: u64,
     /// When it last acknowledged (or attached).
     pub(super) ack_at: Instant,
+    pub(super) transfer: Transfer,
+}
+
+/// Where a replica's full resync stands.
+#[derive(Debug)]
+pub(super) enum Transfer {
+    /// Waiting for the next sync to start: the stream is not sent (the snapshot will
+    /// hold it).
+    Waiting,
+    /// Its RDB is being sent: the stream since the snapshot waits here.
+    Sending { held: Vec<u8> },
+    /// Its streamed RDB was sent: the stream waits for its first REPLCONF ACK, which
+    /// says it loaded it (Redis's replica finds the end mark only at the end of a read,
+    /// so nothing may follow the mark until then).
+    AwaitingAck { held: Vec<u8> },
+    /// Fed the stream.
+    Online,
+}
+
+impl Attached {
+    pub(super) fn online(&self) -> bool {
+        matches!(self.transfer, Transfer::Online | Transfer::AwaitingAck { .. })
+    }
+
+    /// Its RDB was sent (`streamed`: with an end mark): the stream held meanwhile, to
+    /// send now, unless it must wait for the replica's first ACK.
+    pub(super) fn rdb_sent(&mut self, streamed: bool) -> Vec<u8> {
+        match std::mem::replace(&mut self.transfer, Transfer::Online) {
+            Transfer::Sending { held } if streamed => {
+                self.transfer = Transfer::AwaitingAck { held };
+                Vec::new()
+            }
+            Transfer::Sending { held } | Transfer::AwaitingAck { held } => held,
+            _ => Vec::new(),
+        }
+    }
 }
 
 impl Replicas {
@@ -69,7 +107,7 @@ impl Replicas {
 
     /// The first replica that acknowledged the stream up to `offset`.
     pub fn caught_up(&self, offset: u64) -> Option<(String, u16)> {
-        self.attached.iter().find(|r| r.ack == offset).map(|r| (r.addr.clone(), r.port))
+        self.attached.iter().find(|r| r.online() && r.ack == offset).map(|r| (r.addr.clone(), r.port))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -81,9 +119,10 @@ impl Replicas {
         self.attached.iter().filter(|r| r.ack >= offset).count()
     }
 
-    /// Replicas that acknowledged within the last `lag` seconds (min-replicas-max-lag).
+    /// Online replicas that acknowledged within the last `lag` seconds
+    /// (min-replicas-max-lag).
     pub fn good(&self, lag: u64) -> usize {
-        self.attached.iter().filter(|r| r.ack_at.elapsed().as_secs() <= lag).count()
+        self.attached.iter().filter(|r| r.online() && r.ack_at.elapsed().as_secs() <= lag).count()
     }
 
     /// Replicas whose AOF fsynced the stream up to `offset`.
@@ -98,7 +137,12 @@ impl Replicas {
             .enumerate()
             .map(|(i, r)| {
                 let lag = r.ack_at.elapsed().as_secs();
-                (format!("slave{i}"), format!("ip={},port={},state=online,offset={},lag={lag}", r.addr, r.port, r.ack))
+                let state = match r.transfer {
+                    Transfer::Waiting => "wait_bgsave",
+                    Transfer::Sending { .. } => "send_bulk",
+                    Transfer::Online | Transfer::AwaitingAck { .. } => "online",
+                };
+                (format!("slave{i}"), format!("ip={},port={},state={state},offset={},lag={lag}", r.addr, r.port, r.ack))
             })
             .collect()
     }
@@ -133,8 +177,9 @@ pub struct MasterLink {
 pub(super) enum LinkState {
     /// To connect at the next cron (after `retry_at`).
     Connect { retry_at: Instant },
-    /// The handshake and the snapshot download run on a thread.
-    Sync(Receiver<Result<Synced, String>>),
+    /// The handshake and the snapshot download run on a thread, which says how far it
+    /// got in the [`SyncPhase`].
+    Sync(Receiver<Result<Synced, String>>, SyncPhase),
     /// Streaming: the master's connection is client `id`.
     Up { id: u64 },
 }
@@ -160,16 +205,130 @@ pub(super) enum SyncKind {
     Continue { replid: Option<String> },
 }
 
+/// How far the handshake thread got: connecting, then the handshake (until the master
+/// answers PSYNC), then receiving the snapshot. ROLE and INFO read it.
+#[derive(Debug, Clone, Default)]
+pub(super) struct SyncPhase(std::sync::Arc<std::sync::atomic::AtomicU8>);
+
+impl SyncPhase {
+    pub(super) const CONNECTING: u8 = 0;
+    pub(super) const HANDSHAKE: u8 = 1;
+    /// Receiving the snapshot into a file (repl-diskless-load disabled): the data is
+    /// served meanwhile.
+    pub(super) const TRANSFER: u8 = 2;
+    /// Receiving it with repl-diskless-load swapdb (or on-empty-db over no keys): as
+    /// Redis loads from the socket then, clients get -LOADING until it is in.
+    pub(super) const TRANSFER_LOADING: u8 = 3;
+    /// The same from the master whose history our data follows: Redis's async loading,
+    /// the old data served until the new replaces it.
+    pub(super) const TRANSFER_ASYNC: u8 = 4;
+
+    pub(super) fn set(&self, phase: u8) {
+        self.0.store(phase, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub(super) fn get(&self) -> u8 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 impl MasterLink {
     pub fn is_up(&self) -> bool {
         matches!(self.state, LinkState::Up { .. })
     }
 
+    fn phase(&self) -> Option<u8> {
+        match &self.state {
+            LinkState::Sync(_, phase) => Some(phase.get()),
+            _ => None,
+        }
+    }
+
+    /// Receiving the master's snapshot (INFO's master_sync_in_progress).
     pub fn is_syncing(&self) -> bool {
-        matches!(self.state, LinkState::Sync(_))
+        self.phase().is_some_and(|p| p >= SyncPhase::TRANSFER)
+    }
+
+    /// Loading the master's snapshot as Redis's diskless load does: clients get -LOADING.
+    pub fn is_loading(&self) -> bool {
+        self.phase() == Some(SyncPhase::TRANSFER_LOADING)
+    }
+
+    /// Loading it asynchronously (INFO's async_loading): the old data is served.
+    pub fn is_async_loading(&self) -> bool {
+        self.phase() == Some(SyncPhase::TRANSFER_ASYNC)
     }
 
     pub fn last_io_secs(&self) -> u64 {
         self.last_io.elapsed().as_secs()
+    }
+}
+
+/// The full resyncs of a master: who waits for one, and the one running (driven by
+/// fullsync.rs).
+#[derive(Default)]
+pub struct FullSyncs {
+    /// Replicas waiting for the next sync, in arrival order.
+    pub(super) waiting: Vec<Waiting>,
+    pub(super) running: Option<Running>,
+    /// When the waiting replicas last got their keepalive newline.
+    pub(super) last_newline: Option<Instant>,
+}
+
+impl std::fmt::Debug for FullSyncs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FullSyncs").field("waiting", &self.waiting.len()).field("running", &self.is_running()).finish()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Waiting {
+    pub(super) id: u64,
+    /// Said `capa eof`: can read an RDB of unknown length.
+    pub(super) eof: bool,
+    /// Asked with PSYNC: answered `+FULLRESYNC` when the sync starts (SYNC is not).
+    pub(super) psync: bool,
+    pub(super) since: Instant,
+}
+
+/// A replica a running sync serves.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Target {
+    pub(super) id: u64,
+    /// Gets the RDB as it is made (`$EOF:`), not whole at the end.
+    pub(super) eof: bool,
+    /// Its unsent output at the last look, and when that last went down: a replica
+    /// that takes nothing for repl-timeout seconds is dropped.
+    pub(super) pending: usize,
+    pub(super) progress_at: Instant,
+}
+
+pub(super) struct Running {
+    pub(super) chunks: std::sync::mpsc::Receiver<Vec<u8>>,
+    pub(super) encoder: std::thread::JoinHandle<std::io::Result<()>>,
+    pub(super) targets: Vec<Target>,
+    /// `$EOF:` replicas: the mark that ends their RDB.
+    pub(super) mark: String,
+    /// The RDB so far, for the replicas that get it as one bulk at the end.
+    pub(super) whole: Option<Vec<u8>>,
+    /// Every chunk was taken; the encoder's verdict is next.
+    pub(super) drained: bool,
+}
+
+impl FullSyncs {
+    pub fn is_running(&self) -> bool {
+        self.running.is_some()
+    }
+
+    pub(super) fn wait(&mut self, id: u64, eof: bool, psync: bool) {
+        self.waiting.push(Waiting { id, eof, psync, since: Instant::now() });
+    }
+
+    /// A replica went away: it is no longer waited for or fed.
+    pub(super) fn forget(&mut self, id: u64) {
+        self.waiting.retain(|w| w.id != id);
+        if let Some(r) = &mut self.running {
+            r.targets.retain(|t| t.id != id);
+        }
     }
 }

@@ -19,12 +19,15 @@ pub struct Ours {
 
 impl Ours {
     /// Start the binary on a free port with no save points and data (and its log,
-    /// `server.log`) in `dir`; wait until it answers (testkit::spawn_on_free_port).
+    /// `server.log`) in `dir`; wait until it answers (testkit::spawn_on_free_port). A
+    /// full resync starts at once (`repl-diskless-sync-delay 0`) unless `extra` says
+    /// otherwise.
     pub fn start(dir: &Path, extra: &[&str]) -> Ours {
         let spawn = |port: u16| {
             let log = std::fs::File::create(dir.join("server.log")).expect("log file");
             Command::new(env!("CARGO_BIN_EXE_ferrokv-server"))
                 .args(["--port", &port.to_string(), "--save", "", "--enable-debug-command", "yes"])
+                .args(["--repl-diskless-sync-delay", "0"])
                 .arg("--dir")
                 .arg(dir)
                 .args(extra)

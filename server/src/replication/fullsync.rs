@@ -1,0 +1,324 @@
+//! A full resync served in the background, as Redis's BGSAVE for replication: replicas
+//! asking for one wait (Redis's wait_bgsave state, a newline a second keeping their
+//! link alive) until a sync starts; the loop then copies the keyspace a slice at a time
+//! (the snapshot walker, as BGSAVE), a thread encodes the RDB and hands it over in
+//! chunks, and the loop passes each chunk on as the replicas' sockets take it.
+//!
+//! With `repl-diskless-sync yes` and replicas that said `REPLCONF capa eof`, the sync
+//! waits `repl-diskless-sync-delay` seconds (or for `repl-diskless-sync-max-replicas`)
+//! so that replicas arriving together share it, and the RDB goes out as it is made,
+//! between `$EOF:<mark>` and the mark. Otherwise (Redis writes the file to disk first)
+//! it starts at once and the RDB is sent as one `$len` bulk when whole. The stream that
+//! follows the snapshot is held for each replica until its RDB is sent.
+
+use std::io::{self, Write};
+use std::sync::mpsc::{sync_channel, SyncSender, TryRecvError};
+use std::time::{Duration, Instant};
+
+use super::master::replica_name;
+use super::state::{Running, Target, Transfer, Waiting};
+use crate::log::log;
+use crate::server::Server;
+
+/// Bytes the encoder hands over at a time.
+const CHUNK: usize = 64 << 10;
+/// Chunks made and not yet taken by the loop (bounds the encoder's lead).
+const CHUNKS_IN_FLIGHT: usize = 16;
+/// A replica's unsent output below which the loop gives it the next chunk.
+const SOCKET_ROOM: usize = 1 << 20;
+
+/// The encoder's output, a chunk at a time, to the loop.
+struct ChunkWriter {
+    tx: SyncSender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl ChunkWriter {
+    fn send(&mut self) -> io::Result<()> {
+        let chunk = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.tx.send(chunk).map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the replicas went away"))
+    }
+}
+
+impl Write for ChunkWriter {
+    fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(b);
+        if self.buf.len() >= CHUNK {
+            self.send()?;
+        }
+        Ok(b.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if !self.buf.is_empty() {
+            self.send()?;
+        }
+        Ok(())
+    }
+}
+
+impl Server {
+    /// Whether the loop should look again soon: a sync runs and no streamed replica's
+    /// socket is full (a full one wakes the loop when it drains).
+    pub fn full_sync_wants_turns(&self) -> bool {
+        let Some(run) = &self.replicas.syncs.running else { return false };
+        !run.targets.iter().any(|t| t.eof && self.clients.get(&t.id).is_some_and(|c| c.pending_out() >= SOCKET_ROOM))
+    }
+
+    fn diskless_sync(&self) -> bool {
+        self.cfg.get("repl-diskless-sync").as_deref() != Some("no")
+    }
+
+    fn config_number(&self, name: &str) -> u64 {
+        self.cfg.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
+    }
+
+    /// A replica asked for a full resync: it waits for the next sync.
+    pub(super) fn queue_full_sync(&mut self, id: u64, eof: bool, psync: bool) {
+        let diskless = eof && self.diskless_sync();
+        if diskless && self.config_number("repl-diskless-sync-delay") > 0 {
+            log("Delay next BGSAVE for diskless SYNC");
+        }
+        // Started by the loop: the asking client is not among the clients while its
+        // command runs.
+        self.replicas.syncs.wait(id, diskless, psync);
+    }
+
+    /// Every loop turn: start a sync that is due, pass a running one's chunks on, and
+    /// finish it when whole.
+    pub fn pump_full_sync(&mut self) {
+        let Some(mut run) = self.replicas.syncs.running.take() else {
+            self.start_full_sync_when_due();
+            return;
+        };
+        run.targets.retain(|t| self.clients.contains_key(&t.id));
+        if run.targets.is_empty() {
+            log("Diskless rdb transfer, last replica dropped, killing fork child.");
+            self.abort_full_sync_walker();
+            return;
+        }
+        for t in &mut run.targets {
+            let pending = self.clients.get(&t.id).map_or(0, |c| c.pending_out());
+            if pending < t.pending || pending == 0 {
+                t.progress_at = Instant::now();
+            }
+            t.pending = pending;
+        }
+        while !run.drained {
+            // A streamed RDB goes at the pace of the slowest replica, as Redis's pipe.
+            if run.targets.iter().any(|t| t.eof && t.pending >= SOCKET_ROOM) {
+                break;
+            }
+            match run.chunks.try_recv() {
+                Ok(chunk) => {
+                    for t in &mut run.targets {
+                        if t.eof {
+                            t.pending += chunk.len();
+                            self.queue_to_replica(t.id, &chunk);
+                        }
+                    }
+                    if let Some(w) = &mut run.whole {
+                        w.extend_from_slice(&chunk);
+                    }
+                }
+                Err(TryRecvError::Empty) => break,
+                Err(TryRecvError::Disconnected) => run.drained = true,
+            }
+        }
+        if !run.drained || !run.encoder.is_finished() {
+            self.replicas.syncs.running = Some(run);
+            return;
+        }
+        let outcome = run.encoder.join().unwrap_or_else(|_| Err(io::Error::other("the encoder thread panicked")));
+        match outcome {
+            Ok(()) => {
+                if run.whole.is_none() {
+                    log(&format!(
+                        "Diskless rdb transfer, done reading from pipe, {} replicas still up.",
+                        run.targets.len()
+                    ));
+                }
+                self.full_sync_sent(&run.targets, &run.mark, run.whole.as_deref());
+            }
+            Err(e) => {
+                log(&format!("Background transfer error: {e}"));
+                for t in &run.targets {
+                    self.close_replica_asap(t.id);
+                }
+            }
+        }
+    }
+
+    /// The RDB was made whole: end it for each replica, then let the held stream go.
+    fn full_sync_sent(&mut self, targets: &[Target], mark: &str, whole: Option<&[u8]>) {
+        log("Background RDB transfer terminated with success");
+        for &Target { id, eof, .. } in targets {
+            let Some(c) = self.clients.get(&id) else { continue };
+            let name = replica_name(c);
+            if eof {
+                self.queue_to_replica(id, mark.as_bytes());
+                log(&format!(
+                    "Streamed RDB transfer with replica {name} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming"
+                ));
+            } else if let Some(w) = whole {
+                let head = format!("${}\r\n", w.len());
+                self.queue_to_replica(id, head.as_bytes());
+                self.queue_to_replica(id, w);
+            }
+            let held = self.replicas.attached.iter_mut().find(|r| r.id == id).map(|r| r.rdb_sent(eof));
+            if let Some(held) = held {
+                self.queue_to_replica(id, &held);
+            }
+            log(&format!("Synchronization with replica {name} succeeded"));
+        }
+    }
+
+    pub(super) fn queue_to_replica(&mut self, id: u64, bytes: &[u8]) {
+        let Some(c) = self.clients.get_mut(&id) else { return };
+        c.out.extend_from_slice(bytes);
+        if !c.write_deferred {
+            c.write_deferred = true;
+            self.deferred_writes.push(id);
+        }
+    }
+
+    fn close_replica_asap(&mut self, id: u64) {
+        if let Some(c) = self.clients.get_mut(&id) {
+            c.close_asap = true;
+            self.pending.push_back(id);
+        }
+    }
+
+    /// From the cron: keep waiting replicas' links alive and start a sync when due.
+    pub fn full_sync_cron(&mut self) {
+        let syncs = &mut self.replicas.syncs;
+        if syncs.waiting.is_empty() && syncs.running.is_none() {
+            return;
+        }
+        if syncs.last_newline.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            syncs.last_newline = Some(Instant::now());
+            // Redis's keepalive for replicas waiting for the RDB to start, or (disk
+            // target) to be whole; a streamed RDB cannot take one.
+            let mut ids: Vec<u64> = syncs.waiting.iter().map(|w| w.id).collect();
+            if let Some(r) = syncs.running.as_ref().filter(|r| r.whole.is_some()) {
+                ids.extend(r.targets.iter().filter(|t| !t.eof).map(|t| t.id));
+            }
+            for id in ids {
+                self.queue_to_replica(id, b"\n");
+            }
+        }
+        self.drop_stalled_sync_replicas();
+        self.start_full_sync_when_due();
+    }
+
+    /// A replica that took none of its RDB for repl-timeout seconds is dropped, so the
+    /// others' transfer goes on.
+    fn drop_stalled_sync_replicas(&mut self) {
+        let timeout = Duration::from_secs(self.config_number("repl-timeout").max(1));
+        let Some(run) = &self.replicas.syncs.running else { return };
+        let stalled: Vec<u64> =
+            run.targets.iter().filter(|t| t.pending > 0 && t.progress_at.elapsed() > timeout).map(|t| t.id).collect();
+        for id in stalled {
+            if let Some(c) = self.clients.get(&id) {
+                log(&format!("Disconnecting timedout replica (full sync): {}", replica_name(c)));
+            }
+            self.close_replica_asap(id);
+            self.replicas.syncs.forget(id);
+        }
+    }
+
+    fn start_full_sync_when_due(&mut self) {
+        let waiting = &self.replicas.syncs.waiting;
+        if waiting.is_empty() || self.replicas.syncs.is_running() || self.jobs.running() || self.jobs.snapshot.is_some()
+        {
+            return;
+        }
+        // A replica that takes the RDB only whole starts a sync at once (Redis's disk
+        // target); diskless ones wait for company.
+        let any_disk = waiting.iter().any(|w| !w.eof);
+        let delay = Duration::from_secs(self.config_number("repl-diskless-sync-delay"));
+        let max = self.config_number("repl-diskless-sync-max-replicas") as usize;
+        let waited = waiting.first().is_some_and(|w| w.since.elapsed() >= delay);
+        if any_disk || waited || (max > 0 && waiting.len() >= max) {
+            self.start_full_sync();
+        }
+    }
+
+    /// Start the sync for every waiting replica: `+FULLRESYNC`, then the RDB as it is made.
+    fn start_full_sync(&mut self) {
+        let waiting = std::mem::take(&mut self.replicas.syncs.waiting);
+        let waiting: Vec<Waiting> = waiting.into_iter().filter(|w| self.clients.contains_key(&w.id)).collect();
+        if waiting.is_empty() {
+            return;
+        }
+        // Everything propagated so far is in the snapshot; what follows is held.
+        self.feed_replicas();
+        let Some(aux) = self.repl_aux() else {
+            for w in &waiting {
+                self.close_replica_asap(w.id);
+            }
+            return;
+        };
+        let cfg = ferrokv::persist::snapshot::config_for(self.engine.config(), self.engine.keyspace());
+        let now = self.engine.now_ms();
+        let (walker, rx) = match self.engine.keyspace_mut().begin_snapshot() {
+            Ok(started) => started,
+            Err(e) => {
+                log(&format!("Can't start the snapshot for the replicas: {e}"));
+                self.replicas.syncs.waiting = waiting;
+                return;
+            }
+        };
+        self.snapshot_started(walker);
+        let mark = super::new_replid();
+        let diskless = waiting.iter().all(|w| w.eof);
+        log(&format!("Starting BGSAVE for SYNC with target: {}", if diskless { "replicas sockets" } else { "disk" }));
+        let replid = self.replicas.history.replid().to_string();
+        for w in &waiting {
+            if w.psync {
+                self.queue_to_replica(w.id, format!("+FULLRESYNC {replid} {}\r\n", aux.offset).as_bytes());
+            }
+            if w.eof {
+                self.queue_to_replica(w.id, format!("$EOF:{mark}\r\n").as_bytes());
+            }
+            if let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == w.id) {
+                r.transfer = Transfer::Sending { held: Vec::new() };
+            }
+        }
+        let (tx, chunks) = sync_channel(CHUNKS_IN_FLIGHT);
+        let encoder = std::thread::spawn(move || {
+            let src = ferrokv::persist::snapshot::Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay };
+            let out = ChunkWriter { tx, buf: Vec::with_capacity(CHUNK) };
+            let mut out = ferrokv::persist::snapshot::write_replication_rdb(out, src, &cfg, now, &aux)?;
+            out.flush()
+        });
+        self.replicas.syncs.running = Some(Running {
+            chunks,
+            encoder,
+            targets: waiting
+                .iter()
+                .map(|w| Target { id: w.id, eof: w.eof, pending: 0, progress_at: Instant::now() })
+                .collect(),
+            mark,
+            whole: waiting.iter().any(|w| !w.eof).then(Vec::new),
+            drained: false,
+        });
+    }
+
+    /// Drop the running sync (its replicas are gone, or the keyspace is about to be
+    /// replaced): the walker stops copying and the encoder ends on its closed channels.
+    pub fn abort_full_sync(&mut self) {
+        if let Some(run) = self.replicas.syncs.running.take() {
+            for t in &run.targets {
+                self.close_replica_asap(t.id);
+            }
+            self.abort_full_sync_walker();
+        }
+    }
+
+    fn abort_full_sync_walker(&mut self) {
+        if let Some(mut walker) = self.jobs.snapshot.take() {
+            walker.abort(self.engine.keyspace_mut());
+        }
+    }
+}
