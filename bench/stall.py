@@ -6,9 +6,13 @@ second connection sends the trigger command (BGSAVE by default) and the loop kee
 until the server reports the job done. Prints the longest round trip, the round trip
 percentiles, and INFO's latest_fork_usec.
 
-    bench/stall.py PORT [BGSAVE|BGREWRITEAOF] [--seconds N]
+    bench/stall.py PORT [BGSAVE|BGREWRITEAOF|SYNC] [--seconds N]
+
+SYNC: a replica's full resync, as `redis-cli --rdb` takes one (the job ends when it has
+the whole RDB).
 """
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -77,6 +81,10 @@ def main():
             # From another thread, so the ping in flight meets the stall.
             def fire():
                 t = time.perf_counter()
+                if trigger.upper() == "SYNC":
+                    subprocess.run(["redis-cli", "-p", str(port), "--rdb", "/tmp/stall-sync.rdb"], capture_output=True)
+                    print("trigger: redis-cli --rdb took %.2f s" % (time.perf_counter() - t))
+                    return
                 r = command(admin, trigger).decode()
                 print("trigger: %s (reply after %.2f ms)" % (r, (time.perf_counter() - t) * 1000))
             th = threading.Thread(target=fire)
@@ -84,6 +92,8 @@ def main():
             triggered_at = len(rtts)
         elif th is not None and th.is_alive():
             continue
+        elif triggered_at is not None and trigger.upper() == "SYNC":
+            break
         elif triggered_at is not None and len(rtts) % 200 == 0:
             if info_field(admin, "persistence", done_flag) == "0":
                 break
