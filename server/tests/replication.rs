@@ -639,11 +639,16 @@ fn full_resyncs_are_shared_streamed_and_made_in_the_background() {
     // Disk target: one bulk of known length.
     master.cli(&["CONFIG", "SET", "repl-diskless-sync", "no"]);
     master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
-    master.cli(&["CLIENT", "KILL", "TYPE", "replica"]);
-    master.cli(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
+    // The links dropped and the backlog outrun in one transaction: the next syncs are full.
+    let fill = "x".repeat(16384);
+    let mut c = ferrokv_testkit::Client::connect(master.port);
+    c.call_str(&["MULTI"]);
+    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
+    c.call_str(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
     for i in 0..10 {
-        master.cli(&["SET", &format!("fill:{i}"), &"x".repeat(16384)]);
+        c.call_str(&["SET", &format!("fill:{i}"), &fill]);
     }
+    c.call_str(&["EXEC"]);
     wait_in_sync(master.port, redis_replica.port);
     wait_in_sync(master.port, ours_replica.port);
     assert_eq!(redis_replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));

@@ -90,12 +90,13 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             feed.restart_select();
         }
     }
-    // REPLCONF rdb-filter-only (redis-cli --rdb / --functions-rdb): no keys, so the
+    // A replica's goes on from its master's: the snapshot names the database selected.
+    let Some(aux) = s.repl_aux() else {
+        return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
+    };
+    // REPLCONF rdb-filter-only (redis-cli --functions-rdb, --replica): no keys, so the
     // snapshot is small and made at once.
     if let Some(functions) = c.rdb_filter {
-        let Some(aux) = s.repl_aux() else {
-            return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
-        };
         let mut ks = Keyspace::new(s.engine.keyspace().dbs.len());
         if functions {
             ks.functions = s.engine.keyspace().functions.clone();
@@ -118,9 +119,6 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         log("Starting BGSAVE for SYNC with target: disk");
         log(&format!("Synchronization with replica {name} succeeded ({} bytes of snapshot)", rdb.len()));
         return Reply::ok();
-    }
-    if s.repl_aux().is_none() {
-        return Reply::err("NOMASTERLINK Can't SYNC while not connected with my master");
     }
     attach(s, c, Transfer::Waiting);
     s.queue_full_sync(c.id, c.capa_eof, psync);
