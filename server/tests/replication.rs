@@ -594,6 +594,21 @@ fn field_ttls_replicate_with_redis_7_4() {
     assert_eq!(cli(replica.port, &["EXISTS", "hbig"]), "0");
 }
 
+/// Drop a master's replicas and outrun its backlog in one transaction, as Redis's own
+/// tests do: the replicas' next sync is a full one (a reconnect between the two steps
+/// would continue instead).
+fn force_full_resync(master: u16) {
+    let fill = "x".repeat(16384);
+    let mut c = ferrokv_testkit::Client::connect(master);
+    c.call_str(&["MULTI"]);
+    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
+    c.call_str(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
+    for i in 0..10 {
+        c.call_str(&["SET", &format!("fill:{i}"), &fill]);
+    }
+    c.call_str(&["EXEC"]);
+}
+
 /// A full resync as Redis 7.0 serves one: replicas arriving together wait
 /// repl-diskless-sync-delay (each in ROLE's `handshake`, INFO's `wait_bgsave`) and then
 /// share one snapshot streamed to both (`$EOF:`), a real Redis 7.0 replica and ours, while
@@ -639,16 +654,7 @@ fn full_resyncs_are_shared_streamed_and_made_in_the_background() {
     // Disk target: one bulk of known length.
     master.cli(&["CONFIG", "SET", "repl-diskless-sync", "no"]);
     master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "0"]);
-    // The links dropped and the backlog outrun in one transaction: the next syncs are full.
-    let fill = "x".repeat(16384);
-    let mut c = ferrokv_testkit::Client::connect(master.port);
-    c.call_str(&["MULTI"]);
-    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
-    c.call_str(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
-    for i in 0..10 {
-        c.call_str(&["SET", &format!("fill:{i}"), &fill]);
-    }
-    c.call_str(&["EXEC"]);
+    force_full_resync(master.port);
     wait_in_sync(master.port, redis_replica.port);
     wait_in_sync(master.port, ours_replica.port);
     assert_eq!(redis_replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
@@ -698,16 +704,7 @@ fn diskless_load_shows_loading_or_async_loading_as_redis() {
     assert_eq!(replica.cli(&["DBSIZE"]), "2000");
     replica.cli(&["SET", "mykey", "mine"]);
     master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "3000"]);
-    // The link dropped and the backlog outrun in one transaction: the next sync is full.
-    let fill = "x".repeat(16384);
-    let mut c = ferrokv_testkit::Client::connect(master.port);
-    c.call_str(&["MULTI"]);
-    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
-    c.call_str(&["CONFIG", "SET", "repl-backlog-size", "16384"]);
-    for i in 0..10 {
-        c.call_str(&["SET", &format!("fill:{i}"), &fill]);
-    }
-    c.call_str(&["EXEC"]);
+    force_full_resync(master.port);
     wait_for("the replica to load asynchronously", || replica.info("async_loading") == "1");
     assert_eq!(replica.info("loading"), "0");
     assert_eq!(replica.cli(&["GET", "mykey"]), "mine");
@@ -728,12 +725,7 @@ fn diskless_load_shows_loading_or_async_loading_as_redis() {
     master.cli(&["CONFIG", "SET", "rdbcompression", "no"]);
     master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "2000"]);
     let pid = replica.pid().to_string();
-    c.call_str(&["MULTI"]);
-    c.call_str(&["CLIENT", "KILL", "TYPE", "replica"]);
-    for i in 0..10 {
-        c.call_str(&["SET", &format!("fill:{i}"), &fill]);
-    }
-    c.call_str(&["EXEC"]);
+    force_full_resync(master.port);
     wait_for("the next sync to start", || master.info("rdb_bgsave_in_progress") == "1");
     let stopped = std::process::Command::new("kill").args(["-STOP", &pid]).status();
     assert!(stopped.is_ok_and(|s| s.success()));
