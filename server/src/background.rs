@@ -54,7 +54,7 @@ impl Server {
     pub fn settle_snapshot(&mut self) {
         // A replicas' snapshot goes at their sockets' pace: it is dropped (they sync
         // again) rather than waited for.
-        self.abort_full_sync();
+        let _ = self.abort_full_sync();
         if let Some(walker) = self.jobs.snapshot.as_mut() {
             walker.finish(self.engine.keyspace_mut());
             self.snapshot_done();
@@ -71,9 +71,14 @@ impl Server {
     }
 
     /// After FLUSHALL, as Redis's flushAllDataAndResetRDB: a running BGSAVE is dropped (its
-    /// file would bring the flushed keys back) and, with save points, the empty dataset is
-    /// saved at once.
+    /// file would bring the flushed keys back), and so is a replicas' sync (they sync
+    /// again, to the empty dataset), and, with save points, the empty dataset is saved at
+    /// once.
     pub fn after_flushall(&mut self) {
+        if self.abort_full_sync() {
+            // Redis's line for its transfer child killed with SIGUSR1.
+            log("Background transfer terminated by signal 10");
+        }
         if self.jobs.bgsave.is_some() {
             if let Some(mut walker) = self.jobs.snapshot.take() {
                 walker.abort(self.engine.keyspace_mut());

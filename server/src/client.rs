@@ -98,6 +98,8 @@ pub struct Client {
     pub master: bool,
     /// The error a command of our master's stream answered (never sent; logged).
     pub unsent_error: Option<String>,
+    /// A replica's command produced a reply (it is closed for it, as Redis does).
+    pub replied_as_replica: bool,
     pub reply_skip: bool,
     pub reply_skip_next: bool,
     /// CLIENT TRACKING ON: its mode.
@@ -174,14 +176,18 @@ impl Client {
             tracking: None,
             postponed: None,
             unsent_error: None,
+            replied_as_replica: false,
         }
     }
 
     pub fn reply(&mut self, r: &Reply) {
         if self.reply_off || self.reply_skip {
-            if let (true, Reply::Error(e)) = (self.master, r) {
+            if let (true, Reply::Error(e)) = (self.master || self.replica, r) {
                 self.unsent_error = Some(e.to_string());
             }
+            // A replica's link carries the stream only: a reply means it sent what it
+            // should not have.
+            self.replied_as_replica |= self.replica && self.reply_off;
             return;
         }
         r.write_resp_in(&mut self.out, self.resp3, crate::version::doubles());

@@ -25,6 +25,9 @@ impl Server {
         };
         c.last_cmd = match (found, argv.get(1)) {
             // Container commands show their subcommand, as Redis 7.0 (`client|list`).
+            (found, Some(_)) if found.sub(argv).is_some() => cmd::stat_key(found, argv)
+                .sub
+                .map_or_else(|| found.name.into(), |sub| format!("{}|{sub}", found.name).into()),
             (found, Some(sub)) if matches!(found.name, "client" | "config" | "command" | "debug") => {
                 format!("{}|{}", found.name, String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
             }
@@ -63,10 +66,11 @@ impl Server {
             self.reject(c, e, Some(cmd::stat_key(found, argv)));
             return;
         }
-        // A client in MONITOR mode counts as a replica: the keyspace is not for it.
+        // Nor for a replica (its commands are not paused with the others'), nor for a
+        // client in MONITOR mode, which counts as one.
         let keyspace =
             ferrokv::command::flags::WRITE | ferrokv::command::flags::READONLY | ferrokv::command::flags::MAY_REPLICATE;
-        if c.monitor && found.flags_for(argv) & keyspace != 0 {
+        if (c.monitor || c.replica) && found.flags_for(argv) & keyspace != 0 {
             self.reject(
                 c,
                 Reply::err("ERR Replica can't interact with the keyspace"),

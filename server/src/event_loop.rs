@@ -318,7 +318,13 @@ impl Server {
     /// Write what the socket takes of `c`'s output; false when the connection failed.
     pub(crate) fn flush_client(&mut self, c: &mut Client) -> bool {
         let mut written = 0;
-        let ok = c.flush(&mut written).is_ok();
+        let mut ok = c.flush(&mut written).is_ok();
+        // A replica's stream follows its own output, a chunk at a time while the socket
+        // takes it.
+        while ok && c.replica && self.stream_to_replica(c) {
+            ok = c.flush(&mut written).is_ok();
+        }
+        let ok = ok && !c.close_asap;
         if c.replica {
             self.stats.net_repl_output_bytes += written as u64;
         } else {
@@ -419,6 +425,9 @@ impl Server {
                             }
                         } else {
                             self.dispatch(c, &mut argv);
+                            if std::mem::take(&mut c.replied_as_replica) {
+                                self.replica_replied(c);
+                            }
                         }
                         c.parser.recycle(argv);
                         c.reply_skip = false;
@@ -548,7 +557,8 @@ impl Server {
             c.trim_query_buffer(now);
             c.resize_reply_buffer(now, self.reply_buffers, &mut self.stats);
             // A soft output limit runs out with no new output too (Redis's clientsCron).
-            if c.obuf_soft_since.is_some() && crate::obuf::enforce(&self.cfg.obuf_limits, c) {
+            // (Replicas' limits count the stream they are owed: backlog_cron's.)
+            if !c.replica && c.obuf_soft_since.is_some() && crate::obuf::enforce(&self.cfg.obuf_limits, c) {
                 over_limit.push(c.id);
             }
         }

@@ -81,12 +81,19 @@ impl Limits {
 /// Check `c`'s pending output against its class's limits; over them, the client is
 /// flagged to close (with Redis's log line). True when it must close.
 pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
+    let used = c.pending_out() as u64;
+    enforce_used(limits, c, used, 0)
+}
+
+/// `enforce` for a client whose pending output is `used` bytes, counted by its owner
+/// (a replica's stream waits in the replication buffer), with a hard limit of at least
+/// `hard_floor` when one is set.
+pub fn enforce_used(limits: &Limits, c: &mut Client, used: u64, hard_floor: u64) -> bool {
     if c.close_asap {
         return true;
     }
     let limit = limits.of(c);
-    let used = c.pending_out() as u64;
-    let hard = limit.hard > 0 && used >= limit.hard;
+    let hard = limit.hard > 0 && used >= limit.hard.max(hard_floor);
     let mut soft = false;
     if limit.soft > 0 && used >= limit.soft {
         let since = *c.obuf_soft_since.get_or_insert_with(Instant::now);

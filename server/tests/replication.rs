@@ -737,3 +737,144 @@ fn diskless_load_shows_loading_or_async_loading_as_redis() {
     wait_in_sync(master.port, replica.port);
     assert_eq!(replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
 }
+
+fn memory(port: u16, field: &str) -> u64 {
+    info_field(port, "memory", field).parse().unwrap_or(0)
+}
+
+/// One replication buffer serves the backlog and every replica, as Redis 7.0's: two
+/// replicas waiting for a slow snapshot (a real Redis 7.0 and ours) hold one copy of the
+/// writes made meanwhile, not one each; a third, online replica that drops away can
+/// continue from that buffer far beyond repl-backlog-size; the stream a replica is owed
+/// counts against its output buffer limit, and once no replica needs the old blocks the
+/// buffer is back to about the backlog's size.
+#[test]
+fn replicas_share_one_replication_buffer() {
+    let dir = TempDir::new("master");
+    let master = Ours::start(
+        dir.path(),
+        &["--repl-backlog-size", "16384", "--client-output-buffer-limit", "replica 0 0 0", "--save", ""],
+    );
+    let mport = master.port.to_string();
+    master.cli(&["DEBUG", "POPULATE", "100", "k", "16"]);
+    let online_dir = TempDir::new("online");
+    let online = Ours::start(online_dir.path(), &[]);
+    assert_eq!(online.cli(&["REPLICAOF", "127.0.0.1", &mport]), "OK");
+    wait_in_sync(master.port, online.port);
+
+    // A sync that takes 100 s (1 s a key): the two replicas stay in it for the whole
+    // test.
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+    master.cli(&["CONFIG", "SET", "repl-diskless-sync-delay", "5"]);
+    master.cli(&["CONFIG", "SET", "repl-diskless-sync-max-replicas", "2"]);
+    let redis_replica = Redis::start();
+    let slow_dir = TempDir::new("slow");
+    let ours_slow = Ours::start(slow_dir.path(), &[]);
+    assert_eq!(redis_replica.cli(&["REPLICAOF", "127.0.0.1", &mport]), "OK");
+    assert_eq!(ours_slow.cli(&["REPLICAOF", "127.0.0.1", &mport]), "OK");
+    wait_for("both replicas in the slow sync", || {
+        master.info("rdb_bgsave_in_progress") == "1"
+            && master.cli(&["INFO", "replication"]).matches("state=wait_bgsave").count() == 2
+    });
+
+    let before = memory(master.port, "used_memory");
+    let value = "v".repeat(1024);
+    for i in 0..1024 {
+        master.cli(&["SET", &format!("big:{i}"), &value]);
+    }
+    let buffers = memory(master.port, "mem_total_replication_buffers");
+    let extra = memory(master.port, "used_memory").saturating_sub(before).saturating_sub(1 << 20);
+    assert!(buffers > 1 << 20 && buffers < 3 << 19, "mem_total_replication_buffers {buffers}");
+    assert!(extra < 2 * buffers, "used_memory grew {extra} beyond the data; buffers {buffers}");
+    assert_eq!(memory(master.port, "mem_clients_slaves"), buffers - 16384);
+    assert!(info(master.port, "repl_backlog_histlen").parse::<u64>().unwrap_or(0) > 1 << 20);
+
+    // One waiting replica gone: the other still needs every block.
+    redis_replica.cli(&["SHUTDOWN", "NOSAVE"]);
+    wait_for("the real replica to be gone", || info(master.port, "connected_slaves") == "2");
+    assert_eq!(memory(master.port, "mem_total_replication_buffers"), buffers);
+
+    // The online replica leaves (for a replica still in its sync, which refuses it, so it
+    // keeps the master's history), a megabyte is written, and it continues from the
+    // buffer.
+    wait_in_sync(master.port, online.port);
+    assert_eq!(online.cli(&["REPLICAOF", "127.0.0.1", &ours_slow.port.to_string()]), "OK");
+    for i in 0..1024 {
+        master.cli(&["SET", &format!("more:{i}"), &value]);
+    }
+    assert_eq!(online.cli(&["REPLICAOF", "127.0.0.1", &mport]), "OK");
+    wait_in_sync(master.port, online.port);
+    assert_eq!(stat(master.port, "sync_partial_ok"), "1");
+    assert_eq!(online.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+
+    // The slow replica is owed 2 MB: over a 128 kB limit it is dropped at the next write,
+    // and with it the blocks only it needed (stopped, so that it does not reconnect).
+    let stopped = std::process::Command::new("kill").args(["-STOP", &ours_slow.pid().to_string()]).status();
+    assert!(stopped.is_ok_and(|s| s.success()));
+    master.cli(&["CONFIG", "SET", "client-output-buffer-limit", "replica 128kb 0 0"]);
+    master.cli(&["SET", "trigger", &"t".repeat(64 * 1024)]);
+    wait_for("the slow replica to be dropped", || info(master.port, "connected_slaves") == "1");
+    wait_in_sync(master.port, online.port);
+    wait_for("the buffer to shrink", || memory(master.port, "mem_total_replication_buffers") < 128 * 1024);
+    assert!(info(master.port, "repl_backlog_histlen").parse::<u64>().unwrap_or(u64::MAX) < 64 * 1024);
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(log.contains("scheduled to be closed ASAP for overcoming of output buffer limits"), "{log}");
+    assert_eq!(online.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+}
+
+/// A replica's link carries the stream only, as in Redis 7.0: a replica that sends a
+/// command with a reply (PING), or one that touches the keyspace (GET, refused), is
+/// logged and disconnected; and a replica told REPLICAOF NO ONE in the middle of its
+/// transfer closes it at once, so the master drops the sync its last replica left.
+#[test]
+fn a_replica_link_carries_the_stream_only() {
+    use std::io::{Read, Write};
+    let dir = TempDir::new("master");
+    let master = Ours::start(dir.path(), &["--save", ""]);
+    for (cmd, name) in [(&b"PING\r\n"[..], "ping"), (b"GET foo\r\n", "get")] {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", master.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).expect("timeout");
+        s.write_all(b"PSYNC replicationid -1\r\n").expect("psync");
+        let mut got = Vec::new();
+        let mut buf = [0u8; 4096];
+        // +FULLRESYNC and the RDB, then the command: the master closes the link.
+        while !got.windows(9).any(|w| w == b"REDIS0010") {
+            let n = s.read(&mut buf).expect("read");
+            assert!(n > 0, "closed early: {}", String::from_utf8_lossy(&got));
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(got.starts_with(b"+FULLRESYNC "), "{}", String::from_utf8_lossy(&got));
+        s.write_all(cmd).expect("command");
+        let closed = loop {
+            match s.read(&mut buf) {
+                Ok(0) => break true,
+                Ok(n) => assert!(!buf[..n].starts_with(b"+PONG") && !buf[..n].starts_with(b"-")),
+                Err(_) => break false,
+            }
+        };
+        assert!(closed, "the master kept a replica that sent {name}");
+        let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+        assert!(log.contains(&format!("Replica generated a reply to command '{name}', disconnecting it:")), "{log}");
+    }
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(
+        log.contains("== CRITICAL == This master is sending an error to its replica: 'ERR Replica can't interact with the keyspace' after processing the command 'get'"),
+        "{log}"
+    );
+    assert_eq!(master.cli(&["PING"]), "PONG");
+
+    // REPLICAOF NO ONE during a transfer that would take 100 s.
+    master.cli(&["DEBUG", "POPULATE", "100", "k", "10"]);
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
+    let rdir = TempDir::new("replica");
+    let replica = Ours::start(rdir.path(), &[]);
+    assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
+    wait_for("the transfer to start", || master.info("rdb_bgsave_in_progress") == "1");
+    let asked = std::time::Instant::now();
+    assert_eq!(replica.cli(&["REPLICAOF", "NO", "ONE"]), "OK");
+    wait_for("the master to drop the replica and its sync", || {
+        info(master.port, "connected_slaves") == "0" && master.info("rdb_bgsave_in_progress") == "0"
+    });
+    // Not after repl-timeout (60 s): at once.
+    assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
+}

@@ -141,7 +141,11 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
             kv("mem_fragmentation_ratio", format!("{:.2}", rss as f64 / used.max(1) as f64));
             kv("mem_fragmentation_bytes", (rss as i64 - used as i64).to_string());
-            kv("mem_not_counted_for_evict", "0".into());
+            kv("mem_not_counted_for_evict", s.replica_buffer_excess().to_string());
+            let (backlog, replicas) = s.replication_buffer_split();
+            kv("mem_replication_backlog", backlog.to_string());
+            kv("mem_total_replication_buffers", s.replication_buffer_mem().to_string());
+            kv("mem_clients_slaves", replicas.to_string());
             kv("mem_allocator", "mimalloc".into());
             kv("active_defrag_running", "0".into());
             kv("lazyfree_pending_objects", ferrokv::keyspace::lazyfree::pending().to_string());

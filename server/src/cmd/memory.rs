@@ -103,13 +103,14 @@ fn stats(s: &Server) -> Reply {
     let (used, peak) = crate::maxmemory::used_and_peak(s);
     let (total, peak, resident) = (used as i64, peak as i64, rss() as i64);
     let keys: usize = s.engine.keyspace().len();
+    let (backlog, replicas) = s.replication_buffer_split();
     let int = |n: i64| Reply::Int(n);
     let mut m: Vec<(Reply, Reply)> = vec![
         (Reply::bulk(b"peak.allocated"), int(peak)),
         (Reply::bulk(b"total.allocated"), int(total)),
         (Reply::bulk(b"startup.allocated"), int(0)),
-        (Reply::bulk(b"replication.backlog"), int(0)),
-        (Reply::bulk(b"clients.slaves"), int(0)),
+        (Reply::bulk(b"replication.backlog"), int(backlog as i64)),
+        (Reply::bulk(b"clients.slaves"), int(replicas as i64)),
         (Reply::bulk(b"clients.normal"), int(0)),
         (Reply::bulk(b"cluster.links"), int(0)),
         (Reply::bulk(b"aof.buffer"), int(0)),

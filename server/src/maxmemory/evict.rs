@@ -42,7 +42,9 @@ impl Server {
         if self.jobs.snapshot.is_none() && self.jobs.bgsave.is_none() && self.jobs.bgrewrite.is_none() {
             self.eviction.held_by_snapshot = 0;
         }
-        let used = used_memory(self).saturating_sub(self.eviction.held_by_snapshot);
+        let used = used_memory(self)
+            .saturating_sub(self.eviction.held_by_snapshot)
+            .saturating_sub(self.replica_buffer_excess() as u64);
         if used <= max {
             self.eviction.pending = false;
             self.note_exceeded(false);

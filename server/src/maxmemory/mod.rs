@@ -12,9 +12,9 @@
 //! refused with Redis's OOM error (server/src/admission.rs).
 //!
 //! Used memory is the allocator's count of bytes in use (server/src/alloc.rs), the figure
-//! INFO reports as `used_memory`. Redis subtracts its replicas' output buffers and the AOF
-//! buffer from it; this server has no replicas, and its AOF buffer is written out after
-//! every command, so nothing is subtracted (`mem_not_counted_for_evict:0`).
+//! INFO reports as `used_memory`. As Redis, it subtracts what the replication buffer holds
+//! for replicas beyond the backlog's size (`mem_not_counted_for_evict`); the AOF buffer is
+//! written out after every command, so it is not subtracted.
 
 mod evict;
 mod pool;

@@ -1,5 +1,6 @@
 //! The replication history a replica can continue from: this server's replication IDs
-//! and the backlog of the last `repl-backlog-size` bytes of the stream.
+//! and the replication buffer, which is both the backlog (the last `repl-backlog-size`
+//! bytes of the stream) and what every replica has yet to be sent.
 
 use std::collections::VecDeque;
 use std::time::Instant;
@@ -7,58 +8,131 @@ use std::time::Instant;
 /// Redis never keeps less history than this, whatever repl-backlog-size says.
 const MIN_BACKLOG: usize = 16 * 1024;
 
-/// The last bytes of the stream, by offset. Offsets count the stream's bytes from its
-/// start; `end` is the offset of the last byte held (Redis's master_repl_offset).
+/// The smallest block (Redis's PROTO_REPLY_CHUNK_BYTES): small writes share one.
+const BLOCK: usize = 16 * 1024;
+
+/// What a block costs beside its bytes (its record and the deque's slot), counted as
+/// Redis counts its block header and list node.
+const BLOCK_OVERHEAD: usize = std::mem::size_of::<Block>() + 16;
+
+/// Bytes of the stream from offset `start` on; never grown past the capacity it was
+/// made with, so the bytes in it never move.
+#[derive(Debug)]
+struct Block {
+    start: u64,
+    bytes: Vec<u8>,
+}
+
+impl Block {
+    /// One past the offset of its last byte.
+    fn end(&self) -> u64 {
+        self.start + self.bytes.len() as u64
+    }
+}
+
+/// The stream's recent bytes in blocks, by offset. Offsets count the stream's bytes from
+/// its start; `end` is the offset of the last byte held (Redis's master_repl_offset).
+/// One copy serves the backlog and every replica (Redis 7.0's shared replication
+/// buffer): a block goes when the backlog is longer than `size` without it and no
+/// replica still has to be sent any of it.
 #[derive(Debug)]
 pub(super) struct Backlog {
-    bytes: VecDeque<u8>,
+    blocks: VecDeque<Block>,
     size: usize,
     end: u64,
+    /// The blocks' memory (INFO's mem_total_replication_buffers).
+    mem: usize,
 }
 
 impl Backlog {
     pub(super) fn new(size: usize, end: u64) -> Backlog {
-        Backlog { bytes: VecDeque::new(), size: size.max(MIN_BACKLOG), end }
+        Backlog { blocks: VecDeque::new(), size: size.max(MIN_BACKLOG), end, mem: 0 }
     }
 
-    pub(super) fn push(&mut self, b: &[u8]) {
-        self.bytes.extend(b);
-        self.end += b.len() as u64;
-        let over = self.bytes.len().saturating_sub(self.size);
-        self.bytes.drain(..over);
+    /// Append `b` (trimming is `trim`'s, once the replicas' needs are known).
+    pub(super) fn push(&mut self, mut b: &[u8]) {
+        while !b.is_empty() {
+            if self.blocks.back().is_none_or(|t| t.bytes.len() == t.bytes.capacity()) {
+                // Big writes span several blocks of at most a sixteenth of the backlog,
+                // so a block a replica no longer needs can go soon.
+                let cap = b.len().clamp(BLOCK, (self.size / 16).max(BLOCK));
+                let block = Block { start: self.end + 1, bytes: Vec::with_capacity(cap) };
+                self.mem += block.bytes.capacity() + BLOCK_OVERHEAD;
+                self.blocks.push_back(block);
+            }
+            let Some(tail) = self.blocks.back_mut() else { break };
+            let take = (tail.bytes.capacity() - tail.bytes.len()).min(b.len());
+            tail.bytes.extend_from_slice(&b[..take]);
+            self.end += take as u64;
+            b = &b[take..];
+        }
+    }
+
+    /// Drop the oldest blocks the backlog does not need to hold `size` bytes and no
+    /// replica needs: `needed` is the first offset some replica has yet to be sent.
+    pub(super) fn trim(&mut self, needed: u64) {
+        while let Some(f) = self.blocks.front() {
+            if self.len() - f.bytes.len() < self.size || f.end() > needed {
+                break;
+            }
+            self.mem -= f.bytes.capacity() + BLOCK_OVERHEAD;
+            self.blocks.pop_front();
+        }
     }
 
     pub(super) fn resize(&mut self, size: usize) {
         self.size = size.max(MIN_BACKLOG);
-        self.push(&[]);
     }
 
     pub(super) fn size(&self) -> usize {
         self.size
     }
 
+    /// The offset of the last byte held, or the stream's end when none is.
+    pub(super) fn end(&self) -> u64 {
+        self.end
+    }
+
     /// The offset of the first byte held (one past `end` when none is).
     pub(super) fn first(&self) -> u64 {
-        self.end + 1 - self.bytes.len() as u64
+        self.blocks.front().map_or(self.end + 1, |b| b.start)
     }
 
     pub(super) fn len(&self) -> usize {
-        self.bytes.len()
+        (self.end + 1 - self.first()) as usize
+    }
+
+    /// The memory the blocks take.
+    pub(super) fn mem(&self) -> usize {
+        self.mem
+    }
+
+    /// Append up to `max` bytes from offset `from` to `out`: the count, or None when
+    /// `from` is no longer (or not yet) held.
+    pub(super) fn copy_from(&self, from: u64, max: usize, out: &mut Vec<u8>) -> Option<usize> {
+        if from < self.first() || from > self.end + 1 {
+            return None;
+        }
+        let mut i = self.blocks.partition_point(|b| b.end() <= from);
+        let mut at = from;
+        let mut copied = 0;
+        while copied < max {
+            let Some(b) = self.blocks.get(i) else { break };
+            let chunk = &b.bytes[(at - b.start) as usize..];
+            let take = chunk.len().min(max - copied);
+            out.extend_from_slice(&chunk[..take]);
+            copied += take;
+            at += take as u64;
+            i += 1;
+        }
+        Some(copied)
     }
 
     /// The last `n` bytes held, when there are any.
     pub(super) fn tail(&self, n: usize) -> Option<Vec<u8>> {
-        let skip = self.bytes.len().saturating_sub(n);
-        (!self.bytes.is_empty()).then(|| self.bytes.range(skip..).copied().collect())
-    }
-
-    /// The bytes from offset `from` (a replica's offset plus one) to the end, when the
-    /// backlog still holds them all.
-    pub(super) fn since(&self, from: u64) -> Option<Vec<u8>> {
-        if from < self.first() || from > self.end + 1 {
-            return None;
-        }
-        Some(self.bytes.range((from - self.first()) as usize..).copied().collect())
+        let from = self.end + 1 - n.min(self.len()) as u64;
+        let mut out = Vec::new();
+        self.copy_from(from, n, &mut out).filter(|&k| k > 0).map(|_| out)
     }
 }
 
@@ -111,8 +185,9 @@ impl History {
         self.second_offset = offset as i64 + 1;
     }
 
-    /// Whether a replica that followed `replid` up to `from - 1` can continue from here.
-    pub(super) fn continues(&self, replid: &str, from: u64) -> Result<Vec<u8>, String> {
+    /// Whether a replica that followed `replid` up to `from - 1` can continue from here:
+    /// the number of bytes it missed.
+    pub(super) fn continues(&self, replid: &str, from: u64) -> Result<u64, String> {
         let id2 = replid.eq_ignore_ascii_case(&self.replid2) && from as i64 <= self.second_offset;
         if !replid.eq_ignore_ascii_case(&self.replid) && !id2 {
             return Err(if replid.eq_ignore_ascii_case(&self.replid2) {
@@ -124,7 +199,10 @@ impl History {
                 )
             });
         }
-        self.backlog.as_ref().and_then(|b| b.since(from)).ok_or_else(String::new)
+        match &self.backlog {
+            Some(b) if from >= b.first() && from <= b.end() + 1 => Ok(b.end() + 1 - from),
+            _ => Err(String::new()),
+        }
     }
 
     /// INFO replication's history lines.
@@ -158,18 +236,48 @@ pub fn new_replid() -> String {
 mod tests {
     use super::*;
 
+    fn since(b: &Backlog, from: u64) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        b.copy_from(from, usize::MAX, &mut out).map(|_| out)
+    }
+
     #[test]
     fn the_backlog_answers_from_any_offset_it_still_holds() {
         let mut b = Backlog::new(16 * 1024, 100);
         assert_eq!(b.first(), 101);
-        assert_eq!(b.since(101), Some(Vec::new()));
-        assert_eq!(b.since(102), None);
+        assert_eq!(since(&b, 101), Some(Vec::new()));
+        assert_eq!(since(&b, 102), None);
         b.push(b"abcdef");
-        assert_eq!(b.since(103).as_deref(), Some(&b"cdef"[..]));
+        assert_eq!(since(&b, 103).as_deref(), Some(&b"cdef"[..]));
+        assert_eq!(b.tail(2).as_deref(), Some(&b"ef"[..]));
+        // A write over a block's room spans blocks; reads cross them.
         b.push(&vec![b'x'; 20 * 1024]);
-        assert_eq!(b.len(), 16 * 1024);
-        assert_eq!(b.since(101), None);
-        assert_eq!(b.first(), 106 + 20 * 1024 - 16 * 1024 + 1);
+        assert_eq!(b.len(), 6 + 20 * 1024);
+        let all = since(&b, 101).unwrap_or_default();
+        assert_eq!(all.len(), 6 + 20 * 1024);
+        assert!(all.starts_with(b"abcdefxx") && all[6..].iter().all(|&c| c == b'x'));
+        let mut part = Vec::new();
+        assert_eq!(b.copy_from(105, 10, &mut part), Some(10));
+        assert_eq!(part, b"efxxxxxxxx");
+    }
+
+    #[test]
+    fn blocks_go_when_neither_the_backlog_nor_a_replica_needs_them() {
+        let mut b = Backlog::new(16 * 1024, 0);
+        for _ in 0..64 {
+            b.push(&[b'y'; 1024]);
+        }
+        assert_eq!(b.len(), 64 * 1024);
+        let mem = b.mem();
+        // A replica still owed everything from offset 1 keeps it all.
+        b.trim(1);
+        assert_eq!((b.len(), b.mem()), (64 * 1024, mem));
+        // Once it is served, the backlog keeps its size (whole blocks: up to one more).
+        b.trim(b.end() + 1);
+        assert!(b.len() >= 16 * 1024 && b.len() < 32 * 1024, "{}", b.len());
+        assert!(b.mem() < mem / 2);
+        assert_eq!(since(&b, 1), None);
+        assert_eq!(b.first(), b.end() + 1 - b.len() as u64);
     }
 
     #[test]
@@ -183,9 +291,10 @@ mod tests {
         if let Some(b) = h.backlog.as_mut() {
             b.push(b"abc");
         }
-        assert_eq!(h.continues(&old, 11).as_deref(), Ok(&b"abc"[..]));
+        assert_eq!(h.continues(&old, 11), Ok(3));
         assert!(h.continues(&old, 12).unwrap_err().starts_with("Requested offset for second ID"));
-        assert_eq!(h.continues(&h.replid.clone(), 12).as_deref(), Ok(&b"bc"[..]));
+        assert_eq!(h.continues(&h.replid.clone(), 12), Ok(2));
+        assert_eq!(h.continues(&h.replid.clone(), 15), Err(String::new()));
         assert!(h.continues("x", 1).unwrap_err().starts_with("Replication ID mismatch"));
     }
 }

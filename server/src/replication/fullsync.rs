@@ -9,7 +9,7 @@
 //! so that replicas arriving together share it, and the RDB goes out as it is made,
 //! between `$EOF:<mark>` and the mark. Otherwise (Redis writes the file to disk first)
 //! it starts at once and the RDB is sent as one `$len` bulk when whole. The stream that
-//! follows the snapshot is held for each replica until its RDB is sent.
+//! follows the snapshot waits in the replication buffer until a replica's RDB is sent.
 
 use std::io::{self, Write};
 use std::sync::mpsc::{sync_channel, SyncSender, TryRecvError};
@@ -151,7 +151,11 @@ impl Server {
 
     /// The RDB was made whole: end it for each replica, then let the held stream go.
     fn full_sync_sent(&mut self, targets: &[Target], mark: &str, whole: Option<&[u8]>) {
-        log("Background RDB transfer terminated with success");
+        log(if whole.is_some() {
+            "Background saving terminated with success"
+        } else {
+            "Background RDB transfer terminated with success"
+        });
         for &Target { id, eof, .. } in targets {
             let Some(c) = self.clients.get(&id) else { continue };
             let name = replica_name(c);
@@ -165,9 +169,10 @@ impl Server {
                 self.queue_to_replica(id, head.as_bytes());
                 self.queue_to_replica(id, w);
             }
-            let held = self.replicas.attached.iter_mut().find(|r| r.id == id).map(|r| r.rdb_sent(eof));
-            if let Some(held) = held {
-                self.queue_to_replica(id, &held);
+            if let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == id) {
+                // The stream held in the replication buffer follows as the RDB is
+                // written (a streamed one's after the replica's first ACK).
+                r.rdb_sent(eof);
             }
             log(&format!("Synchronization with replica {name} succeeded"));
         }
@@ -182,7 +187,7 @@ impl Server {
         }
     }
 
-    fn close_replica_asap(&mut self, id: u64) {
+    pub(super) fn close_replica_asap(&mut self, id: u64) {
         if let Some(c) = self.clients.get_mut(&id) {
             c.close_asap = true;
             self.pending.push_back(id);
@@ -273,6 +278,13 @@ impl Server {
         let mark = super::new_replid();
         let diskless = waiting.iter().all(|w| w.eof);
         log(&format!("Starting BGSAVE for SYNC with target: {}", if diskless { "replicas sockets" } else { "disk" }));
+        // Redis names its fork child here; the work runs on this process's threads.
+        let pid = std::process::id();
+        if diskless {
+            log(&format!("Background RDB transfer started by pid {pid}"));
+        } else {
+            log(&format!("Background saving started by pid {pid}"));
+        }
         let replid = self.replicas.history.replid().to_string();
         for w in &waiting {
             if w.psync {
@@ -282,7 +294,8 @@ impl Server {
                 self.queue_to_replica(w.id, format!("$EOF:{mark}\r\n").as_bytes());
             }
             if let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == w.id) {
-                r.transfer = Transfer::Sending { held: Vec::new() };
+                r.transfer = Transfer::Sending;
+                r.next = aux.offset + 1;
             }
         }
         let (tx, chunks) = sync_channel(CHUNKS_IN_FLIGHT);
@@ -307,13 +320,14 @@ impl Server {
 
     /// Drop the running sync (its replicas are gone, or the keyspace is about to be
     /// replaced): the walker stops copying and the encoder ends on its closed channels.
-    pub fn abort_full_sync(&mut self) {
-        if let Some(run) = self.replicas.syncs.running.take() {
-            for t in &run.targets {
-                self.close_replica_asap(t.id);
-            }
-            self.abort_full_sync_walker();
+    /// False when none was running.
+    pub fn abort_full_sync(&mut self) -> bool {
+        let Some(run) = self.replicas.syncs.running.take() else { return false };
+        for t in &run.targets {
+            self.close_replica_asap(t.id);
         }
+        self.abort_full_sync_walker();
+        true
     }
 
     fn abort_full_sync_walker(&mut self) {

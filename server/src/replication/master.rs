@@ -65,12 +65,11 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             match s.replicas.history.continues(&replid, from.max(0) as u64) {
                 Ok(missed) => {
                     c.out.extend_from_slice(format!("+CONTINUE {}\r\n", s.replicas.history.replid()).as_bytes());
-                    c.out.extend_from_slice(&missed);
-                    attach(s, c, Transfer::Online);
+                    // What it missed follows from the replication buffer as it is written.
+                    attach(s, c, Transfer::Online, from as u64);
                     s.stats.sync_partial_ok += 1;
                     log(&format!(
-                        "Partial resynchronization request from {name} accepted. Sending {} bytes of backlog starting from offset {from}.",
-                        missed.len()
+                        "Partial resynchronization request from {name} accepted. Sending {missed} bytes of backlog starting from offset {from}."
                     ));
                     return Reply::ok();
                 }
@@ -115,18 +114,19 @@ pub fn sync(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         c.out.extend_from_slice(format!("${}\r\n", rdb.len()).as_bytes());
         c.out.extend_from_slice(&rdb);
-        attach(s, c, Transfer::Online);
+        attach(s, c, Transfer::Online, aux.offset + 1);
         log("Starting BGSAVE for SYNC with target: disk");
         log(&format!("Synchronization with replica {name} succeeded ({} bytes of snapshot)", rdb.len()));
         return Reply::ok();
     }
-    attach(s, c, Transfer::Waiting);
+    attach(s, c, Transfer::Waiting, 0);
     s.queue_full_sync(c.id, c.capa_eof, psync);
     Reply::ok()
 }
 
-/// `c` is a replica from now on: fed the stream, its commands unanswered.
-fn attach(s: &mut Server, c: &mut Client, transfer: Transfer) {
+/// `c` is a replica from now on: fed the stream from offset `next` (unless Waiting), its
+/// commands unanswered.
+fn attach(s: &mut Server, c: &mut Client, transfer: Transfer, next: u64) {
     c.raw_reply = true;
     // A master does not answer its replica's commands (REPLCONF ACK).
     c.reply_off = true;
@@ -140,6 +140,7 @@ fn attach(s: &mut Server, c: &mut Client, transfer: Transfer) {
         fack: 0,
         ack_at: Instant::now(),
         transfer,
+        next,
     });
     s.replicas.history.alone_since = None;
 }
@@ -163,9 +164,10 @@ pub fn replconf(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             let ack = parse_i64(&a[2]).unwrap_or(0).max(0) as u64;
             let fack = (a.len() >= 5 && eq_ic(&a[3], "fack")).then(|| parse_i64(&a[4]).unwrap_or(0).max(0) as u64);
             if let Some(r) = s.replicas.attached.iter_mut().find(|r| r.id == c.id) {
-                if matches!(r.transfer, Transfer::AwaitingAck { .. }) {
-                    // It loaded the streamed RDB: the stream may follow now.
-                    c.out.extend_from_slice(&r.rdb_sent(false));
+                if r.transfer == Transfer::AwaitingAck {
+                    // It loaded the streamed RDB: the stream follows from now (this
+                    // client's turn writes it).
+                    r.rdb_sent(false);
                 }
                 r.ack = r.ack.max(ack);
                 r.ack_at = Instant::now();
@@ -304,32 +306,112 @@ impl Server {
         self.send_to_replicas(&bytes);
     }
 
-    /// Bytes of the stream (ours, or our master's as applied): into the backlog and
-    /// to every replica.
+    /// Bytes of the stream (ours, or our master's as applied): into the replication
+    /// buffer, which serves the backlog and every replica.
     pub(super) fn send_to_replicas(&mut self, bytes: &[u8]) {
         if bytes.is_empty() {
             return;
         }
-        if let Some(b) = self.replicas.history.backlog.as_mut() {
-            b.push(bytes);
-        }
-        for r in &mut self.replicas.attached {
-            match &mut r.transfer {
-                // Its snapshot, when it starts, holds these writes.
-                Transfer::Waiting => continue,
-                Transfer::Sending { held } | Transfer::AwaitingAck { held } => {
-                    held.extend_from_slice(bytes);
-                    continue;
-                }
-                Transfer::Online => {}
+        let Some(b) = self.replicas.history.backlog.as_mut() else { return };
+        b.push(bytes);
+        for r in &self.replicas.attached {
+            // Waiting: its snapshot, when it starts, holds these writes. Sending: they
+            // wait in the buffer until its RDB is sent.
+            if r.transfer != Transfer::Online {
+                continue;
             }
             let Some(c) = self.clients.get_mut(&r.id) else { continue };
-            c.out.extend_from_slice(bytes);
             if !c.write_deferred {
                 c.write_deferred = true;
                 self.deferred_writes.push(r.id);
             }
         }
+        self.enforce_replica_limits();
+        self.trim_replication_buffer();
+    }
+
+    /// Before a replica's output is written: the next chunk of the stream it is owed,
+    /// copied from the replication buffer once what it has was written. False when
+    /// there was none; a replica owed bytes the buffer no longer holds is closed.
+    pub(crate) fn stream_to_replica(&mut self, c: &mut Client) -> bool {
+        const CHUNK: usize = 64 * 1024;
+        if c.pending_out() > 0 || c.close_asap {
+            return false;
+        }
+        let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == c.id) else { return false };
+        let Some(b) = self.replicas.history.backlog.as_ref() else { return false };
+        if r.transfer != Transfer::Online || r.next > b.end() {
+            return false;
+        }
+        match b.copy_from(r.next, CHUNK, &mut c.out) {
+            Some(n) => {
+                r.next += n as u64;
+                n > 0
+            }
+            None => {
+                log(&format!("Replica {} is owed stream bytes no longer held: closing it.", replica_name(c)));
+                c.close_asap = true;
+                false
+            }
+        }
+    }
+
+    /// The first offset of the stream some replica has yet to be handed.
+    fn stream_needed(&self) -> u64 {
+        self.replicas.attached.iter().filter(|r| r.owed_stream()).map(|r| r.next).min().unwrap_or(u64::MAX)
+    }
+
+    /// Free the buffer's blocks that neither the backlog nor any replica needs.
+    pub(super) fn trim_replication_buffer(&mut self) {
+        let needed = self.stream_needed();
+        if let Some(b) = self.replicas.history.backlog.as_mut() {
+            b.trim(needed);
+        }
+    }
+
+    /// Replicas' output buffer limits, counting the stream each is owed from the
+    /// replication buffer (a hard limit under repl-backlog-size is taken as that size,
+    /// as Redis does, so a partial resync the backlog allows is never cut).
+    pub(crate) fn enforce_replica_limits(&mut self) {
+        let Some(b) = self.replicas.history.backlog.as_ref() else { return };
+        let (end, floor) = (b.end(), b.size() as u64);
+        let mut over = Vec::new();
+        for r in self.replicas.attached.iter().filter(|r| r.owed_stream()) {
+            let Some(c) = self.clients.get_mut(&r.id).filter(|c| !c.close_asap) else { continue };
+            // Only the stream counts: what is in its output is at most one chunk of it,
+            // or its RDB, which Redis does not count either.
+            let used = (end + 1).saturating_sub(r.next);
+            if crate::obuf::enforce_used(&self.cfg.obuf_limits, c, used, floor) {
+                over.push(r.id);
+            }
+        }
+        // Closed from the loop, as Redis closes them asynchronously: this may run in the
+        // middle of a command.
+        for id in over {
+            self.close_replica_asap(id);
+        }
+    }
+
+    /// The replication buffer's memory (INFO's mem_total_replication_buffers).
+    pub fn replication_buffer_mem(&self) -> usize {
+        self.replicas.history.backlog.as_ref().map_or(0, |b| b.mem())
+    }
+
+    /// The replication buffer's memory as Redis's INFO splits it: the backlog's part and
+    /// the replicas' (what is held beyond the backlog's size while replicas are
+    /// attached).
+    pub fn replication_buffer_split(&self) -> (usize, usize) {
+        let Some(b) = self.replicas.history.backlog.as_ref() else { return (0, 0) };
+        match b.mem().checked_sub(b.size()) {
+            Some(excess) if excess > 0 && !self.replicas.attached.is_empty() => (b.size(), excess),
+            _ => (b.mem(), 0),
+        }
+    }
+
+    /// The replication buffer's memory beyond the backlog's size: held for replicas, so
+    /// not counted against maxmemory (Redis's freeMemoryGetNotCountedMemory).
+    pub fn replica_buffer_excess(&self) -> usize {
+        self.replicas.history.backlog.as_ref().map_or(0, |b| b.mem().saturating_sub(b.size()))
     }
 
     /// What a snapshot saved now says of the stream its data follows (Redis's
@@ -387,6 +469,7 @@ impl Server {
         if b.size() != size.max(16 * 1024) {
             b.resize(size);
         }
+        self.trim_replication_buffer();
     }
 
     pub(super) fn backlog_size(&self) -> usize {
@@ -398,6 +481,8 @@ impl Server {
     /// repl-backlog-ttl seconds without replicas (its history ends: a new ID).
     pub fn backlog_cron(&mut self) {
         self.follow_backlog_size();
+        // A soft output limit runs out with no new writes too.
+        self.enforce_replica_limits();
         if self.replicas.history.backlog.is_none() {
             return;
         }
@@ -455,6 +540,22 @@ impl Server {
         }
     }
 
+    /// A replica's command produced a reply (Redis's replicas send only REPLCONF ACK
+    /// after their sync): logged as Redis logs it, and the replica closed.
+    pub(crate) fn replica_replied(&mut self, c: &mut Client) {
+        let name = c.last_cmd.to_string();
+        if let Some(e) = c.unsent_error.take() {
+            crate::log::warn(&format!(
+                "== CRITICAL == This master is sending an error to its replica: '{e}' after processing the command '{name}'"
+            ));
+        }
+        crate::log::warn(&format!(
+            "Replica generated a reply to command '{name}', disconnecting it: {}",
+            c.info_line(Instant::now(), false)
+        ));
+        c.close_asap = true;
+    }
+
     /// A connection is gone: a replica stops being fed (with none left the stream
     /// stops); our master's means a new full resync.
     pub fn forget_replica(&mut self, c: &Client) {
@@ -477,6 +578,8 @@ impl Server {
         }
         self.replicas.attached.retain(|r| r.id != c.id);
         self.replicas.syncs.forget(c.id);
+        // What only it still needed goes now.
+        self.trim_replication_buffer();
         log(&format!("Connection with replica {} lost.", replica_name(c)));
     }
 }

@@ -290,6 +290,7 @@ impl Server {
     pub(crate) fn follow_master(&mut self, host: String, port: u16) {
         let (offset, can_continue, db) = match self.link.take() {
             Some(old) => {
+                old.abandon();
                 let mut db = old.db;
                 let mut was_up = false;
                 if let LinkState::Up { id } = old.state {
@@ -424,6 +425,7 @@ impl Server {
     /// failover); false when this server was a master already.
     pub(crate) fn become_master(&mut self) -> bool {
         let Some(link) = self.link.take() else { return false };
+        link.abandon();
         if let LinkState::Up { id } = link.state {
             self.kill_client(id);
         }
@@ -515,6 +517,12 @@ struct Handshake {
 
 impl Handshake {
     fn run(self) -> Result<Synced, String> {
+        let synced = self.sync();
+        self.phase.release();
+        synced
+    }
+
+    fn sync(&self) -> Result<Synced, String> {
         let addr = (self.host.as_str(), self.port)
             .to_socket_addrs()
             .map_err(|e| e.to_string())?
@@ -524,6 +532,7 @@ impl Handshake {
         sock.set_read_timeout(Some(self.timeout)).map_err(|e| e.to_string())?;
         sock.set_write_timeout(Some(self.timeout)).map_err(|e| e.to_string())?;
         let _ = sock.set_nodelay(true);
+        self.phase.hold(&sock);
         self.phase.set(SyncPhase::HANDSHAKE);
         let link = match &self.tls {
             None => Link::Plain(sock),
@@ -604,7 +613,7 @@ impl Handshake {
         }
         received?;
         let stream_db = ferrokv::persist::replication::snapshot_stream_db(&self.rdb);
-        synced(r, SyncKind::Full { replid, offset, rdb: self.rdb, stream_db })
+        synced(r, SyncKind::Full { replid, offset, rdb: self.rdb.clone(), stream_db })
     }
 
     /// The snapshot, `$<len>` bytes or `$EOF:<mark>`-ended, into the temp file.

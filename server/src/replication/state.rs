@@ -58,40 +58,46 @@ pub(super) struct Attached {
     /// When it last acknowledged (or attached).
     pub(super) ack_at: Instant,
     pub(super) transfer: Transfer,
+    /// The first offset of the stream not yet handed to it (to its output, or, while
+    /// its RDB is sent, held for it in the replication buffer); not used while Waiting.
+    pub(super) next: u64,
 }
 
 /// Where a replica's full resync stands.
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Transfer {
     /// Waiting for the next sync to start: the stream is not sent (the snapshot will
     /// hold it).
     Waiting,
-    /// Its RDB is being sent: the stream since the snapshot waits here.
-    Sending { held: Vec<u8> },
+    /// Its RDB is being sent: the stream since the snapshot waits in the replication
+    /// buffer.
+    Sending,
     /// Its streamed RDB was sent: the stream waits for its first REPLCONF ACK, which
     /// says it loaded it (Redis's replica finds the end mark only at the end of a read,
     /// so nothing may follow the mark until then).
-    AwaitingAck { held: Vec<u8> },
+    AwaitingAck,
     /// Fed the stream.
     Online,
 }
 
 impl Attached {
     pub(super) fn online(&self) -> bool {
-        matches!(self.transfer, Transfer::Online | Transfer::AwaitingAck { .. })
+        matches!(self.transfer, Transfer::Online | Transfer::AwaitingAck)
     }
 
-    /// Its RDB was sent (`streamed`: with an end mark): the stream held meanwhile, to
-    /// send now, unless it must wait for the replica's first ACK.
-    pub(super) fn rdb_sent(&mut self, streamed: bool) -> Vec<u8> {
-        match std::mem::replace(&mut self.transfer, Transfer::Online) {
-            Transfer::Sending { held } if streamed => {
-                self.transfer = Transfer::AwaitingAck { held };
-                Vec::new()
-            }
-            Transfer::Sending { held } | Transfer::AwaitingAck { held } => held,
-            _ => Vec::new(),
-        }
+    /// Whether the replication buffer keeps stream bytes for it.
+    pub(super) fn owed_stream(&self) -> bool {
+        self.transfer != Transfer::Waiting
+    }
+
+    /// Its RDB was sent (`streamed`: with an end mark): the stream may follow now,
+    /// unless it must wait for the replica's first ACK.
+    pub(super) fn rdb_sent(&mut self, streamed: bool) {
+        self.transfer = match self.transfer {
+            Transfer::Sending if streamed => Transfer::AwaitingAck,
+            Transfer::Sending | Transfer::AwaitingAck => Transfer::Online,
+            t => t,
+        };
     }
 }
 
@@ -138,9 +144,10 @@ impl Replicas {
             .map(|(i, r)| {
                 let lag = r.ack_at.elapsed().as_secs();
                 let state = match r.transfer {
-                    Transfer::Waiting => "wait_bgsave",
-                    Transfer::Sending { .. } => "send_bulk",
-                    Transfer::Online | Transfer::AwaitingAck { .. } => "online",
+                    // Redis's replicas show wait_bgsave until their RDB is made
+                    // (streamed ones until it is sent).
+                    Transfer::Waiting | Transfer::Sending => "wait_bgsave",
+                    Transfer::Online | Transfer::AwaitingAck => "online",
                 };
                 (format!("slave{i}"), format!("ip={},port={},state={state},offset={},lag={lag}", r.addr, r.port, r.ack))
             })
@@ -207,8 +214,15 @@ pub(super) enum SyncKind {
 
 /// How far the handshake thread got: connecting, then the handshake (until the master
 /// answers PSYNC), then receiving the snapshot. ROLE and INFO read it.
+/// It also holds a handle on the thread's connection while the thread works on it, so
+/// that a replica told to stop following that master closes it at once (Redis's
+/// cancelReplicationHandshake) instead of leaving the master sending to a thread nobody
+/// will hear.
 #[derive(Debug, Clone, Default)]
-pub(super) struct SyncPhase(std::sync::Arc<std::sync::atomic::AtomicU8>);
+pub(super) struct SyncPhase(
+    std::sync::Arc<std::sync::atomic::AtomicU8>,
+    std::sync::Arc<std::sync::Mutex<Option<std::net::TcpStream>>>,
+);
 
 impl SyncPhase {
     pub(super) const CONNECTING: u8 = 0;
@@ -230,9 +244,37 @@ impl SyncPhase {
     pub(super) fn get(&self) -> u8 {
         self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
+
+    /// The thread's connection, for `cancel`.
+    pub(super) fn hold(&self, sock: &std::net::TcpStream) {
+        if let (Ok(mut held), Ok(clone)) = (self.1.lock(), sock.try_clone()) {
+            *held = Some(clone);
+        }
+    }
+
+    /// The thread is done with its connection (it hands it over or drops it).
+    pub(super) fn release(&self) {
+        if let Ok(mut held) = self.1.lock() {
+            held.take();
+        }
+    }
+
+    /// Close the thread's connection: its reads and writes fail and it ends.
+    pub(super) fn cancel(&self) {
+        if let Some(sock) = self.1.lock().ok().and_then(|mut held| held.take()) {
+            let _ = sock.shutdown(std::net::Shutdown::Both);
+        }
+    }
 }
 
 impl MasterLink {
+    /// This link is given up: a handshake or transfer under way is closed.
+    pub(super) fn abandon(&self) {
+        if let LinkState::Sync(_, phase) = &self.state {
+            phase.cancel();
+        }
+    }
+
     pub fn is_up(&self) -> bool {
         matches!(self.state, LinkState::Up { .. })
     }
