@@ -878,3 +878,50 @@ fn a_replica_link_carries_the_stream_only() {
     // Not after repl-timeout (60 s): at once.
     assert!(asked.elapsed() < Duration::from_secs(5), "{:?}", asked.elapsed());
 }
+
+/// With repl-diskless-sync no (Redis's disk target) a full resync is a save: the
+/// snapshot goes to the dump file, which replicas are then sent. A sync its replicas all
+/// leave is dropped, unless save points make the save worth finishing, as Redis keeps its
+/// child then.
+#[test]
+fn a_disk_target_sync_is_a_save_of_the_dump_file() {
+    let dir = TempDir::new("master");
+    let master = Ours::start(dir.path(), &["--repl-diskless-sync", "no", "--save", ""]);
+    master.cli(&["DEBUG", "POPULATE", "1000", "k", "100"]);
+    let mport = master.port.to_string();
+    let rdir = TempDir::new("replica");
+    let replica = Ours::start(rdir.path(), &[]);
+    assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &mport]), "OK");
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    for line in [
+        "Starting BGSAVE for SYNC with target: disk",
+        "Background saving started by pid",
+        "Background saving terminated with success",
+    ] {
+        assert!(log.contains(line), "{line}: {log}");
+    }
+    let dump = dir.path().join("dump.rdb");
+    assert!(dump.exists(), "no dump file after a disk-target sync");
+    assert_eq!(master.info("rdb_last_bgsave_status"), "ok");
+    assert_eq!(master.info("rdb_changes_since_last_save"), "0");
+
+    // A sync that would take 100 s, left by its only replica.
+    master.cli(&["CONFIG", "SET", "rdb-key-save-delay", "100000"]);
+    let leave_during_sync = |expect_running: bool| {
+        assert_eq!(replica.cli(&["REPLICAOF", "NO", "ONE"]), "OK");
+        assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &mport]), "OK");
+        wait_for("the sync to start", || master.info("rdb_bgsave_in_progress") == "1");
+        assert_eq!(replica.cli(&["REPLICAOF", "NO", "ONE"]), "OK");
+        if expect_running {
+            std::thread::sleep(Duration::from_millis(500));
+            assert_eq!(master.info("rdb_bgsave_in_progress"), "1");
+        } else {
+            wait_for("the save to be dropped", || master.info("rdb_bgsave_in_progress") == "0");
+        }
+    };
+    leave_during_sync(false);
+    master.cli(&["CONFIG", "SET", "save", "900 1"]);
+    leave_during_sync(true);
+}

@@ -29,7 +29,7 @@ use crate::source::Source;
 use crate::value::{FromRdbError, Limits, Value};
 
 /// Temp files a save or rewrite of an earlier process left when it was killed mid-way
-/// (`temp-<pid>.rdb`, `temp-rewriteaof-[bg-]<pid>.aof`), in the data and AOF directories:
+/// (`temp-<pid>.rdb`, `temp-replicas-<pid>.rdb`, `temp-rewriteaof-[bg-]<pid>.aof`), in the data and AOF directories:
 /// removed; the returned warnings say so. Redis's BGSAVE runs in a child that outlives a
 /// killed parent and finishes its rename, so Redis never leaves them; here the writer is a
 /// thread, and dies with the process. A file of a process still running is left alone.
@@ -59,6 +59,7 @@ fn temp_file_pid(name: &str) -> Option<u32> {
         .strip_prefix("temp-rewriteaof-bg-")
         .or_else(|| name.strip_prefix("temp-rewriteaof-"))
         .and_then(|r| r.strip_suffix(".aof"))
+        .or_else(|| name.strip_prefix("temp-replicas-").and_then(|r| r.strip_suffix(".rdb")))
         .or_else(|| name.strip_prefix("temp-").and_then(|r| r.strip_suffix(".rdb")))?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
@@ -746,6 +747,7 @@ mod tests {
     #[test]
     fn temp_file_names() {
         assert_eq!(temp_file_pid("temp-123.rdb"), Some(123));
+        assert_eq!(temp_file_pid("temp-replicas-123.rdb"), Some(123));
         assert_eq!(temp_file_pid("temp-rewriteaof-bg-77.aof"), Some(77));
         assert_eq!(temp_file_pid("temp-rewriteaof-77.aof"), Some(77));
         assert_eq!(temp_file_pid("temp-appendonly.aof.manifest"), None);

@@ -57,6 +57,23 @@ impl Server {
         Ok(())
     }
 
+    /// A background save (BGSAVE, or a disk-target sync for replicas) is in the dump
+    /// file: the changes made before its snapshot (`dirty_at_start`) are saved.
+    pub(crate) fn background_save_done(&mut self, dirty_at_start: u64) {
+        let stats = self.engine.stats_mut();
+        stats.dirty = stats.dirty.saturating_sub(dirty_at_start);
+        self.jobs.last_save = Clock::System.now_ms() / 1000;
+        self.jobs.last_bgsave_ok = true;
+        self.jobs.rdb_saves += 1;
+        log("Background saving terminated with success");
+    }
+
+    pub(crate) fn background_save_failed(&mut self, e: &dyn std::fmt::Display) {
+        self.jobs.last_bgsave_ok = false;
+        log(&format!("Write error saving DB on disk: {e}"));
+        log("Background saving error");
+    }
+
     /// Collect finished background jobs. With `wait`, block until they finish.
     pub fn collect_background_jobs_wait(&mut self, wait: bool) {
         if wait {
@@ -67,19 +84,8 @@ impl Server {
             if let Some(h) = self.jobs.bgsave.take() {
                 let r = h.join().unwrap_or_else(|_| Err(PersistError::State("BGSAVE thread panicked".into())));
                 match r {
-                    Ok(()) => {
-                        self.engine.stats_mut().dirty =
-                            self.engine.stats_mut().dirty.saturating_sub(self.jobs.bgsave_dirty);
-                        self.jobs.last_save = Clock::System.now_ms() / 1000;
-                        self.jobs.last_bgsave_ok = true;
-                        self.jobs.rdb_saves += 1;
-                        log("Background saving terminated with success");
-                    }
-                    Err(e) => {
-                        self.jobs.last_bgsave_ok = false;
-                        log(&format!("Write error saving DB on disk: {e}"));
-                        log("Background saving error");
-                    }
+                    Ok(()) => self.background_save_done(self.jobs.bgsave_dirty),
+                    Err(e) => self.background_save_failed(&e),
                 }
             }
         }

@@ -11,12 +11,12 @@
 //! it starts at once and the RDB is sent as one `$len` bulk when whole. The stream that
 //! follows the snapshot waits in the replication buffer until a replica's RDB is sent.
 
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::sync::mpsc::{sync_channel, SyncSender, TryRecvError};
 use std::time::{Duration, Instant};
 
 use super::master::replica_name;
-use super::state::{Running, Target, Transfer, Waiting};
+use super::state::{Bulk, Running, Target, Transfer, Waiting};
 use crate::log::log;
 use crate::server::Server;
 
@@ -61,8 +61,12 @@ impl Server {
     /// Whether the loop should look again soon: a sync runs and no streamed replica's
     /// socket is full (a full one wakes the loop when it drains).
     pub fn full_sync_wants_turns(&self) -> bool {
+        let room = |id: u64| self.clients.get(&id).is_some_and(|c| c.pending_out() < SOCKET_ROOM);
+        if self.replicas.syncs.bulks.iter().any(|b| room(b.id)) {
+            return true;
+        }
         let Some(run) = &self.replicas.syncs.running else { return false };
-        !run.targets.iter().any(|t| t.eof && self.clients.get(&t.id).is_some_and(|c| c.pending_out() >= SOCKET_ROOM))
+        !run.targets.iter().any(|t| t.eof && !room(t.id))
     }
 
     fn diskless_sync(&self) -> bool {
@@ -87,13 +91,21 @@ impl Server {
     /// Every loop turn: start a sync that is due, pass a running one's chunks on, and
     /// finish it when whole.
     pub fn pump_full_sync(&mut self) {
+        self.pump_bulks();
         let Some(mut run) = self.replicas.syncs.running.take() else {
             self.start_full_sync_when_due();
             return;
         };
         run.targets.retain(|t| self.clients.contains_key(&t.id));
-        if run.targets.is_empty() {
-            log("Diskless rdb transfer, last replica dropped, killing fork child.");
+        // With save points a disk target's save is worth finishing for itself, as Redis
+        // keeps its child then.
+        let worth_finishing = run.disk && !self.cfg.engine.save.is_empty();
+        if run.targets.is_empty() && !worth_finishing {
+            log(if run.disk {
+                "Background saving terminated by signal 10"
+            } else {
+                "Diskless rdb transfer, last replica dropped, killing fork child."
+            });
             self.abort_full_sync_walker();
             return;
         }
@@ -117,9 +129,6 @@ impl Server {
                             self.queue_to_replica(t.id, &chunk);
                         }
                     }
-                    if let Some(w) = &mut run.whole {
-                        w.extend_from_slice(&chunk);
-                    }
                 }
                 Err(TryRecvError::Empty) => break,
                 Err(TryRecvError::Disconnected) => run.drained = true,
@@ -131,17 +140,25 @@ impl Server {
         }
         let outcome = run.encoder.join().unwrap_or_else(|_| Err(io::Error::other("the encoder thread panicked")));
         match outcome {
-            Ok(()) => {
-                if run.whole.is_none() {
-                    log(&format!(
-                        "Diskless rdb transfer, done reading from pipe, {} replicas still up.",
-                        run.targets.len()
-                    ));
+            Ok(()) if run.disk => {
+                self.background_save_done(run.dirty_at_start);
+                for t in &run.targets {
+                    self.send_dump_file(t.id);
                 }
-                self.full_sync_sent(&run.targets, &run.mark, run.whole.as_deref());
+            }
+            Ok(()) => {
+                log(&format!(
+                    "Diskless rdb transfer, done reading from pipe, {} replicas still up.",
+                    run.targets.len()
+                ));
+                self.full_sync_sent(&run.targets, &run.mark);
             }
             Err(e) => {
-                log(&format!("Background transfer error: {e}"));
+                if run.disk {
+                    self.background_save_failed(&e);
+                } else {
+                    log(&format!("Background transfer error: {e}"));
+                }
                 for t in &run.targets {
                     self.close_replica_asap(t.id);
                 }
@@ -149,30 +166,84 @@ impl Server {
         }
     }
 
-    /// The RDB was made whole: end it for each replica, then let the held stream go.
-    fn full_sync_sent(&mut self, targets: &[Target], mark: &str, whole: Option<&[u8]>) {
-        log(if whole.is_some() {
-            "Background saving terminated with success"
-        } else {
-            "Background RDB transfer terminated with success"
-        });
-        for &Target { id, eof, .. } in targets {
+    /// Send replica `id` the dump file just saved: `$len`, then the file as its socket
+    /// takes it (pump_bulks).
+    fn send_dump_file(&mut self, id: u64) {
+        let path = self.engine.config().dir.join(&self.engine.config().dbfilename);
+        let opened = std::fs::File::open(&path).and_then(|f| f.metadata().map(|m| (f, m.len())));
+        let (file, len) = match opened {
+            Ok(f) => f,
+            Err(e) => {
+                log(&format!("SYNC failed. Can't open/stat DB after BGSAVE: {e}"));
+                self.close_replica_asap(id);
+                return;
+            }
+        };
+        self.queue_to_replica(id, format!("${len}\r\n").as_bytes());
+        if let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == id) {
+            r.transfer = Transfer::Bulk;
+        }
+        self.replicas.syncs.bulks.push(Bulk { id, file, left: len });
+    }
+
+    /// The dump file to each replica being sent it, a piece at a time while its socket
+    /// has room; once all of it is queued the stream follows.
+    fn pump_bulks(&mut self) {
+        let mut i = 0;
+        while i < self.replicas.syncs.bulks.len() {
+            let b = &mut self.replicas.syncs.bulks[i];
+            let Some(c) = self.clients.get_mut(&b.id) else {
+                self.replicas.syncs.bulks.swap_remove(i);
+                continue;
+            };
+            if b.left > 0 && c.pending_out() < SOCKET_ROOM {
+                let want = b.left.min((4 * CHUNK) as u64);
+                let start = c.out.len();
+                let read = Read::by_ref(&mut b.file).take(want).read_to_end(&mut c.out);
+                match read {
+                    Ok(n) if n > 0 => b.left -= n as u64,
+                    _ => {
+                        c.out.truncate(start);
+                        log("SYNC failed. Can't read the DB file to send it to the replica");
+                        let id = b.id;
+                        self.replicas.syncs.bulks.swap_remove(i);
+                        self.close_replica_asap(id);
+                        continue;
+                    }
+                }
+                if !c.write_deferred {
+                    c.write_deferred = true;
+                    self.deferred_writes.push(b.id);
+                }
+            }
+            if b.left > 0 {
+                i += 1;
+                continue;
+            }
+            let id = b.id;
+            self.replicas.syncs.bulks.swap_remove(i);
+            let name = self.clients.get(&id).map(|c| replica_name(c)).unwrap_or_default();
+            if let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == id) {
+                // The stream held in the replication buffer follows the file.
+                r.rdb_sent(false);
+            }
+            log(&format!("Synchronization with replica {name} succeeded"));
+        }
+    }
+
+    /// The streamed RDB was made whole: end it for each replica; the stream held in the
+    /// replication buffer follows after the replica's first ACK.
+    fn full_sync_sent(&mut self, targets: &[Target], mark: &str) {
+        log("Background RDB transfer terminated with success");
+        for &Target { id, .. } in targets {
             let Some(c) = self.clients.get(&id) else { continue };
             let name = replica_name(c);
-            if eof {
-                self.queue_to_replica(id, mark.as_bytes());
-                log(&format!(
-                    "Streamed RDB transfer with replica {name} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming"
-                ));
-            } else if let Some(w) = whole {
-                let head = format!("${}\r\n", w.len());
-                self.queue_to_replica(id, head.as_bytes());
-                self.queue_to_replica(id, w);
-            }
+            self.queue_to_replica(id, mark.as_bytes());
+            log(&format!(
+                "Streamed RDB transfer with replica {name} succeeded (socket). Waiting for REPLCONF ACK from replica to enable streaming"
+            ));
             if let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == id) {
-                // The stream held in the replication buffer follows as the RDB is
-                // written (a streamed one's after the replica's first ACK).
-                r.rdb_sent(eof);
+                r.rdb_sent(true);
             }
             log(&format!("Synchronization with replica {name} succeeded"));
         }
@@ -205,7 +276,7 @@ impl Server {
             // Redis's keepalive for replicas waiting for the RDB to start, or (disk
             // target) to be whole; a streamed RDB cannot take one.
             let mut ids: Vec<u64> = syncs.waiting.iter().map(|w| w.id).collect();
-            if let Some(r) = syncs.running.as_ref().filter(|r| r.whole.is_some()) {
+            if let Some(r) = syncs.running.as_ref().filter(|r| r.disk) {
                 ids.extend(r.targets.iter().filter(|t| !t.eof).map(|t| t.id));
             }
             for id in ids {
@@ -290,7 +361,7 @@ impl Server {
             if w.psync {
                 self.queue_to_replica(w.id, format!("+FULLRESYNC {replid} {}\r\n", aux.offset).as_bytes());
             }
-            if w.eof {
+            if diskless {
                 self.queue_to_replica(w.id, format!("$EOF:{mark}\r\n").as_bytes());
             }
             if let Some(r) = self.replicas.attached.iter_mut().find(|r| r.id == w.id) {
@@ -300,9 +371,19 @@ impl Server {
         }
         let (tx, chunks) = sync_channel(CHUNKS_IN_FLIGHT);
         let encoder = std::thread::spawn(move || {
-            let src = ferrokv::persist::snapshot::Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay };
+            use ferrokv::persist::snapshot::{write_atomically, write_replication_rdb, Source};
+            let src = Source::Stream { rx, key_delay_us: cfg.rdb_key_save_delay };
+            if !diskless {
+                // Redis's disk target: a save of the dump file, sent from it when done. Its
+                // own temp name: an aborted one may still be ending when a BGSAVE starts.
+                drop(tx);
+                let path = cfg.dir.join(&cfg.dbfilename);
+                let tmp = cfg.dir.join(format!("temp-replicas-{}.rdb", std::process::id()));
+                return write_atomically(&tmp, &path, |w| write_replication_rdb(w, src, &cfg, now, &aux))
+                    .map_err(|e| io::Error::other(e.to_string()));
+            }
             let out = ChunkWriter { tx, buf: Vec::with_capacity(CHUNK) };
-            let mut out = ferrokv::persist::snapshot::write_replication_rdb(out, src, &cfg, now, &aux)?;
+            let mut out = write_replication_rdb(out, src, &cfg, now, &aux)?;
             out.flush()
         });
         self.replicas.syncs.running = Some(Running {
@@ -310,10 +391,11 @@ impl Server {
             encoder,
             targets: waiting
                 .iter()
-                .map(|w| Target { id: w.id, eof: w.eof, pending: 0, progress_at: Instant::now() })
+                .map(|w| Target { id: w.id, eof: diskless, pending: 0, progress_at: Instant::now() })
                 .collect(),
             mark,
-            whole: waiting.iter().any(|w| !w.eof).then(Vec::new),
+            disk: !diskless,
+            dirty_at_start: self.engine.stats().dirty,
             drained: false,
         });
     }

@@ -72,6 +72,8 @@ pub(super) enum Transfer {
     /// Its RDB is being sent: the stream since the snapshot waits in the replication
     /// buffer.
     Sending,
+    /// Its RDB, saved to the dump file (Redis's disk target), is being sent from the file.
+    Bulk,
     /// Its streamed RDB was sent: the stream waits for its first REPLCONF ACK, which
     /// says it loaded it (Redis's replica finds the end mark only at the end of a read,
     /// so nothing may follow the mark until then).
@@ -95,7 +97,7 @@ impl Attached {
     pub(super) fn rdb_sent(&mut self, streamed: bool) {
         self.transfer = match self.transfer {
             Transfer::Sending if streamed => Transfer::AwaitingAck,
-            Transfer::Sending | Transfer::AwaitingAck => Transfer::Online,
+            Transfer::Sending | Transfer::Bulk | Transfer::AwaitingAck => Transfer::Online,
             t => t,
         };
     }
@@ -147,6 +149,7 @@ impl Replicas {
                     // Redis's replicas show wait_bgsave until their RDB is made
                     // (streamed ones until it is sent).
                     Transfer::Waiting | Transfer::Sending => "wait_bgsave",
+                    Transfer::Bulk => "send_bulk",
                     Transfer::Online | Transfer::AwaitingAck => "online",
                 };
                 (format!("slave{i}"), format!("ip={},port={},state={state},offset={},lag={lag}", r.addr, r.port, r.ack))
@@ -313,6 +316,8 @@ pub struct FullSyncs {
     /// Replicas waiting for the next sync, in arrival order.
     pub(super) waiting: Vec<Waiting>,
     pub(super) running: Option<Running>,
+    /// Replicas being sent the dump file a disk-target sync saved.
+    pub(super) bulks: Vec<Bulk>,
     /// When the waiting replicas last got their keepalive newline.
     pub(super) last_newline: Option<Instant>,
 }
@@ -351,10 +356,22 @@ pub(super) struct Running {
     pub(super) targets: Vec<Target>,
     /// `$EOF:` replicas: the mark that ends their RDB.
     pub(super) mark: String,
-    /// The RDB so far, for the replicas that get it as one bulk at the end.
-    pub(super) whole: Option<Vec<u8>>,
+    /// Redis's disk target: the RDB is saved to the dump file, then sent from it as one
+    /// `$len` bulk to each replica (the others get it streamed as it is made).
+    pub(super) disk: bool,
+    /// INFO's changes since the last save when the snapshot was taken (a disk target's
+    /// save counts as one).
+    pub(super) dirty_at_start: u64,
     /// Every chunk was taken; the encoder's verdict is next.
     pub(super) drained: bool,
+}
+
+/// A replica being sent the dump file: what is left of it.
+#[derive(Debug)]
+pub(super) struct Bulk {
+    pub(super) id: u64,
+    pub(super) file: std::fs::File,
+    pub(super) left: u64,
 }
 
 impl FullSyncs {
@@ -369,6 +386,7 @@ impl FullSyncs {
     /// A replica went away: it is no longer waited for or fed.
     pub(super) fn forget(&mut self, id: u64) {
         self.waiting.retain(|w| w.id != id);
+        self.bulks.retain(|b| b.id != id);
         if let Some(r) = &mut self.running {
             r.targets.retain(|t| t.id != id);
         }
