@@ -193,6 +193,15 @@ impl Client {
         r.write_resp_in(&mut self.out, self.resp3, crate::version::doubles());
     }
 
+    /// Have this client written at the end of the loop round (`queue` is the server's
+    /// list of deferred writes), once.
+    pub fn defer_write(&mut self, queue: &mut Vec<u64>) {
+        if !self.write_deferred {
+            self.write_deferred = true;
+            queue.push(self.id);
+        }
+    }
+
     /// Bytes waiting to be written.
     pub fn pending_out(&self) -> usize {
         self.out.len() - self.out_pos

@@ -23,47 +23,42 @@ impl Server {
             self.reject(c, ferrokv::command::unknown_command(argv, crate::version::version()), None);
             return;
         };
-        c.last_cmd = match (found, argv.get(1)) {
+        let key = cmd::stat_key(found, argv);
+        c.last_cmd = match (key.sub, argv.get(1)) {
             // Container commands show their subcommand, as Redis 7.0 (`client|list`).
-            (found, Some(_)) if found.sub(argv).is_some() => cmd::stat_key(found, argv)
-                .sub
-                .map_or_else(|| found.name.into(), |sub| format!("{}|{sub}", found.name).into()),
-            (found, Some(sub)) if matches!(found.name, "client" | "config" | "command" | "debug") => {
+            (Some(sub), _) => format!("{}|{sub}", found.name).into(),
+            (None, Some(sub)) if matches!(found.name, "client" | "config" | "command" | "debug") => {
                 format!("{}|{}", found.name, String::from_utf8_lossy(sub).to_ascii_lowercase()).into()
             }
             _ => found.name.into(),
         };
         if !found.arity_ok(argv.len()) {
             let e = Reply::error(format!("ERR wrong number of arguments for '{}' command", found.name));
-            self.reject(c, e, Some(cmd::stat_key(found, argv)));
+            self.reject(c, e, Some(key));
             return;
         }
         if let Some(e) = crate::acl::enforce::subcommand_refusal(found, argv) {
-            self.reject(c, e, Some(cmd::stat_key(found, argv)));
+            self.reject(c, e, Some(key));
             return;
         }
         if self.acl_auth_required(c) && found.flags_for(argv) & ferrokv::command::flags::NO_AUTH == 0 {
-            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(cmd::stat_key(found, argv)));
+            self.reject(c, Reply::err("NOAUTH Authentication required."), Some(key));
             return;
         }
         if c.multi.is_some() && found.flags_for(argv) & ferrokv::command::flags::NO_MULTI != 0 {
-            self.reject(
-                c,
-                Reply::err("ERR Command not allowed inside a transaction"),
-                Some(cmd::stat_key(found, argv)),
-            );
+            self.reject(c, Reply::err("ERR Command not allowed inside a transaction"), Some(key));
             return;
         }
         if let Some(e) = self.acl_refusal(c, found, argv) {
-            self.reject(c, e, Some(cmd::stat_key(found, argv)));
+            self.reject(c, e, Some(key));
             return;
         }
         if let Some(e) = crate::admission::refusal(self, c, found, argv) {
-            self.reject(c, e, Some(cmd::stat_key(found, argv)));
+            self.reject(c, e, Some(key));
             return;
         }
         if let Some(e) = crate::cmd::pubsub::refused_in_subscribed_mode(c, found, argv) {
-            self.reject(c, e, Some(cmd::stat_key(found, argv)));
+            self.reject(c, e, Some(key));
             return;
         }
         // Nor for a replica (its commands are not paused with the others'), nor for a
@@ -71,15 +66,11 @@ impl Server {
         let keyspace =
             ferrokv::command::flags::WRITE | ferrokv::command::flags::READONLY | ferrokv::command::flags::MAY_REPLICATE;
         if (c.monitor || c.replica) && found.flags_for(argv) & keyspace != 0 {
-            self.reject(
-                c,
-                Reply::err("ERR Replica can't interact with the keyspace"),
-                Some(cmd::stat_key(found, argv)),
-            );
+            self.reject(c, Reply::err("ERR Replica can't interact with the keyspace"), Some(key));
             return;
         }
         if let Some(e) = crate::admission::loading_refusal(self, c, found, argv) {
-            self.reject(c, e, Some(cmd::stat_key(found, argv)));
+            self.reject(c, e, Some(key));
             return;
         }
         if let Some(busy) = crate::script::busy_refusal(self, argv) {
@@ -90,7 +81,7 @@ impl Server {
             } else {
                 busy
             };
-            self.reject(c, busy, Some(cmd::stat_key(found, argv)));
+            self.reject(c, busy, Some(key));
             return;
         }
         if self.tracking.is_active() {

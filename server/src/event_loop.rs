@@ -261,10 +261,7 @@ impl Server {
             if c.drained && !stopped_early && !c.close_after_reply && c.pending_out() > 0 {
                 // All it sent is answered: write after the other ready clients ran.
                 c.drained = false;
-                if !c.write_deferred {
-                    c.write_deferred = true;
-                    self.deferred_writes.push(c.id);
-                }
+                c.defer_write(&mut self.deferred_writes);
                 return true;
             }
             if !self.flush_client(c) {

@@ -49,8 +49,10 @@ impl Backlog {
         Backlog { blocks: VecDeque::new(), size: size.max(MIN_BACKLOG), end, mem: 0 }
     }
 
-    /// Append `b` (trimming is `trim`'s, once the replicas' needs are known).
-    pub(super) fn push(&mut self, mut b: &[u8]) {
+    /// Append `b` (trimming is `trim`'s, once the replicas' needs are known). True when
+    /// a block was added.
+    pub(super) fn push(&mut self, mut b: &[u8]) -> bool {
+        let mut added = false;
         while !b.is_empty() {
             if self.blocks.back().is_none_or(|t| t.bytes.len() == t.bytes.capacity()) {
                 // Big writes span several blocks of at most a sixteenth of the backlog,
@@ -59,6 +61,7 @@ impl Backlog {
                 let block = Block { start: self.end + 1, bytes: Vec::with_capacity(cap) };
                 self.mem += block.bytes.capacity() + BLOCK_OVERHEAD;
                 self.blocks.push_back(block);
+                added = true;
             }
             let Some(tail) = self.blocks.back_mut() else { break };
             let take = (tail.bytes.capacity() - tail.bytes.len()).min(b.len());
@@ -66,6 +69,7 @@ impl Backlog {
             self.end += take as u64;
             b = &b[take..];
         }
+        added
     }
 
     /// Drop the oldest blocks the backlog does not need to hold `size` bytes and no

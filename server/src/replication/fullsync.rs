@@ -66,7 +66,7 @@ impl Server {
             return true;
         }
         let Some(run) = &self.replicas.syncs.running else { return false };
-        !run.targets.iter().any(|t| t.eof && !room(t.id))
+        run.disk || run.targets.iter().all(|t| room(t.id))
     }
 
     fn diskless_sync(&self) -> bool {
@@ -118,16 +118,14 @@ impl Server {
         }
         while !run.drained {
             // A streamed RDB goes at the pace of the slowest replica, as Redis's pipe.
-            if run.targets.iter().any(|t| t.eof && t.pending >= SOCKET_ROOM) {
+            if !run.disk && run.targets.iter().any(|t| t.pending >= SOCKET_ROOM) {
                 break;
             }
             match run.chunks.try_recv() {
                 Ok(chunk) => {
                     for t in &mut run.targets {
-                        if t.eof {
-                            t.pending += chunk.len();
-                            self.queue_to_replica(t.id, &chunk);
-                        }
+                        t.pending += chunk.len();
+                        self.queue_to_replica(t.id, &chunk);
                     }
                 }
                 Err(TryRecvError::Empty) => break,
@@ -211,10 +209,7 @@ impl Server {
                         continue;
                     }
                 }
-                if !c.write_deferred {
-                    c.write_deferred = true;
-                    self.deferred_writes.push(b.id);
-                }
+                c.defer_write(&mut self.deferred_writes);
             }
             if b.left > 0 {
                 i += 1;
@@ -252,10 +247,7 @@ impl Server {
     pub(super) fn queue_to_replica(&mut self, id: u64, bytes: &[u8]) {
         let Some(c) = self.clients.get_mut(&id) else { return };
         c.out.extend_from_slice(bytes);
-        if !c.write_deferred {
-            c.write_deferred = true;
-            self.deferred_writes.push(id);
-        }
+        c.defer_write(&mut self.deferred_writes);
     }
 
     pub(super) fn close_replica_asap(&mut self, id: u64) {
@@ -277,7 +269,7 @@ impl Server {
             // target) to be whole; a streamed RDB cannot take one.
             let mut ids: Vec<u64> = syncs.waiting.iter().map(|w| w.id).collect();
             if let Some(r) = syncs.running.as_ref().filter(|r| r.disk) {
-                ids.extend(r.targets.iter().filter(|t| !t.eof).map(|t| t.id));
+                ids.extend(r.targets.iter().map(|t| t.id));
             }
             for id in ids {
                 self.queue_to_replica(id, b"\n");
@@ -389,10 +381,7 @@ impl Server {
         self.replicas.syncs.running = Some(Running {
             chunks,
             encoder,
-            targets: waiting
-                .iter()
-                .map(|w| Target { id: w.id, eof: diskless, pending: 0, progress_at: Instant::now() })
-                .collect(),
+            targets: waiting.iter().map(|w| Target { id: w.id, pending: 0, progress_at: Instant::now() }).collect(),
             mark,
             disk: !diskless,
             dirty_at_start: self.engine.stats().dirty,

@@ -313,21 +313,23 @@ impl Server {
             return;
         }
         let Some(b) = self.replicas.history.backlog.as_mut() else { return };
-        b.push(bytes);
+        let new_block = b.push(bytes);
         for r in &self.replicas.attached {
             // Waiting: its snapshot, when it starts, holds these writes. Sending: they
             // wait in the buffer until its RDB is sent.
             if r.transfer != Transfer::Online {
                 continue;
             }
-            let Some(c) = self.clients.get_mut(&r.id) else { continue };
-            if !c.write_deferred {
-                c.write_deferred = true;
-                self.deferred_writes.push(r.id);
+            if let Some(c) = self.clients.get_mut(&r.id) {
+                c.defer_write(&mut self.deferred_writes);
             }
         }
-        self.enforce_replica_limits();
-        self.trim_replication_buffer();
+        // As Redis, limits and trimming are looked at when the buffer grows by a block
+        // (and every second), not on every write.
+        if new_block {
+            self.enforce_replica_limits();
+            self.trim_replication_buffer();
+        }
     }
 
     /// Before a replica's output is written: the next chunk of the stream it is owed,

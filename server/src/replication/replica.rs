@@ -88,10 +88,7 @@ impl Server {
                     let offset = link.offset;
                     if let Some(c) = self.clients.get_mut(&id) {
                         write_ack(&mut c.out, offset);
-                        if !c.write_deferred {
-                            c.write_deferred = true;
-                            self.deferred_writes.push(id);
-                        }
+                        c.defer_write(&mut self.deferred_writes);
                     }
                 }
                 return;

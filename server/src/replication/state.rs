@@ -342,8 +342,6 @@ pub(super) struct Waiting {
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Target {
     pub(super) id: u64,
-    /// Gets the RDB as it is made (`$EOF:`), not whole at the end.
-    pub(super) eof: bool,
     /// Its unsent output at the last look, and when that last went down: a replica
     /// that takes nothing for repl-timeout seconds is dropped.
     pub(super) pending: usize,
