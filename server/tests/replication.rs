@@ -928,3 +928,60 @@ fn a_disk_target_sync_is_a_save_of_the_dump_file() {
     master.cli(&["CONFIG", "SET", "save", "900 1"]);
     leave_during_sync(true);
 }
+
+/// The files of `dir` whose name starts with `temp-` (a sync's download, a save's).
+fn temp_files(dir: &std::path::Path) -> Vec<String> {
+    let names = std::fs::read_dir(dir).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()));
+    names.map(|n| n.filter(|n| n.starts_with("temp-")).collect()).unwrap_or_default()
+}
+
+/// repl-diskless-load as Redis 7.0's: the snapshot of a real master is loaded from the
+/// socket as it comes (no file on the replica's disk, before or after), at the pace of
+/// the load (the master's transfer waits on a slow loader: key-load-delay), and like
+/// any replica's load it keeps the keys that are expired but not yet deleted on the
+/// master (their DEL comes in the stream). With repl-diskless-load disabled the snapshot
+/// goes to a file first and is loaded from it, the replica answering -LOADING meanwhile.
+#[test]
+fn diskless_load_reads_the_masters_socket() {
+    let master = Redis::start_with(None, &["--rdbcompression", "no"]);
+    master.cli(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    master.cli(&["DEBUG", "POPULATE", "20000", "k", "2000"]);
+    master.cli(&["SET", "soon", "v", "PX", "50"]);
+    std::thread::sleep(Duration::from_millis(200));
+    let dir = TempDir::new("replica");
+    let replica = Ours::start(dir.path(), &["--repl-diskless-load", "on-empty-db", "--key-load-delay", "50"]);
+    assert_eq!(replica.cli(&["REPLICAOF", "127.0.0.1", &master.port.to_string()]), "OK");
+    wait_for("the replica to load", || replica.info("loading") == "1");
+    // 40 MB at 50 us a key: over a second of loading, more than the sockets buffer.
+    std::thread::sleep(Duration::from_millis(1000));
+    assert_eq!(replica.info("loading"), "1");
+    let persistence = master.cli(&["INFO", "persistence"]);
+    assert!(persistence.contains("rdb_bgsave_in_progress:1"), "the master still sending: {persistence}");
+    assert!(replica.cli(&["GET", "k:1"]).starts_with("LOADING"));
+    assert_eq!(temp_files(dir.path()), Vec::<String>::new());
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(replica.cli(&["DBSIZE"]), "20001");
+    assert_eq!(replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+    assert!(!dir.path().join("dump.rdb").exists(), "a socket load writes no dump file");
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(!log.contains("to disk"), "{log}");
+    // The expired key goes when the master deletes it.
+    master.cli(&["GET", "soon"]);
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(replica.cli(&["DBSIZE"]), "20000");
+
+    // Disk: downloaded, then loaded with -LOADING answered.
+    replica.cli(&["CONFIG", "SET", "repl-diskless-load", "disabled"]);
+    master.cli(&["SET", "soon", "v", "PX", "50"]);
+    std::thread::sleep(Duration::from_millis(200));
+    force_full_resync(master.port);
+    wait_for("the load from the downloaded file", || replica.info("loading") == "1");
+    assert!(replica.cli(&["GET", "k:1"]).starts_with("LOADING"));
+    wait_in_sync(master.port, replica.port);
+    assert_eq!(replica.cli(&["DBSIZE"]), "20011");
+    assert_eq!(replica.cli(&["DEBUG", "DIGEST"]), master.cli(&["DEBUG", "DIGEST"]));
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(log.contains("streamed RDB from master with EOF to disk"), "{log}");
+    assert!(log.contains("MASTER <-> REPLICA sync: Flushing old data"), "{log}");
+    assert!(dir.path().join("dump.rdb").exists(), "the downloaded snapshot becomes the dump file");
+}

@@ -389,3 +389,33 @@ fn aof_verify_takes_the_version_from_the_file() {
     let strict = verify(&expiry, Options { strict: true, ..as70 }).expect("verify runs");
     assert!(strict.problem.is_some_and(|p| p.offset == warned[0].offset));
 }
+
+/// Every RDB of ../shared (files of real servers, and the public fixtures, the corrupt
+/// among them) read record by record from a stream in small reads, as a replica reads
+/// its master's socket: the same records and verdict as read whole from memory.
+#[test]
+#[ignore = "needs ../shared; run with make compat"]
+fn shared_rdbs_read_from_a_stream_as_whole() {
+    let mut files = Vec::new();
+    let mut dirs = vec![shared_dir().join("corpus"), shared_dir().join("external")];
+    while let Some(d) = dirs.pop() {
+        for entry in std::fs::read_dir(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display())).flatten() {
+            let p = entry.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "rdb") {
+                files.push(p);
+            }
+        }
+    }
+    assert!(files.len() >= 150, "{} RDB files", files.len());
+    for p in &files {
+        let data = std::fs::read(p).unwrap();
+        for chunk in [13, 65536] {
+            if let Some(diff) = ferrokv::format::rdb::differs_from_whole(&data, chunk) {
+                panic!("{}: {diff}", p.display());
+            }
+        }
+    }
+    eprintln!("{} RDB files read from a stream as whole", files.len());
+}

@@ -23,7 +23,7 @@ use crate::config::Config;
 use crate::format::aof::manifest::{manifest_name, AofInfo, FileKind, Manifest};
 use crate::format::aof::{has_rdb_preamble, AofError, CommandReader};
 use crate::format::blob::Elem;
-use crate::format::rdb::{KeyRecord, RdbError, RdbReader, Record};
+use crate::format::rdb::{IncrementalError, IncrementalReader, KeyRecord, RdbError, RdbReader, ReadOptions, Record};
 use crate::keyspace::{Keyspace, LRU_MAX};
 use crate::source::Source;
 use crate::value::{FromRdbError, Limits, Value};
@@ -122,6 +122,12 @@ impl ReplFields {
             b"repl-offset" => self.offset = number(),
             _ => {}
         }
+    }
+
+    /// The database the stream had selected where the snapshot ends (`repl-stream-db`),
+    /// 0 without one.
+    pub fn stream_db(&self) -> usize {
+        self.stream_db.and_then(|db| usize::try_from(db).ok()).unwrap_or(0)
     }
 
     /// All three, with a database and an offset that mean something (Redis ignores the
@@ -380,37 +386,16 @@ fn read_records<'a>(
     let mut reported = 0usize;
     for rec in reader {
         match rec.map_err(rdb_err)? {
-            Record::SelectDb { db: d, .. } => {
-                db = usize::try_from(d).unwrap_or(usize::MAX);
-                if db >= ks.dbs.len() {
-                    return Err(PersistError::State(format!(
-                        "{}: the file selects database {d}, but the engine is configured with {} databases",
-                        path.display(),
-                        ks.dbs.len()
-                    )));
-                }
-            }
-            Record::ResizeDb { db_size, .. } => ks.dbs[db].reserve(db_size.min(1 << 24) as usize),
             Record::Key(k) => {
                 if k.end - reported >= PROGRESS_EVERY as usize {
                     (watch.progress)((k.end - reported) as u64);
                     reported = k.end;
                 }
-                if watch.key_delay_us != 0 {
-                    super::snapshot::key_delay(watch.key_delay_us);
-                }
-                if watch.keep.is_some_and(|keep| !keep(k.db as usize, &k.key.to_bytes())) {
+                if !admit_key(watch, &k) {
                     if flight.queue.is_empty() && batch.is_empty() {
                         src.release_before(k.offset);
                     }
                     continue;
-                }
-                if let (Some(t), Some(now)) = (k.expire_ms, watch.skip_expired_before) {
-                    if t < now {
-                        watch.expired += 1;
-                        watch.expired_keys.push((k.db as usize, k.key.to_bytes().into_owned()));
-                        continue;
-                    }
                 }
                 if threads == 0 {
                     src.release_before(k.offset);
@@ -430,37 +415,124 @@ fn read_records<'a>(
                 (watch.progress)((end - reported.min(end)) as u64);
                 return Ok(end);
             }
-            Record::Function { code, .. } => {
-                ks.functions.load(code.to_bytes().into_owned()).map_err(|what| {
-                    PersistError::State(format!("{}: Failed loading library, {what}", path.display()))
-                })?;
-            }
-            Record::FunctionPreGa { name, engine, code, .. } => {
-                // Redis 7.0 still converts the release candidates' record to a library.
-                let mut lib = format!(
-                    "#!{} name={}\n",
-                    String::from_utf8_lossy(&engine.to_bytes()),
-                    String::from_utf8_lossy(&name.to_bytes())
-                )
-                .into_bytes();
-                lib.extend_from_slice(&code.to_bytes());
-                ks.functions.load(lib).map_err(|what| {
-                    PersistError::State(format!("{}: Failed loading library, {what}", path.display()))
-                })?;
-            }
-            Record::ModuleAux(_) => {
-                return Err(PersistError::State(format!(
-                    "{}: the file holds module data; modules are not supported",
-                    path.display()
-                )))
-            }
-            Record::Aux { key, value } => watch.repl_fields.read(&key.to_bytes(), &value),
-            Record::SlotInfo { .. } | Record::SlotImport { .. } => {}
+            other => apply_record(ks, other, path, watch, &mut db)?,
         }
     }
     Err(rdb_err(
         RdbError::at(src.len(), "the RDB ends without an EOF record").of_kind(crate::format::ErrorKind::Truncated),
     ))
+}
+
+/// Whether a key record is loaded: `key-load-delay` waited, then the watch's filter and
+/// its expiry cut-off applied (a key skipped as expired is counted there).
+fn admit_key(watch: &mut LoadWatch<'_>, k: &KeyRecord<'_>) -> bool {
+    if watch.key_delay_us != 0 {
+        super::snapshot::key_delay(watch.key_delay_us);
+    }
+    if watch.keep.is_some_and(|keep| !keep(k.db as usize, &k.key.to_bytes())) {
+        return false;
+    }
+    if let (Some(t), Some(now)) = (k.expire_ms, watch.skip_expired_before) {
+        if t < now {
+            watch.expired += 1;
+            watch.expired_keys.push((k.db as usize, k.key.to_bytes().into_owned()));
+            return false;
+        }
+    }
+    true
+}
+
+/// A record other than a key or the end: the database it selects (`db`), a size hint,
+/// a function library, a replication field.
+fn apply_record(
+    ks: &mut Keyspace,
+    rec: Record<'_>,
+    path: &Path,
+    watch: &mut LoadWatch<'_>,
+    db: &mut usize,
+) -> Result<(), PersistError> {
+    let library_failed =
+        |what: String| PersistError::State(format!("{}: Failed loading library, {what}", path.display()));
+    match rec {
+        Record::SelectDb { db: d, .. } => {
+            *db = usize::try_from(d).unwrap_or(usize::MAX);
+            if *db >= ks.dbs.len() {
+                return Err(PersistError::State(format!(
+                    "{}: the file selects database {d}, but the engine is configured with {} databases",
+                    path.display(),
+                    ks.dbs.len()
+                )));
+            }
+        }
+        Record::ResizeDb { db_size, .. } => ks.dbs[*db].reserve(db_size.min(1 << 24) as usize),
+        Record::Function { code, .. } => ks.functions.load(code.to_bytes().into_owned()).map_err(library_failed)?,
+        Record::FunctionPreGa { name, engine, code, .. } => {
+            // Redis 7.0 still converts the release candidates' record to a library.
+            let mut lib = format!(
+                "#!{} name={}\n",
+                String::from_utf8_lossy(&engine.to_bytes()),
+                String::from_utf8_lossy(&name.to_bytes())
+            )
+            .into_bytes();
+            lib.extend_from_slice(&code.to_bytes());
+            ks.functions.load(lib).map_err(library_failed)?;
+        }
+        Record::ModuleAux(_) => {
+            return Err(PersistError::State(format!(
+                "{}: the file holds module data; modules are not supported",
+                path.display()
+            )))
+        }
+        Record::Aux { key, value } => watch.repl_fields.read(&key.to_bytes(), &value),
+        Record::SlotInfo { .. } | Record::SlotImport { .. } | Record::Key(_) | Record::Eof { .. } => {}
+    }
+    Ok(())
+}
+
+/// An RDB read from `src` as it comes (a master's socket: Redis's diskless load) into
+/// `ks`, each key decoded on this thread; `name` is what errors name. Returns the reader,
+/// positioned just after the RDB: its unread bytes and source are what followed.
+pub fn load_rdb_from<R: std::io::Read>(
+    ks: &mut Keyspace,
+    src: R,
+    name: &Path,
+    limits: &Limits,
+    watch: &mut LoadWatch<'_>,
+) -> Result<IncrementalReader<R>, PersistError> {
+    let mut reader = IncrementalReader::new(src, ReadOptions::default());
+    let mut db = 0usize;
+    let mut reported = 0usize;
+    loop {
+        let step = reader.next_with(|rec| -> Result<bool, PersistError> {
+            match rec {
+                Record::Key(k) => {
+                    if k.end - reported >= PROGRESS_EVERY as usize {
+                        (watch.progress)((k.end - reported) as u64);
+                        reported = k.end;
+                    }
+                    if admit_key(watch, &k) {
+                        watch.empty_keys.extend(insert(ks, decode_key(&k, name, limits)?, name)?);
+                    }
+                    Ok(false)
+                }
+                Record::Eof { end, .. } => {
+                    (watch.progress)((end - reported.min(end)) as u64);
+                    Ok(true)
+                }
+                other => apply_record(ks, other, name, watch, &mut db).map(|()| false),
+            }
+        });
+        match step {
+            Some(Ok(Ok(false))) => continue,
+            Some(Ok(Ok(true))) => return Ok(reader),
+            Some(Ok(Err(e))) => return Err(e),
+            Some(Err(IncrementalError::Rdb(source))) => {
+                return Err(PersistError::Rdb { path: name.to_path_buf(), source })
+            }
+            Some(Err(IncrementalError::Io { source, .. })) => return Err(PersistError::io(name, "read", source)),
+            None => return Err(PersistError::State(format!("{}: read after the end of the RDB", name.display()))),
+        }
+    }
 }
 
 /// What an AOF's commands are run on: the engine, whose caller sets it loading (keys

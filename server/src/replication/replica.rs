@@ -7,7 +7,11 @@ use std::sync::mpsc::{channel, TryRecvError};
 use std::time::{Duration, Instant};
 
 use ferrokv::command::{eq_ic, parse_i64};
+use ferrokv::keyspace::Keyspace;
+use ferrokv::persist::load::{load_rdb_from, load_rdb_watched, LoadWatch};
 use ferrokv::persist::replication::ReplicationFeed;
+use ferrokv::persist::PersistError;
+use ferrokv::source::Source;
 use ferrokv::Reply;
 use mio::{Interest, Token};
 
@@ -49,6 +53,9 @@ impl Server {
                         self.cfg.get("repl-timeout").and_then(|t| t.parse().ok()).unwrap_or(60),
                     ),
                     rdb: sync_temp_file(&self.engine.config().dir),
+                    databases: self.engine.config().databases,
+                    limits: self.engine.config().limits,
+                    key_delay_us: self.engine.config().key_load_delay_us,
                     source: self.cfg.get("bind-source-addr").and_then(|a| a.parse().ok()),
                     tls: (self.cfg.get("tls-replication").as_deref() == Some("yes"))
                         .then(|| crate::net::TlsSettings::of(&self.cfg).client_config()),
@@ -60,7 +67,7 @@ impl Server {
                 return;
             }
             LinkState::Connect { .. } => return,
-            LinkState::Sync(rx, _) => match rx.try_recv() {
+            LinkState::Sync(rx, phase) => match rx.try_recv() {
                 Ok(Ok(synced)) => synced,
                 Ok(Err(e)) => {
                     if e.starts_with("Timeout ") {
@@ -79,7 +86,20 @@ impl Server {
                     link.state = LinkState::Connect { retry_at: Instant::now() + Duration::from_secs(1) };
                     return;
                 }
-                Err(TryRecvError::Empty) => return,
+                Err(TryRecvError::Empty) => {
+                    if phase.get() == SyncPhase::LOADING_FILE {
+                        // As Redis before it loads a downloaded snapshot: the old data
+                        // goes now (clients get -LOADING), not after the new is in memory.
+                        phase.set(SyncPhase::LOADING_FILE_FLUSHED);
+                        log("MASTER <-> REPLICA sync: Flushing old data");
+                        self.settle_snapshot();
+                        let empty = ferrokv::keyspace::Keyspace::new(self.engine.config().databases);
+                        if let Err(e) = self.replace_dataset(empty) {
+                            crate::log::warn(&e);
+                        }
+                    }
+                    return;
+                }
             },
             LinkState::Up { id } => {
                 let id = *id;
@@ -95,8 +115,8 @@ impl Server {
             }
         };
         let installed = match synced.how {
-            SyncKind::Full { replid, offset, rdb, stream_db } => self
-                .install_snapshot(&rdb, replid, offset, stream_db)
+            SyncKind::Full { replid, offset, dataset, rdb, stream_db } => self
+                .install_snapshot(*dataset, rdb.as_deref(), replid, offset, stream_db)
                 .map_err(|e| format!("Failed trying to load the MASTER synchronization DB from disk: {e}")),
             SyncKind::Continue { replid } => {
                 self.continue_stream(replid);
@@ -119,17 +139,23 @@ impl Server {
         }
     }
 
-    /// A full resync: the master's snapshot becomes the dump file and the dataset, and
-    /// the history is the master's from `offset`. Our own replicas must resync.
-    fn install_snapshot(&mut self, rdb: &Path, replid: String, offset: u64, stream_db: usize) -> Result<(), String> {
+    /// A full resync: the master's snapshot, loaded by the handshake thread, becomes the
+    /// dataset (and the file it was downloaded to, if any, the dump file), and the
+    /// history is the master's from `offset`. Our own replicas must resync.
+    fn install_snapshot(
+        &mut self,
+        ks: ferrokv::keyspace::Keyspace,
+        rdb: Option<&Path>,
+        replid: String,
+        offset: u64,
+        stream_db: usize,
+    ) -> Result<(), String> {
         self.disconnect_replicas();
-        let dump = self.engine.config().dir.join(&self.engine.config().dbfilename);
-        std::fs::rename(rdb, &dump).map_err(|e| format!("{}: {e}", dump.display()))?;
-        if !self.link.as_ref().is_some_and(|l| l.is_loading() || l.is_async_loading()) {
-            // (A diskless load said so when the bytes started coming.)
-            log("MASTER <-> REPLICA sync: Loading DB in memory");
+        if let Some(rdb) = rdb {
+            let dump = self.engine.config().dir.join(&self.engine.config().dbfilename);
+            std::fs::rename(rdb, &dump).map_err(|e| format!("{}: {e}", dump.display()))?;
         }
-        let ks = self.read_dump_file()?;
+        self.settle_snapshot();
         self.replace_dataset(ks)?;
         self.touch_every_watcher();
         self.tracking_flushed(None);
@@ -477,8 +503,8 @@ pub fn role(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     }
 }
 
-/// repl-diskless-load, as it applies to a sync: the snapshot always goes to a file
-/// first here, but clients see what Redis's loading from the socket shows them.
+/// repl-diskless-load, as it applies to a sync: whether the snapshot is loaded from the
+/// socket as it comes, and what clients see meanwhile.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum DisklessLoad {
     Disabled,
@@ -505,7 +531,13 @@ struct Handshake {
     user: Option<String>,
     pass: Option<String>,
     timeout: Duration,
+    /// Where the snapshot is downloaded when it is not loaded from the socket.
     rdb: PathBuf,
+    /// What the snapshot is loaded with: the databases, the encodings' limits,
+    /// key-load-delay.
+    databases: usize,
+    limits: ferrokv::value::Limits,
+    key_delay_us: i32,
     /// `bind-source-addr`: the local address the link connects from.
     source: Option<std::net::IpAddr>,
     /// `tls-replication yes`: the context to connect with (or why there is none).
@@ -580,7 +612,7 @@ impl Handshake {
         };
         if let Some(id) = reply.strip_prefix("+CONTINUE") {
             let replid = Some(id.trim()).filter(|id| !id.is_empty()).map(str::to_string);
-            return synced(r, SyncKind::Continue { replid });
+            return synced(r, Vec::new(), SyncKind::Continue { replid });
         }
         let mut words = reply.split(' ');
         if words.next() != Some("+FULLRESYNC") {
@@ -597,34 +629,43 @@ impl Handshake {
             DisklessLoad::Swapdb if replid == self.followed => SyncPhase::TRANSFER_ASYNC,
             DisklessLoad::Swapdb | DisklessLoad::OnEmptyDb => SyncPhase::TRANSFER_LOADING,
         });
-        let diskless = self.load != DisklessLoad::Disabled;
-        if diskless {
-            // Redis's diskless load starts loading as the bytes come.
+        let bulk = read_line(&mut r).map_err(bulk_timeout)?;
+        let mut unwatched = |_| {};
+        let mut watch = LoadWatch { key_delay_us: self.key_delay_us, ..LoadWatch::quiet(&mut unwatched) };
+        let mut dataset = Box::new(Keyspace::new(self.databases));
+        let (rdb, after) = if self.load == DisklessLoad::Disabled {
+            self.download(&mut r, &bulk)?;
+            self.phase.set(SyncPhase::LOADING_FILE);
             log("MASTER <-> REPLICA sync: Loading DB in memory");
-        }
-        let received = self.receive(&mut r);
-        if let (true, Err(e)) = (diskless, &received) {
-            // A short read is an error of the load, as Redis reports it from the socket.
-            log(&format!("Internal error in RDB reading from the master's socket: {e}"));
-            log("Failed trying to load the MASTER synchronization DB from socket, check server logs.");
-        }
-        received?;
-        let stream_db = ferrokv::persist::replication::snapshot_stream_db(&self.rdb);
-        synced(r, SyncKind::Full { replid, offset, rdb: self.rdb.clone(), stream_db })
+            let src = Source::open(&self.rdb).map_err(|e| format!("{}: {e}", self.rdb.display()))?;
+            load_rdb_watched(&mut dataset, &src, &self.rdb, &self.limits, &mut watch).map_err(|e| {
+                log(&format!("Failed trying to load the MASTER synchronization DB from disk: {e}"));
+                e.to_string()
+            })?;
+            (Some(self.rdb.clone()), Vec::new())
+        } else {
+            // Loaded as the bytes come, as Redis's diskless load.
+            log("MASTER <-> REPLICA sync: Loading DB in memory");
+            let loaded = self.load_from_socket(&mut r, &bulk, &mut dataset, &mut watch);
+            if let Err(e) = &loaded {
+                log(&format!("Internal error in RDB reading from the master's socket: {e}"));
+                log("Failed trying to load the MASTER synchronization DB from socket, check server logs.");
+            }
+            (None, loaded?)
+        };
+        let stream_db = watch.repl_fields.stream_db();
+        let how = SyncKind::Full { replid, offset, dataset, rdb, stream_db };
+        synced(r, after, how)
     }
 
     /// The snapshot, `$<len>` bytes or `$EOF:<mark>`-ended, into the temp file.
-    fn receive(&self, r: &mut BufReader<Link>) -> Result<(), String> {
-        let bulk = read_line(r).map_err(bulk_timeout)?;
+    fn download(&self, r: &mut BufReader<Link>, bulk: &str) -> Result<(), String> {
         let mut file = std::fs::File::create(&self.rdb).map_err(|e| format!("{}: {e}", self.rdb.display()))?;
         if let Some(mark) = bulk.strip_prefix("$EOF:") {
             log("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
             copy_until_mark(r, mark.as_bytes(), &mut file)?;
         } else {
-            let len: u64 = bulk
-                .strip_prefix('$')
-                .and_then(|l| l.parse().ok())
-                .ok_or_else(|| format!("Bad protocol from MASTER, the first byte is not '$': {bulk}"))?;
+            let len = bulk_len(bulk)?;
             log(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk"));
             let copied = std::io::copy(&mut (&mut *r).take(len), &mut file).map_err(|e| bulk_timeout(link_error(e)))?;
             if copied != len {
@@ -633,12 +674,65 @@ impl Handshake {
         }
         file.sync_all().map_err(|e| e.to_string())
     }
+
+    /// The snapshot read from the socket into `dataset` as it comes. Returns the stream
+    /// bytes read past its end (and past the EOF mark).
+    fn load_from_socket(
+        &self,
+        r: &mut BufReader<Link>,
+        bulk: &str,
+        dataset: &mut Keyspace,
+        watch: &mut LoadWatch<'_>,
+    ) -> Result<Vec<u8>, String> {
+        let name = Path::new("the master's socket");
+        let failed = |e: PersistError| match e {
+            PersistError::Io { source, .. } => bulk_timeout(link_error(source)),
+            e => e.to_string(),
+        };
+        if let Some(mark) = bulk.strip_prefix("$EOF:") {
+            let mark = mark.as_bytes();
+            if mark.len() != 40 {
+                return Err(format!("Bad protocol from MASTER: an EOF mark of {} bytes", mark.len()));
+            }
+            let mut reader = load_rdb_from(dataset, &mut *r, name, &self.limits, watch).map_err(failed)?;
+            // The mark follows the RDB's last byte.
+            let mut after = reader.unread().to_vec();
+            while after.len() < mark.len() {
+                let mut more = [0u8; 64];
+                let n = reader.source_mut().read(&mut more).map_err(|e| bulk_timeout(link_error(e)))?;
+                if n == 0 {
+                    return Err("the master closed the connection before the end of the RDB".into());
+                }
+                after.extend_from_slice(&more[..n]);
+            }
+            if &after[..mark.len()] != mark {
+                return Err("Replication stream EOF marker is broken".into());
+            }
+            return Ok(after.split_off(mark.len()));
+        }
+        let len = bulk_len(bulk)?;
+        let mut body = (&mut *r).take(len);
+        let reader = load_rdb_from(dataset, &mut body, name, &self.limits, watch).map_err(failed)?;
+        if !reader.unread().is_empty() || body.limit() != 0 {
+            return Err(format!("the master's RDB ends before the {len} bytes it announced"));
+        }
+        Ok(Vec::new())
+    }
+}
+
+/// The length of a `$<len>` bulk.
+fn bulk_len(bulk: &str) -> Result<u64, String> {
+    bulk.strip_prefix('$')
+        .and_then(|l| l.parse().ok())
+        .ok_or_else(|| format!("Bad protocol from MASTER, the first byte is not '$': {bulk}"))
 }
 
 /// The handshake's outcome: the connection back from its blocking reader, with the
 /// stream bytes already read.
-fn synced(r: BufReader<Link>, how: SyncKind) -> Result<Synced, String> {
-    let rest = r.buffer().to_vec();
+/// `read` is what was read past the snapshot besides what `r` holds.
+fn synced(r: BufReader<Link>, mut read: Vec<u8>, how: SyncKind) -> Result<Synced, String> {
+    read.extend_from_slice(r.buffer());
+    let rest = read;
     let (sock, tls) = match r.into_inner() {
         Link::Plain(sock) => (sock, None),
         Link::Tls(stream) => {

@@ -207,9 +207,16 @@ pub(super) struct Synced {
 
 #[derive(Debug)]
 pub(super) enum SyncKind {
-    /// +FULLRESYNC replid offset: the snapshot is in `rdb`; the stream it follows had
+    /// +FULLRESYNC replid offset: the snapshot loaded into `dataset`, from the file `rdb`
+    /// it was downloaded to (None: loaded from the socket); the stream it follows had
     /// `stream_db` selected (its `repl-stream-db` field).
-    Full { replid: String, offset: u64, rdb: PathBuf, stream_db: usize },
+    Full {
+        replid: String,
+        offset: u64,
+        dataset: Box<ferrokv::keyspace::Keyspace>,
+        rdb: Option<PathBuf>,
+        stream_db: usize,
+    },
     /// +CONTINUE [replid]: the stream goes on from our offset, under `replid` when the
     /// master names one.
     Continue { replid: Option<String> },
@@ -231,14 +238,19 @@ impl SyncPhase {
     pub(super) const CONNECTING: u8 = 0;
     pub(super) const HANDSHAKE: u8 = 1;
     /// Receiving the snapshot into a file (repl-diskless-load disabled): the data is
-    /// served meanwhile.
+    /// served meanwhile (replica-serve-stale-data).
     pub(super) const TRANSFER: u8 = 2;
-    /// Receiving it with repl-diskless-load swapdb (or on-empty-db over no keys): as
-    /// Redis loads from the socket then, clients get -LOADING until it is in.
+    /// Loading it from the socket as it comes, with repl-diskless-load swapdb (or
+    /// on-empty-db over no keys): clients get -LOADING until it is in.
     pub(super) const TRANSFER_LOADING: u8 = 3;
-    /// The same from the master whose history our data follows: Redis's async loading,
-    /// the old data served until the new replaces it.
+    /// The same from the master whose history our data follows: async loading, the old
+    /// data served until the new replaces it.
     pub(super) const TRANSFER_ASYNC: u8 = 4;
+    /// Loading the snapshot downloaded to a file (repl-diskless-load disabled): clients
+    /// get -LOADING, as from Redis loading it.
+    pub(super) const LOADING_FILE: u8 = 5;
+    /// The same, the old data flushed (by the main thread, when it saw LOADING_FILE).
+    pub(super) const LOADING_FILE_FLUSHED: u8 = 6;
 
     pub(super) fn set(&self, phase: u8) {
         self.0.store(phase, std::sync::atomic::Ordering::Relaxed);
@@ -294,9 +306,12 @@ impl MasterLink {
         self.phase().is_some_and(|p| p >= SyncPhase::TRANSFER)
     }
 
-    /// Loading the master's snapshot as Redis's diskless load does: clients get -LOADING.
+    /// Loading the master's snapshot where clients get -LOADING meanwhile.
     pub fn is_loading(&self) -> bool {
-        self.phase() == Some(SyncPhase::TRANSFER_LOADING)
+        matches!(
+            self.phase(),
+            Some(SyncPhase::TRANSFER_LOADING | SyncPhase::LOADING_FILE | SyncPhase::LOADING_FILE_FLUSHED)
+        )
     }
 
     /// Loading it asynchronously (INFO's async_loading): the old data is served.

@@ -1,6 +1,7 @@
 //! RDB: the snapshot format (Redis RDB 1-13, Valkey 80), decoded as a stream of records.
 
 mod encode;
+mod incremental;
 mod module;
 mod prim;
 mod reader;
@@ -13,6 +14,7 @@ pub use encode::{
     put_str, read_dump_payload, read_dump_payload_with, read_function_payload, score_text, score_text_into, Encoder,
     Form, FunctionPayloadError, KeyParts, Limits, Loss, RdbWriter, Target,
 };
+pub use incremental::{differs_from_whole, IncrementalError, IncrementalReader};
 pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
 pub use prim::{parse_double, RStr};
 pub use reader::{

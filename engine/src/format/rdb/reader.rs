@@ -42,7 +42,7 @@ impl RdbError {
         self
     }
 
-    fn from_format(e: FormatError, db: Option<u64>) -> Self {
+    pub(super) fn from_format(e: FormatError, db: Option<u64>) -> Self {
         RdbError { offset: e.offset, db, key: None, vtype: None, what: e.what, kind: e.kind }
     }
 
@@ -262,6 +262,22 @@ impl<'a> RdbReader<'a> {
             crc: crc::Crc64::new(),
             crc_pos: 0,
         })
+    }
+
+    /// Records of a `dialect` file from `data`, which holds its bytes from `offset` on
+    /// (offsets are the file's); `db` is the database selected before. The checksum is
+    /// not checked: the EOF record says it is `Unchecked` (see `IncrementalReader`).
+    pub(super) fn resume(data: &'a [u8], offset: usize, dialect: Dialect, db: u64) -> Self {
+        RdbReader {
+            file: data,
+            rest: Input::at(data, offset),
+            dialect,
+            db,
+            done: false,
+            opts: ReadOptions { check_crc: false },
+            crc: crc::Crc64::new(),
+            crc_pos: 0,
+        }
     }
 
     pub fn dialect(&self) -> Dialect {
