@@ -5,7 +5,7 @@
 //! memory use does not grow with the file.
 
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Write};
 use std::ops::Deref;
 use std::path::Path;
 
@@ -27,27 +27,55 @@ pub struct Released(AtomicUsize);
 const RELEASE_STEP: usize = 16 << 20;
 
 impl Source {
-    /// Open `path`; `-` reads standard input into memory. Regular files are mapped,
-    /// anything else (pipes, character devices) is read into a buffer.
+    /// Open `path`; `-` is standard input. Regular files are mapped; anything else
+    /// (standard input, pipes, character devices) is copied to an unlinked file in the
+    /// temporary directory (TMPDIR) and that is mapped, so a piped input costs disk, not
+    /// memory; where no temporary file can be made it is read into memory.
     pub fn open(path: &Path) -> io::Result<Source> {
         if path.as_os_str() == "-" {
-            let mut buf = Vec::new();
-            io::stdin().lock().read_to_end(&mut buf)?;
-            return Ok(Source::Buffered(buf));
+            return Source::spill(io::stdin().lock());
         }
         let file = File::open(path)?;
         let meta = file.metadata()?;
-        if !meta.is_file() || meta.len() == 0 {
-            let mut buf = Vec::new();
-            (&file).read_to_end(&mut buf)?;
-            return Ok(Source::Buffered(buf));
+        if !meta.is_file() {
+            return Source::spill(file);
         }
+        if meta.len() == 0 {
+            return Ok(Source::Buffered(Vec::new()));
+        }
+        Source::map(&file)
+    }
+
+    /// `input` read to its end into an unlinked temporary file, mapped.
+    pub fn spill(mut input: impl Read) -> io::Result<Source> {
+        let Some((file, dir)) = unlinked_temp_file() else {
+            let mut buf = Vec::new();
+            input.read_to_end(&mut buf)?;
+            return Ok(Source::Buffered(buf));
+        };
+        let mut out = io::BufWriter::with_capacity(1 << 20, &file);
+        let copied = io::copy(&mut input, &mut out).and_then(|n| out.flush().map(|()| n)).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!("copying the input to a temporary file in {} (TMPDIR): {e}", dir.display()),
+            )
+        })?;
+        drop(out);
+        if copied == 0 {
+            return Ok(Source::Buffered(Vec::new()));
+        }
+        Source::map(&file)
+    }
+
+    fn map(file: &File) -> io::Result<Source> {
         // SAFETY: memmap2 requires that the file is not truncated or modified while
         // mapped. We map read-only and treat the bytes as untrusted input; a concurrent
         // writer can at worst give us inconsistent bytes (which every parser already
         // tolerates) or a SIGBUS on truncation, the same contract as redis-check-rdb's
         // reads. Tools document that inputs must not be rewritten while being read.
-        let map = unsafe { Mmap::map(&file)? };
+        // A spilled input's file is unlinked and its only handle is ours: nothing else
+        // can write it.
+        let map = unsafe { Mmap::map(file)? };
         #[cfg(unix)]
         {
             let _ = map.advise(memmap2::Advice::Sequential);
@@ -82,6 +110,26 @@ impl Source {
     }
 }
 
+/// A new file in the temporary directory, already unlinked (its space goes when the
+/// last handle or mapping of it does): the file and its directory, or None.
+fn unlinked_temp_file() -> Option<(File, std::path::PathBuf)> {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::env::temp_dir();
+    for _ in 0..16 {
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!(".ferrokv-input-{}-{n}", std::process::id()));
+        match std::fs::OpenOptions::new().read(true).write(true).create_new(true).open(&path) {
+            Ok(file) => {
+                let _ = std::fs::remove_file(&path);
+                return Some((file, dir));
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
 impl Deref for Source {
     type Target = [u8];
     fn deref(&self) -> &[u8] {
@@ -89,5 +137,27 @@ impl Deref for Source {
             Source::Mapped(m, _) => m,
             Source::Buffered(b) => b,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spilled_files() -> usize {
+        let prefix = format!(".ferrokv-input-{}-", std::process::id());
+        let names = std::fs::read_dir(std::env::temp_dir()).map(|d| d.flatten().map(|e| e.file_name()));
+        names.map(|n| n.filter(|n| n.to_string_lossy().starts_with(&prefix)).count()).unwrap_or(0)
+    }
+
+    #[test]
+    fn a_piped_input_is_mapped_from_an_unlinked_file() {
+        let data: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        let src = Source::spill(&data[..]).unwrap();
+        assert!(matches!(src, Source::Mapped(..)), "mapped, not held in memory");
+        assert_eq!(&src[..], &data[..]);
+        assert_eq!(spilled_files(), 0, "the file is unlinked at once");
+        let empty = Source::spill(&b""[..]).unwrap();
+        assert!(empty.is_empty());
     }
 }

@@ -59,6 +59,9 @@ pub struct Client {
     pub wants_write: bool,
     /// Its replies wait for the write pass after this loop round's events.
     pub write_deferred: bool,
+    /// A replica's: the bytes of the replication buffer still to be sent to it, as last
+    /// counted (CLIENT LIST's omem and the output limits count them, as Redis's).
+    pub stream_owed: usize,
     /// Channels and patterns subscribed to (pub/sub).
     pub subs: crate::pubsub::ClientSubs,
     /// Waiting in a blocking command (BLPOP & co.).
@@ -154,6 +157,7 @@ impl Client {
             drained: false,
             wants_write: false,
             write_deferred: false,
+            stream_owed: 0,
             subs: Default::default(),
             blocked: None,
             obuf_soft_since: None,
@@ -433,9 +437,10 @@ impl Client {
             self.reply_buf.size,
             self.reply_buf.peak,
             self.pending_out(),
-            // What the output limits are checked against (Redis's reply list bytes).
-            self.pending_out(),
-            self.query.capacity() + self.chunk.len() + self.out.capacity(),
+            // What the output limits are checked against (Redis's reply list bytes, or
+            // for a replica the replication buffer it is owed).
+            self.pending_out() + self.stream_owed,
+            self.query.capacity() + self.chunk.len() + self.out.capacity() + self.stream_owed,
             self.last_cmd,
             String::from_utf8_lossy(&self.user),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),

@@ -788,6 +788,13 @@ fn replicas_share_one_replication_buffer() {
     assert!(extra < 2 * buffers, "used_memory grew {extra} beyond the data; buffers {buffers}");
     assert_eq!(memory(master.port, "mem_clients_slaves"), buffers - 16384);
     assert!(info(master.port, "repl_backlog_histlen").parse::<u64>().unwrap_or(0) > 1 << 20);
+    // CLIENT LIST's omem of a replica in the sync is the stream it is owed (Redis's).
+    let list = master.cli(&["CLIENT", "LIST", "TYPE", "replica"]);
+    let owed: Vec<u64> = list
+        .lines()
+        .filter_map(|l| l.split(' ').find_map(|f| f.strip_prefix("omem=")).and_then(|v| v.parse().ok()))
+        .collect();
+    assert_eq!(owed.iter().filter(|&&o| o > 1 << 20).count(), 2, "{list}");
 
     // One waiting replica gone: the other still needs every block.
     redis_replica.cli(&["SHUTDOWN", "NOSAVE"]);

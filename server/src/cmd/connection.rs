@@ -296,6 +296,7 @@ fn client_list(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             return Reply::syntax();
         }
     }
+    s.count_replicas_owed();
     let now = Instant::now();
     let mut all: Vec<&Client> = s.clients.values().map(|c| &**c).collect();
     all.push(c);

@@ -375,14 +375,15 @@ impl Server {
     /// replication buffer (a hard limit under repl-backlog-size is taken as that size,
     /// as Redis does, so a partial resync the backlog allows is never cut).
     pub(crate) fn enforce_replica_limits(&mut self) {
+        self.count_replicas_owed();
         let Some(b) = self.replicas.history.backlog.as_ref() else { return };
-        let (end, floor) = (b.end(), b.size() as u64);
+        let floor = b.size() as u64;
         let mut over = Vec::new();
         for r in self.replicas.attached.iter().filter(|r| r.owed_stream()) {
             let Some(c) = self.clients.get_mut(&r.id).filter(|c| !c.close_asap) else { continue };
             // Only the stream counts: what is in its output is at most one chunk of it,
             // or its RDB, which Redis does not count either.
-            let used = (end + 1).saturating_sub(r.next);
+            let used = c.stream_owed as u64;
             if crate::obuf::enforce_used(&self.cfg.obuf_limits, c, used, floor) {
                 over.push(r.id);
             }
@@ -391,6 +392,19 @@ impl Server {
         // middle of a command.
         for id in over {
             self.close_replica_asap(id);
+        }
+    }
+
+    /// Each replica's `stream_owed`: the replication buffer from its offset to the end.
+    pub(crate) fn count_replicas_owed(&mut self) {
+        let end = self.replicas.history.backlog.as_ref().map(|b| b.end());
+        for r in &self.replicas.attached {
+            if let Some(c) = self.clients.get_mut(&r.id) {
+                c.stream_owed = match end {
+                    Some(end) if r.owed_stream() => (end + 1).saturating_sub(r.next) as usize,
+                    _ => 0,
+                };
+            }
         }
     }
 
