@@ -972,6 +972,7 @@ fn diskless_load_reads_the_masters_socket() {
     assert!(!dir.path().join("dump.rdb").exists(), "a socket load writes no dump file");
     let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
     assert!(!log.contains("to disk"), "{log}");
+    assert!(log.contains("receiving streamed RDB from master with EOF to parser"), "{log}");
     // The expired key goes when the master deletes it.
     master.cli(&["GET", "soon"]);
     wait_in_sync(master.port, replica.port);

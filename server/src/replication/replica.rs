@@ -93,7 +93,7 @@ impl Server {
                         phase.set(SyncPhase::LOADING_FILE_FLUSHED);
                         log("MASTER <-> REPLICA sync: Flushing old data");
                         self.settle_snapshot();
-                        let empty = ferrokv::keyspace::Keyspace::new(self.engine.config().databases);
+                        let empty = Keyspace::new(self.engine.config().databases);
                         if let Err(e) = self.replace_dataset(empty) {
                             crate::log::warn(&e);
                         }
@@ -144,7 +144,7 @@ impl Server {
     /// history is the master's from `offset`. Our own replicas must resync.
     fn install_snapshot(
         &mut self,
-        ks: ferrokv::keyspace::Keyspace,
+        ks: Keyspace,
         rdb: Option<&Path>,
         replid: String,
         offset: u64,
@@ -690,6 +690,7 @@ impl Handshake {
             e => e.to_string(),
         };
         if let Some(mark) = bulk.strip_prefix("$EOF:") {
+            log("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to parser");
             let mark = mark.as_bytes();
             if mark.len() != 40 {
                 return Err(format!("Bad protocol from MASTER: an EOF mark of {} bytes", mark.len()));
@@ -711,6 +712,7 @@ impl Handshake {
             return Ok(after.split_off(mark.len()));
         }
         let len = bulk_len(bulk)?;
+        log(&format!("MASTER <-> REPLICA sync: receiving {len} bytes from master to parser"));
         let mut body = (&mut *r).take(len);
         let reader = load_rdb_from(dataset, &mut body, name, &self.limits, watch).map_err(failed)?;
         if !reader.unread().is_empty() || body.limit() != 0 {
