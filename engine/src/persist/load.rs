@@ -387,10 +387,7 @@ fn read_records<'a>(
     for rec in reader {
         match rec.map_err(rdb_err)? {
             Record::Key(k) => {
-                if k.end - reported >= PROGRESS_EVERY as usize {
-                    (watch.progress)((k.end - reported) as u64);
-                    reported = k.end;
-                }
+                report_progress(watch, &mut reported, k.end, false);
                 if !admit_key(watch, &k) {
                     if flight.queue.is_empty() && batch.is_empty() {
                         src.release_before(k.offset);
@@ -412,7 +409,7 @@ fn read_records<'a>(
             }
             Record::Eof { end, .. } => {
                 submit(&mut batch, flight)?;
-                (watch.progress)((end - reported.min(end)) as u64);
+                report_progress(watch, &mut reported, end, true);
                 return Ok(end);
             }
             other => apply_record(ks, other, path, watch, &mut db)?,
@@ -421,6 +418,15 @@ fn read_records<'a>(
     Err(rdb_err(
         RdbError::at(src.len(), "the RDB ends without an EOF record").of_kind(crate::format::ErrorKind::Truncated),
     ))
+}
+
+/// Tell the watch how far the load got (`upto`), every PROGRESS_EVERY bytes, and at
+/// the `end`.
+fn report_progress(watch: &mut LoadWatch<'_>, reported: &mut usize, upto: usize, end: bool) {
+    if end || upto.saturating_sub(*reported) >= PROGRESS_EVERY as usize {
+        (watch.progress)(upto.saturating_sub(*reported) as u64);
+        *reported = upto.max(*reported);
+    }
 }
 
 /// Whether a key record is loaded: `key-load-delay` waited, then the watch's filter and
@@ -506,17 +512,14 @@ pub fn load_rdb_from<R: std::io::Read>(
         let step = reader.next_with(|rec| -> Result<bool, PersistError> {
             match rec {
                 Record::Key(k) => {
-                    if k.end - reported >= PROGRESS_EVERY as usize {
-                        (watch.progress)((k.end - reported) as u64);
-                        reported = k.end;
-                    }
+                    report_progress(watch, &mut reported, k.end, false);
                     if admit_key(watch, &k) {
                         watch.empty_keys.extend(insert(ks, decode_key(&k, name, limits)?, name)?);
                     }
                     Ok(false)
                 }
                 Record::Eof { end, .. } => {
-                    (watch.progress)((end - reported.min(end)) as u64);
+                    report_progress(watch, &mut reported, end, true);
                     Ok(true)
                 }
                 other => apply_record(ks, other, name, watch, &mut db).map(|()| false),

@@ -109,8 +109,9 @@ impl Server {
     }
 
     /// Replace every key and function library with `ks`'s (DEBUG RELOAD, a replica's
-    /// full resync).
+    /// full resync); a background snapshot of the old ones is settled first.
     pub fn replace_dataset(&mut self, ks: ferrokv::keyspace::Keyspace) -> Result<(), String> {
+        self.settle_snapshot();
         *self.engine.keyspace_mut() = ks;
         crate::script::functions::install(self)
     }

@@ -92,7 +92,6 @@ impl Server {
                         // goes now (clients get -LOADING), not after the new is in memory.
                         phase.set(SyncPhase::LOADING_FILE_FLUSHED);
                         log("MASTER <-> REPLICA sync: Flushing old data");
-                        self.settle_snapshot();
                         let empty = Keyspace::new(self.engine.config().databases);
                         if let Err(e) = self.replace_dataset(empty) {
                             crate::log::warn(&e);
@@ -155,7 +154,6 @@ impl Server {
             let dump = self.engine.config().dir.join(&self.engine.config().dbfilename);
             std::fs::rename(rdb, &dump).map_err(|e| format!("{}: {e}", dump.display()))?;
         }
-        self.settle_snapshot();
         self.replace_dataset(ks)?;
         self.touch_every_watcher();
         self.tracking_flushed(None);

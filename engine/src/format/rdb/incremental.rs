@@ -136,12 +136,11 @@ impl<R: Read> IncrementalReader<R> {
                             self.done = true;
                             Record::Eof { offset, end, checksum }
                         }
-                        Record::SelectDb { offset, db } => {
-                            self.db = db;
-                            Record::SelectDb { offset, db }
-                        }
                         other => other,
                     };
+                    if let Record::SelectDb { db, .. } = record {
+                        self.db = db;
+                    }
                     let out = f(record);
                     self.pos = end;
                     return Ok(out);
@@ -170,10 +169,7 @@ impl<R: Read> IncrementalReader<R> {
         self.feed_crc(eof_at + 1);
         let computed = self.crc.finish();
         if computed != stored {
-            return Err(IncrementalError::Rdb(
-                RdbError::at(eof_at + 1, format!("wrong RDB checksum: stored {stored:016x}, computed {computed:016x}"))
-                    .of_kind(ErrorKind::Checksum),
-            ));
+            return Err(IncrementalError::Rdb(RdbError::checksum(eof_at, stored, computed)));
         }
         Ok(Checksum::Valid(stored))
     }

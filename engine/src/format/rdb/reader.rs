@@ -36,6 +36,12 @@ impl RdbError {
         RdbError { offset, db: None, key: None, vtype: None, what: what.into(), kind: ErrorKind::Malformed }
     }
 
+    /// The checksum after the EOF byte at `eof_at` is not the data's.
+    pub(super) fn checksum(eof_at: usize, stored: u64, computed: u64) -> Self {
+        RdbError::at(eof_at + 1, format!("wrong RDB checksum: stored {stored:016x}, computed {computed:016x}"))
+            .of_kind(ErrorKind::Checksum)
+    }
+
     /// `at` with another kind.
     pub fn of_kind(mut self, kind: ErrorKind) -> Self {
         self.kind = kind;
@@ -408,11 +414,7 @@ impl<'a> RdbReader<'a> {
                         self.crc_pos = eof_at + 1;
                         let computed = self.crc.finish();
                         if computed != stored {
-                            return Err(RdbError::at(
-                                eof_at + 1,
-                                format!("wrong RDB checksum: stored {stored:016x}, computed {computed:016x}"),
-                            )
-                            .of_kind(ErrorKind::Checksum));
+                            return Err(RdbError::checksum(eof_at, stored, computed));
                         }
                         Checksum::Valid(stored)
                     } else {
