@@ -9,53 +9,16 @@ use std::process::{Command, Stdio};
 mod support;
 use support::Ours;
 
+use ferrokv_testkit::certs::Certs;
 use ferrokv_testkit::{cli, free_port, Server, TempDir};
 
-/// A CA, a server certificate for 127.0.0.1 and a client certificate, made by openssl.
-struct Certs {
-    dir: TempDir,
+/// redis-cli over TLS.
+trait TlsCli {
+    fn cli(&self, port: u16, cert: bool, args: &[&str]) -> String;
+    fn cli_stdin(&self, port: u16, cert: bool, args: &[&str], stdin: Option<PathBuf>) -> String;
 }
 
-impl Certs {
-    fn make() -> Certs {
-        let dir = TempDir::new("tls-certs");
-        let script = r#"set -e
-openssl req -x509 -new -nodes -sha256 -days 3650 -subj '/O=ferrokv test/CN=CA' -newkey rsa:2048 -keyout ca.key -out ca.crt
-mk() {
-  openssl req -new -nodes -sha256 -subj "/O=ferrokv test/CN=$1" -newkey rsa:2048 -keyout $1.key -out $1.csr
-  printf "$2" > $1.ext
-  openssl x509 -req -sha256 -CA ca.crt -CAkey ca.key -CAcreateserial -days 3650 -in $1.csr -out $1.crt -extfile $1.ext
-}
-mk server "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=serverAuth\nsubjectAltName=IP:127.0.0.1,DNS:localhost\n"
-mk client "keyUsage=digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
-"#;
-        let out = Command::new("bash")
-            .args(["-c", script])
-            .current_dir(dir.path())
-            .output()
-            .expect("openssl is installed (make deps)");
-        assert!(out.status.success(), "openssl: {}", String::from_utf8_lossy(&out.stderr));
-        Certs { dir }
-    }
-
-    fn file(&self, name: &str) -> String {
-        self.dir.path().join(name).display().to_string()
-    }
-
-    /// The server's TLS arguments on `tls_port`.
-    fn server_args(&self, tls_port: u16) -> Vec<String> {
-        vec![
-            "--tls-port".into(),
-            tls_port.to_string(),
-            "--tls-cert-file".into(),
-            self.file("server.crt"),
-            "--tls-key-file".into(),
-            self.file("server.key"),
-            "--tls-ca-cert-file".into(),
-            self.file("ca.crt"),
-        ]
-    }
-
+impl TlsCli for Certs {
     /// redis-cli over TLS: stdout and stderr, trimmed; `cert` with the client certificate.
     fn cli(&self, port: u16, cert: bool, args: &[&str]) -> String {
         self.cli_stdin(port, cert, args, None)

@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+pub mod certs;
+
 /// A directory removed when dropped.
 pub struct TempDir(pub PathBuf);
 

@@ -11,6 +11,7 @@ pub mod generate;
 pub mod jsonl_read;
 pub mod jsonw;
 pub mod memory;
+pub mod net;
 pub mod out;
 pub mod parquet_out;
 pub mod pipeline;

@@ -32,9 +32,12 @@ pub struct SplitArgs {
     #[arg(long, conflicts_with = "by_node")]
     pub shards: Option<usize>,
     /// One shard per master of a running cluster (redis://[user:password@]host:port, any
-    /// node), with the slots it serves now (CLUSTER SLOTS). Every slot must be served.
+    /// node; rediss:// for TLS), with the slots it serves now (CLUSTER SLOTS). Every slot
+    /// must be served.
     #[arg(long, value_name = "URL")]
     pub by_node: Option<String>,
+    #[command(flatten)]
+    pub tls: crate::net::TlsArgs,
     /// The database to split (its keys go into database 0). Without it, a key in a
     /// database other than 0 is an error.
     #[arg(long)]
@@ -252,8 +255,8 @@ pub fn run_cli(args: &SplitArgs, src: &ferrokv::Source, w: &mut dyn Write) -> Re
         (Some(text), _, _) => parse_layout(text)?,
         (None, Some(n), _) => even_layout(n)?,
         (None, None, Some(url)) => {
-            let (addr, auth) = crate::restore::parse_url(url).map_err(ToolError::Usage)?;
-            let topo = crate::restore::Topology::discover(&[addr], &auth)
+            let (addr, access) = crate::net::parse_url(url, &args.tls).map_err(ToolError::Usage)?;
+            let topo = crate::restore::Topology::discover(&[addr], &access)
                 .map_err(|e| ToolError::Usage(format!("cannot reach {url}: {e}")))?;
             if !topo.cluster {
                 return Err(ToolError::Usage(format!("{url} is not a cluster node")));

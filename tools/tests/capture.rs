@@ -4,11 +4,14 @@
 //! expirations in it, and a real Redis 7.0 loads it with the master's DEBUG DIGEST. Then a
 //! point in time rebuilt from a capture.
 
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod common;
+
+use common::redis::spawn_capture;
 use ferrokv_testkit::{info_field, wait_for, Client, Server as Redis, TempDir};
 
 /// Writes of several kinds in several databases, transactions and TTLs among them.
@@ -49,14 +52,7 @@ fn capture_follows_a_live_redis_through_dropped_links() {
     master.cli(&["SET", "before", "the capture"]);
     let out = TempDir::new("capture");
     let dir = out.path().join("appendonlydir");
-    let child = Command::new(env!("CARGO_BIN_EXE_aoftool"))
-        .args(["capture", &format!("redis://127.0.0.1:{}", master.port)])
-        .arg(&dir)
-        .args(["--duration", "6", "--json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("aoftool");
+    let child = spawn_capture(&format!("redis://127.0.0.1:{}", master.port), &[], &dir, 6);
     wait_for("the capture to attach", || info_field(master.port, "replication", "connected_slaves") == "1");
     let stop = Arc::new(AtomicBool::new(false));
     let writer = write_load(master.port, stop.clone());
@@ -147,14 +143,7 @@ fn point_in_time_rebuilt_from_a_capture_is_the_masters_dataset_then() {
     assert_eq!(master.cli(&["CONFIG", "SET", "repl-backlog-size", "64mb"]), "OK");
     let out = TempDir::new("capture-pit");
     let dir = out.path().join("appendonlydir");
-    let child = Command::new(env!("CARGO_BIN_EXE_aoftool"))
-        .args(["capture", &format!("redis://127.0.0.1:{}", master.port)])
-        .arg(&dir)
-        .args(["--duration", "7"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("aoftool");
+    let child = spawn_capture(&format!("redis://127.0.0.1:{}", master.port), &[], &dir, 7);
     wait_for("the capture to attach", || info_field(master.port, "replication", "connected_slaves") == "1");
     assert!(write_for(master.port, Duration::from_millis(600)) > 10);
     assert_eq!(master.cli(&["CLIENT", "KILL", "TYPE", "replica"]), "1");

@@ -12,6 +12,7 @@ mod common;
 
 use common::redis::{key_states, key_states_in, resp_all};
 use ferrokv::format::crc::hash_slot;
+use ferrokv_testkit::certs::Certs;
 use ferrokv_testkit::{cli, free_port, pipe_into, Server as Redis, TempDir};
 
 fn rdbtool(args: &[&str]) -> Output {
@@ -237,13 +238,21 @@ struct Cluster {
 
 impl Cluster {
     fn start() -> Cluster {
+        Cluster::start_with(|_| Vec::new())
+    }
+
+    /// With more arguments for node `i`.
+    fn start_with(extra: impl Fn(usize) -> Vec<String>) -> Cluster {
         let nodes: Vec<Redis> = (0..6)
-            .map(|_| {
+            .map(|i| {
                 let bus = free_port().to_string();
-                Redis::start_in(
-                    TempDir::new("cluster-node"),
-                    &["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", &bus],
-                )
+                let mut args: Vec<String> =
+                    ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", &bus]
+                        .map(String::from)
+                        .to_vec();
+                args.extend(extra(i));
+                let args: Vec<&str> = args.iter().map(String::as_str).collect();
+                Redis::start_in(TempDir::new("cluster-node"), &args)
             })
             .collect();
         let mut args: Vec<String> = vec!["--cluster".into(), "create".into()];
@@ -304,6 +313,48 @@ impl Cluster {
         }
         union
     }
+}
+
+/// Over TLS (`tls-cluster yes`): every master is reached on its TLS port, as CLUSTER SLOTS
+/// names them to a TLS client.
+#[test]
+fn restores_into_a_tls_cluster() {
+    let (dir, expected) = saved(&corpus(300));
+    let expected = &expected[&0];
+    let rdb = dir.path().join("dump.rdb").display().to_string();
+    let certs = Certs::make();
+    let tls_ports: Vec<u16> = (0..6).map(|_| free_port()).collect();
+    let cluster = Cluster::start_with(|i| {
+        let mut a = certs.server_args(tls_ports[i]);
+        a.extend(["--tls-cluster", "yes", "--tls-replication", "yes"].map(String::from));
+        a.extend(["--tls-client-cert-file".into(), certs.file("client.crt")]);
+        a.extend(["--tls-client-key-file".into(), certs.file("client.key")]);
+        a
+    });
+    let url = format!("rediss://127.0.0.1:{}", tls_ports[0]);
+    let (ca, cert, key) = (certs.file("ca.crt"), certs.file("client.crt"), certs.file("client.key"));
+    let tls = ["--cacert", &ca, "--cert", &cert, "--cert-key", &key];
+    let out = rdbtool(&[&["restore", &rdb, "--to", &url, "--json"][..], &tls].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let s = summary(&out);
+    assert_eq!(s["keys"].as_u64(), Some(expected.len() as u64), "{s}");
+    let nodes: Vec<String> = s["per_node"].as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+    assert_eq!(nodes.len(), 3, "three masters: {s}");
+    for node in &nodes {
+        let port: u16 = node.rsplit(':').next().and_then(|p| p.parse().ok()).expect("a port");
+        assert!(tls_ports.contains(&port), "{node} is not a TLS port: {s}");
+    }
+    let got = cluster.contents();
+    assert!(&got == expected, "{} keys vs {}", got.len(), expected.len());
+    // split --by-node asks the same way: one file per master.
+    let shards = TempDir::new("split-tls");
+    let out_dir = shards.path().display().to_string();
+    let out = rdbtool(&[&["split", &rdb, "--by-node", &url, "--out", &out_dir][..], &tls].concat());
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let files = std::fs::read_dir(shards.path())
+        .expect("shards")
+        .filter(|e| e.as_ref().is_ok_and(|e| e.path().extension().is_some_and(|x| x == "rdb")));
+    assert_eq!(files.count(), 3);
 }
 
 #[test]

@@ -9,7 +9,8 @@ mod peer;
 mod tls;
 
 pub use conn::Conn;
+pub use ferrokv_tls::server_name;
 pub use listeners::Listeners;
 pub use migrate::{MigrateSockets, MigrateTarget};
 pub use peer::Peer;
-pub use tls::{server_name, TlsSettings};
+pub use tls::TlsSettings;

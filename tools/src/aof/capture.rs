@@ -9,7 +9,6 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -17,6 +16,7 @@ use ferrokv::format::aof::manifest::Manifest;
 use ferrokv::format::aof::CommandReader;
 use ferrokv::persist::feed::put_multibulk;
 
+use crate::net::{self, Access, Conn};
 use crate::out::ToolError;
 
 /// What to capture, and where.
@@ -24,8 +24,8 @@ use crate::out::ToolError;
 pub struct Options {
     /// `host:port` of the server to follow.
     pub addr: String,
-    pub user: Option<String>,
-    pub password: Option<String>,
+    /// Its credentials and TLS.
+    pub access: Access,
     /// The AOF directory written (created when missing).
     pub dir: PathBuf,
     /// The files' prefix, Redis's `appendfilename`.
@@ -303,17 +303,16 @@ enum Sync {
 
 /// The replication link: blocking, with a short read timeout while streaming.
 struct Link {
-    r: BufReader<TcpStream>,
+    r: BufReader<Conn>,
 }
 
 impl Link {
     fn connect(opts: &Options) -> Result<Link, String> {
-        let sock = TcpStream::connect(&opts.addr).map_err(|e| e.to_string())?;
+        let sock = net::connect(&opts.addr, &opts.access, LINK_TIMEOUT).map_err(|e| e.to_string())?;
         sock.set_read_timeout(Some(LINK_TIMEOUT)).map_err(|e| e.to_string())?;
-        let _ = sock.set_nodelay(true);
         let mut link = Link { r: BufReader::new(sock) };
-        if let Some(pass) = &opts.password {
-            let reply = match &opts.user {
+        if let Some(pass) = &opts.access.password {
+            let reply = match &opts.access.user {
                 Some(u) => link.ask(&["AUTH", u, pass])?,
                 None => link.ask(&["AUTH", pass])?,
             };

@@ -9,6 +9,7 @@ use ferrokv::command::catalog::ServerVersion;
 use ferrokv_tools::aof::{capture, check, dump, fix};
 use ferrokv_tools::exit;
 use ferrokv_tools::generate;
+use ferrokv_tools::net;
 use ferrokv_tools::out::{Out, ToolError};
 
 const AFTER_HELP: &str = r#"Examples:
@@ -91,8 +92,10 @@ enum Cmd {
     /// incr file (with #TS: lines); a dropped link continues with PSYNC, a full resync
     /// starts a new base. Stops after --duration, or when interrupted.
     Capture {
-        /// The server: host:port or redis://[user:password@]host:port.
+        /// The server: host:port or redis://[user:password@]host:port (rediss:// for TLS).
         source: String,
+        #[command(flatten)]
+        tls: net::TlsArgs,
         /// The AOF directory to write (Redis's appenddirname; created when missing).
         dir: PathBuf,
         /// The files' prefix (Redis's appendfilename).
@@ -188,16 +191,10 @@ fn run(cli: Cli) -> Result<u8, ToolError> {
                 }
             }
         }
-        Cmd::Capture { source, dir, name, duration, json } => {
-            let (addr, user, password) = parse_source(&source)?;
-            let opts = capture::Options {
-                addr,
-                user,
-                password,
-                dir,
-                name,
-                duration: duration.map(std::time::Duration::from_secs),
-            };
+        Cmd::Capture { source, dir, name, duration, json, tls } => {
+            let (addr, access) = net::parse_url(&source, &tls).map_err(ToolError::Usage)?;
+            let opts =
+                capture::Options { addr, access, dir, name, duration: duration.map(std::time::Duration::from_secs) };
             let sum = capture::capture(&opts, |line| eprintln!("aoftool capture: {line}"))?;
             if json {
                 let j = serde_json::json!({
@@ -219,25 +216,6 @@ fn run(cli: Cli) -> Result<u8, ToolError> {
             Ok(exit::OK)
         }
     }
-}
-
-/// `host:port` or `redis://[user:password@]host:port`: the address and credentials.
-fn parse_source(source: &str) -> Result<(String, Option<String>, Option<String>), ToolError> {
-    let Some(rest) = source.strip_prefix("redis://") else { return Ok((source.to_string(), None, None)) };
-    let rest = rest.trim_end_matches('/');
-    let (auth, addr) = match rest.rsplit_once('@') {
-        Some((auth, addr)) => (Some(auth), addr),
-        None => (None, rest),
-    };
-    if addr.is_empty() {
-        return Err(ToolError::Usage(format!("no host:port in {source}")));
-    }
-    let (user, password) = match auth.map(|a| a.split_once(':')) {
-        None => (None, None),
-        Some(Some((u, p))) => (Some(u).filter(|u| !u.is_empty()).map(str::to_string), Some(p.to_string())),
-        Some(None) => (None, auth.map(str::to_string)),
-    };
-    Ok((addr.to_string(), user, password))
 }
 
 fn main() -> ExitCode {

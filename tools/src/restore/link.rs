@@ -4,11 +4,12 @@
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, BufWriter, Write};
-use std::net::TcpStream;
 use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use ferrokv::persist::feed::put_multibulk;
+
+use crate::net::{self, Access, Conn};
 
 /// A reply, as much of it as the restore looks at.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,17 +112,10 @@ pub struct Pending {
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const READ_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// Credentials for AUTH.
-#[derive(Debug, Clone, Default)]
-pub struct Auth {
-    pub user: Option<String>,
-    pub password: Option<String>,
-}
-
 /// A connection with its replies read elsewhere.
 pub struct Link {
     pub addr: String,
-    w: BufWriter<TcpStream>,
+    w: BufWriter<Conn>,
     pub generation: u64,
     /// Commands sent whose replies have not come, oldest first.
     pub pending: VecDeque<Pending>,
@@ -130,7 +124,7 @@ pub struct Link {
 }
 
 /// A blocking request on a fresh connection (discovery, before the reader starts).
-pub fn call(r: &mut BufReader<TcpStream>, args: &[&[u8]]) -> io::Result<Reply> {
+pub fn call(r: &mut BufReader<Conn>, args: &[&[u8]]) -> io::Result<Reply> {
     let mut out = Vec::new();
     put_multibulk(&mut out, args);
     r.get_mut().write_all(&out)?;
@@ -138,36 +132,26 @@ pub fn call(r: &mut BufReader<TcpStream>, args: &[&[u8]]) -> io::Result<Reply> {
 }
 
 /// Connect to `addr` and authenticate.
-pub fn connect(addr: &str, auth: &Auth) -> io::Result<BufReader<TcpStream>> {
-    use std::net::ToSocketAddrs;
-    let mut last = io::Error::new(io::ErrorKind::NotFound, format!("{addr}: no address"));
-    for a in addr.to_socket_addrs()? {
-        match TcpStream::connect_timeout(&a, CONNECT_TIMEOUT) {
-            Ok(s) => {
-                s.set_read_timeout(Some(READ_TIMEOUT))?;
-                let _ = s.set_nodelay(true);
-                let mut r = BufReader::with_capacity(64 << 10, s);
-                if let Some(pass) = &auth.password {
-                    let reply = match &auth.user {
-                        Some(u) => call(&mut r, &[b"AUTH", u.as_bytes(), pass.as_bytes()])?,
-                        None => call(&mut r, &[b"AUTH", pass.as_bytes()])?,
-                    };
-                    if let Reply::Error(e) = reply {
-                        return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("AUTH: {e}")));
-                    }
-                }
-                return Ok(r);
-            }
-            Err(e) => last = e,
+pub fn connect(addr: &str, access: &Access) -> io::Result<BufReader<Conn>> {
+    let conn = net::connect(addr, access, CONNECT_TIMEOUT)?;
+    conn.set_read_timeout(Some(READ_TIMEOUT))?;
+    let mut r = BufReader::with_capacity(64 << 10, conn);
+    if let Some(pass) = &access.password {
+        let reply = match &access.user {
+            Some(u) => call(&mut r, &[b"AUTH", u.as_bytes(), pass.as_bytes()])?,
+            None => call(&mut r, &[b"AUTH", pass.as_bytes()])?,
+        };
+        if let Reply::Error(e) = reply {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("AUTH: {e}")));
         }
     }
-    Err(last)
+    Ok(r)
 }
 
 impl Link {
     /// Connect, and start the thread that sends every reply to `tx` as (`index`, `generation`, reply).
-    pub fn open(addr: &str, auth: &Auth, index: usize, generation: u64, tx: Sender<Message>) -> io::Result<Link> {
-        let r = connect(addr, auth)?;
+    pub fn open(addr: &str, access: &Access, index: usize, generation: u64, tx: Sender<Message>) -> io::Result<Link> {
+        let r = connect(addr, access)?;
         let w = r.get_ref().try_clone()?;
         std::thread::Builder::new().name(format!("restore-{addr}")).spawn(move || {
             let mut r = r;
@@ -189,7 +173,7 @@ impl Link {
     }
 
     /// The buffered writer, for a key streamed straight to the socket.
-    pub fn writer(&mut self) -> &mut BufWriter<TcpStream> {
+    pub fn writer(&mut self) -> &mut BufWriter<Conn> {
         &mut self.w
     }
 

@@ -33,11 +33,12 @@ use ferrokv::logical::Logical;
 use ferrokv::persist::feed::put_multibulk;
 
 use crate::dump::{self, Expired, Filter};
+use crate::net::{parse_url, Access, TlsArgs};
 use crate::out::{Out, ToolError};
 use crate::pipeline::{Batch, Pipeline, Stage};
 pub use link::{read_reply, Reply};
 use link::{Link, Message};
-pub use topology::{parse_url, Topology};
+pub use topology::Topology;
 
 /// Arguments of `rdbtool restore`.
 #[derive(clap::Args, Debug)]
@@ -46,9 +47,12 @@ pub struct RestoreArgs {
     /// restored in order.
     #[arg(required = true)]
     pub files: Vec<PathBuf>,
-    /// The target: redis://[user:password@]host:port (any node of a cluster).
+    /// The target: redis://[user:password@]host:port (any node of a cluster); rediss://
+    /// for TLS.
     #[arg(long)]
     pub to: String,
+    #[command(flatten)]
+    pub tls: TlsArgs,
     /// Only this database. A cluster has only database 0: a file with keys elsewhere is
     /// refused unless --db names the database to restore (its keys go into database 0).
     #[arg(long)]
@@ -231,7 +235,7 @@ type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The connections and the jobs in flight.
 struct Dispatcher {
-    auth: link::Auth,
+    access: Access,
     topo: Topology,
     seeds: Vec<String>,
     links: Vec<Option<Link>>,
@@ -255,14 +259,14 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
-    fn new(addr: String, auth: link::Auth, topo: Topology, retries: u32, dry_run: bool, rate: Option<u64>) -> Self {
+    fn new(addr: String, access: Access, topo: Topology, retries: u32, dry_run: bool, rate: Option<u64>) -> Self {
         let (tx, rx) = channel();
         let mut sum = Summary { target: addr.clone(), cluster: topo.cluster, ..Default::default() };
         for m in &topo.masters {
             sum.per_node.insert(m.clone(), 0);
         }
         Dispatcher {
-            auth,
+            access,
             topo,
             seeds: vec![addr],
             links: Vec::new(),
@@ -296,7 +300,7 @@ impl Dispatcher {
         };
         if self.links[i].is_none() {
             self.generation += 1;
-            self.links[i] = Some(Link::open(addr, &self.auth, i, self.generation, self.tx.clone())?);
+            self.links[i] = Some(Link::open(addr, &self.access, i, self.generation, self.tx.clone())?);
         }
         Ok(i)
     }
@@ -621,7 +625,7 @@ impl Dispatcher {
         self.last_refresh = Some(Instant::now());
         let mut seeds = self.topo.masters.clone();
         seeds.extend(self.seeds.iter().cloned());
-        if let Ok(t) = Topology::discover(&seeds, &self.auth) {
+        if let Ok(t) = Topology::discover(&seeds, &self.access) {
             self.topo = t;
             self.stale = false;
             self.sum.refreshes += 1;
@@ -1162,6 +1166,7 @@ pub struct Options {
     pub big_key_elements: usize,
     pub big_key_bytes: usize,
     pub retries: u32,
+    pub tls: TlsArgs,
 }
 
 /// The databases holding keys, and the target refused before anything is written when a
@@ -1204,8 +1209,8 @@ pub fn restore(
 ) -> Result<Summary, Box<Stopped>> {
     let started = Instant::now();
     let fail = |e: ToolError| stopped(Summary::default(), url, e);
-    let (addr, auth) = parse_url(url).map_err(|e| fail(ToolError::Usage(e)))?;
-    let topo = Topology::discover(std::slice::from_ref(&addr), &auth)
+    let (addr, access) = parse_url(url, &opts.tls).map_err(|e| fail(ToolError::Usage(e)))?;
+    let topo = Topology::discover(std::slice::from_ref(&addr), &access)
         .map_err(|e| fail(ToolError::Usage(format!("cannot reach the target: {e}"))))?;
     if topo.cluster {
         for (name, src) in files {
@@ -1214,7 +1219,7 @@ pub fn restore(
     }
     let target = ferrokv::config::rdb_target_of(topo.version);
     let mut filter = opts.filter.clone();
-    let mut sender = Dispatcher::new(addr, auth, topo, opts.retries, opts.dry_run, opts.rate);
+    let mut sender = Dispatcher::new(addr, access, topo, opts.retries, opts.dry_run, opts.rate);
     for (name, src) in files {
         let data: &[u8] = src;
         let release = |off| src.release_before(off);
@@ -1427,6 +1432,7 @@ pub fn run_cli(args: &RestoreArgs, w: &mut dyn Write) -> Result<u8, (String, Too
         big_key_elements: args.big_key_elements,
         big_key_bytes: args.big_key_bytes,
         retries: args.retries,
+        tls: args.tls.clone(),
     };
     let print = |s: &Summary, w: &mut dyn Write| -> io::Result<()> {
         if args.json {

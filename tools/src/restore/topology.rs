@@ -5,63 +5,8 @@
 use ferrokv::command::catalog::ServerVersion;
 use ferrokv::format::crc::CLUSTER_SLOTS;
 
-use super::link::{call, connect, Auth, Reply};
-
-/// `redis://[[user]:password@]host[:port]`: the address and credentials.
-pub fn parse_url(url: &str) -> Result<(String, Auth), String> {
-    let rest = if let Some(r) = url.strip_prefix("redis://") {
-        r
-    } else if url.starts_with("rediss://") {
-        return Err(format!("{url}: TLS targets are not supported yet; use redis:// through a TLS tunnel"));
-    } else if url.contains("://") {
-        return Err(format!("{url}: expected redis://[user:password@]host:port"));
-    } else {
-        url
-    };
-    let rest = rest.trim_end_matches('/');
-    let (auth, hostport) = match rest.rsplit_once('@') {
-        Some((a, h)) => {
-            let (user, pass) = match a.split_once(':') {
-                Some((u, p)) => (Some(u.to_string()).filter(|u| !u.is_empty()), p.to_string()),
-                None => (None, a.to_string()),
-            };
-            (Auth { user: user.map(|u| percent_decode(&u)), password: Some(percent_decode(&pass)) }, h)
-        }
-        None => (Auth::default(), rest),
-    };
-    if hostport.contains('/') {
-        return Err(format!("{url}: a database in the URL is not supported; use --db"));
-    }
-    let addr = if hostport.ends_with(']') || !hostport.contains(':') {
-        format!("{hostport}:6379")
-    } else {
-        hostport.to_string()
-    };
-    if addr.starts_with(':') {
-        return Err(format!("{url}: no host"));
-    }
-    Ok((addr, auth))
-}
-
-/// `%XX` escapes in the URL's credentials.
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            let hex = std::str::from_utf8(&b[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
-            if let Some(v) = hex {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
+use super::link::{call, connect, Reply};
+use crate::net::Access;
 
 /// `host:port`, with brackets around an IPv6 host.
 fn join_addr(host: &str, port: i64) -> String {
@@ -88,10 +33,10 @@ pub struct Topology {
 
 impl Topology {
     /// Ask `seeds` (in order, until one answers).
-    pub fn discover(seeds: &[String], auth: &Auth) -> Result<Topology, String> {
+    pub fn discover(seeds: &[String], access: &Access) -> Result<Topology, String> {
         let mut errors = Vec::new();
         for seed in seeds {
-            match Self::ask(seed, auth) {
+            match Self::ask(seed, access) {
                 Ok(t) => return Ok(t),
                 Err(e) => errors.push(format!("{seed}: {e}")),
             }
@@ -99,8 +44,8 @@ impl Topology {
         Err(errors.join("; "))
     }
 
-    fn ask(seed: &str, auth: &Auth) -> Result<Topology, String> {
-        let mut r = connect(seed, auth).map_err(|e| e.to_string())?;
+    fn ask(seed: &str, access: &Access) -> Result<Topology, String> {
+        let mut r = connect(seed, access).map_err(|e| e.to_string())?;
         let (cluster, version, said) = hello(&mut r)?;
         if !cluster {
             return Ok(Topology {
@@ -156,7 +101,7 @@ impl Topology {
         let mut version = None;
         let mut versions = Vec::new();
         for m in &masters {
-            let mut c = connect(m, auth).map_err(|e| format!("master {m}: {e}"))?;
+            let mut c = connect(m, access).map_err(|e| format!("master {m}: {e}"))?;
             let (_, v, said) = hello(&mut c).map_err(|e| format!("master {m}: {e}"))?;
             version = Some(version.map_or(v, |o: ServerVersion| if rank(v) < rank(o) { v } else { o }));
             versions.push(said);
@@ -213,7 +158,7 @@ impl Topology {
 
 /// Whether the server is a cluster node, and its version: from HELLO (which any user may
 /// send, where INFO is a dangerous command an ACL may refuse), else from INFO.
-fn hello(r: &mut std::io::BufReader<std::net::TcpStream>) -> Result<(bool, ServerVersion, String), String> {
+fn hello(r: &mut std::io::BufReader<crate::net::Conn>) -> Result<(bool, ServerVersion, String), String> {
     let reply = call(r, &[b"HELLO", b"2"]).map_err(|e| e.to_string())?;
     if let Reply::Array(Some(items)) = &reply {
         let field =
@@ -265,23 +210,6 @@ fn version_of(info: &str) -> Result<(ServerVersion, String), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn urls() {
-        assert_eq!(parse_url("redis://127.0.0.1:7000").unwrap().0, "127.0.0.1:7000");
-        assert_eq!(parse_url("localhost").unwrap().0, "localhost:6379");
-        assert_eq!(parse_url("redis://[::1]:7000/").unwrap().0, "[::1]:7000");
-        assert_eq!(parse_url("redis://[::1]").unwrap().0, "[::1]:6379");
-        let (addr, auth) = parse_url("redis://app:p%40ss@h:1").unwrap();
-        assert_eq!(addr, "h:1");
-        assert_eq!(auth.user.as_deref(), Some("app"));
-        assert_eq!(auth.password.as_deref(), Some("p@ss"));
-        let (_, auth) = parse_url("redis://:secret@h:1").unwrap();
-        assert_eq!((auth.user, auth.password.as_deref()), (None, Some("secret")));
-        assert!(parse_url("rediss://h:1").is_err());
-        assert!(parse_url("http://h:1").is_err());
-        assert!(parse_url("redis://h:1/3").is_err());
-    }
 
     #[test]
     fn versions_from_info() {

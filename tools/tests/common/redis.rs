@@ -52,3 +52,16 @@ pub fn key_states_in(port: u16, db: u64) -> std::collections::BTreeMap<String, (
     }
     out
 }
+
+/// `aoftool capture SOURCE [extra] DIR --duration SECS --json`, its output piped.
+pub fn spawn_capture(source: &str, extra: &[String], dir: &Path, secs: u64) -> std::process::Child {
+    std::process::Command::new(env!("CARGO_BIN_EXE_aoftool"))
+        .args(["capture", source])
+        .args(extra)
+        .arg(dir)
+        .args(["--duration", &secs.to_string(), "--json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("aoftool")
+}
