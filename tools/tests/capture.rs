@@ -191,3 +191,44 @@ fn point_in_time_rebuilt_from_a_capture_is_the_masters_dataset_then() {
     let o = replay(None);
     assert_eq!(o.status.code(), Some(1), "the whole capture is past T: {}", String::from_utf8_lossy(&o.stdout));
 }
+
+/// A capture killed (kill -9, under writes) and started again on its directory continues
+/// with PSYNC from the offset its state file recorded, not a full sync; the directory
+/// then loads in Redis with the master's digest.
+#[test]
+fn a_restarted_capture_resumes_its_own_files() {
+    let master = Redis::start();
+    assert_eq!(master.cli(&["CONFIG", "SET", "repl-backlog-size", "64mb"]), "OK");
+    let out = TempDir::new("capture-resume");
+    let dir = out.path().join("appendonlydir");
+    let url = format!("redis://127.0.0.1:{}", master.port);
+    let mut first = spawn_capture(&url, &[], &dir, 60);
+    wait_for("the capture to attach", || info_field(master.port, "replication", "connected_slaves") == "1");
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = write_load(master.port, stop.clone());
+    std::thread::sleep(Duration::from_millis(2500));
+    first.kill().expect("kill -9");
+    let _ = first.wait();
+    std::thread::sleep(Duration::from_millis(300));
+    let second = spawn_capture(&url, &[], &dir, 3);
+    std::thread::sleep(Duration::from_millis(1500));
+    stop.store(true, Ordering::Relaxed);
+    assert!(writer.join().expect("writer") > 100);
+    let done = second.wait_with_output().expect("aoftool capture");
+    let stderr = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("resuming"), "{stderr}");
+    let sum: serde_json::Value = serde_json::from_slice(&done.stdout).expect("json summary");
+    assert_eq!((sum["full_syncs"].as_u64(), sum["partial_syncs"].as_u64()), (Some(0), Some(1)), "{stderr}");
+    assert_eq!(info_field(master.port, "stats", "sync_full"), "1");
+    assert_eq!(info_field(master.port, "stats", "sync_partial_ok"), "1");
+    assert_eq!(
+        sum["offset"].as_u64().map(|o| o.to_string()),
+        Some(info_field(master.port, "replication", "master_repl_offset"))
+    );
+    let verify = Command::new(env!("CARGO_BIN_EXE_aoftool")).arg("verify").arg(&dir).output().expect("verify");
+    assert_eq!(verify.status.code(), Some(0), "{}", String::from_utf8_lossy(&verify.stdout));
+    let digest = master.cli(&["DEBUG", "DIGEST"]);
+    let loaded = Redis::start_in(out, &["--appendonly", "yes", "--appenddirname", "appendonlydir"]);
+    assert_eq!(loaded.cli(&["DEBUG", "DIGEST"]), digest);
+}

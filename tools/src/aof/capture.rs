@@ -5,7 +5,9 @@
 //! does. A dropped link resumes with PSYNC from the last applied offset; a full resync
 //! starts a new base. The manifest is written last and atomically, so the directory
 //! always loads: an incr file only ever ends at a whole command outside a MULTI (a
-//! dropped link's unfinished tail is cut).
+//! dropped link's unfinished tail is cut). A state file beside them records the offset
+//! the files hold, so a capture started again on the same directory continues with PSYNC
+//! instead of a full sync.
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -57,15 +59,31 @@ pub fn capture(opts: &Options, mut progress: impl FnMut(&str)) -> Result<Summary
     let out_of_time = || opts.duration.is_some_and(|d| started.elapsed() >= d);
     let mut files = Files { dir: opts.dir.clone(), name: opts.name.clone(), manifest: Manifest::default(), incr: None };
     let mut sum = Summary::default();
+    match files.resume() {
+        Ok(Some(state)) => {
+            progress(&format!(
+                "resuming {} from offset {} ({} of a previous capture)",
+                state.replid,
+                state.offset,
+                files.incr_name().unwrap_or_default()
+            ));
+            sum.replid = state.replid;
+            sum.offset = state.offset;
+        }
+        Ok(None) => {}
+        Err(why) => {
+            progress(&format!("not resuming the files in {}: {why}; starting with a full sync", opts.dir.display()))
+        }
+    }
     while !out_of_time() {
         match session(opts, &mut files, &mut sum, &out_of_time, &mut progress) {
             Ok(()) => {}
             Err(Failure::Disk(e)) => {
-                files.cut_unfinished()?;
+                files.cut_unfinished(&sum)?;
                 return Err(ToolError::Io(e));
             }
             Err(Failure::Link(e)) => {
-                files.cut_unfinished()?;
+                files.cut_unfinished(&sum)?;
                 progress(&format!("link to {} lost at offset {}: {e}; retrying", opts.addr, sum.offset));
                 if !out_of_time() {
                     std::thread::sleep(RETRY);
@@ -73,7 +91,7 @@ pub fn capture(opts: &Options, mut progress: impl FnMut(&str)) -> Result<Summary
             }
         }
     }
-    files.cut_unfinished()?;
+    files.cut_unfinished(&sum)?;
     Ok(sum)
 }
 
@@ -112,6 +130,7 @@ fn session(
             sum.full_syncs += 1;
             sum.replid = replid;
             sum.offset = offset;
+            files.sync(sum)?;
             progress(&format!("full sync: {len} bytes of snapshot, stream {}:{offset}", sum.replid));
         }
     }
@@ -166,7 +185,7 @@ fn follow(
         pos = 0;
         if last_ack.elapsed() >= Duration::from_secs(1) {
             last_ack = Instant::now();
-            files.sync()?;
+            files.sync(sum)?;
             link.ack(sum.offset).map_err(|e| Failure::Link(e.to_string()))?;
         }
         if out_of_time() {
@@ -276,23 +295,107 @@ impl Files {
         }
     }
 
-    fn sync(&mut self) -> std::io::Result<()> {
-        match &mut self.incr {
-            Some(incr) => incr.file.sync_data(),
-            None => Ok(()),
-        }
+    /// fsync the incr file, then record where the capture stands (the state a later run
+    /// resumes from: the offset applied and the incr file's length at it).
+    fn sync(&mut self, sum: &Summary) -> std::io::Result<()> {
+        let Some(name) = self.incr_name() else { return Ok(()) };
+        let Some(incr) = &mut self.incr else { return Ok(()) };
+        incr.file.sync_data()?;
+        let state = State { replid: sum.replid.clone(), offset: sum.offset, incr: name, length: incr.committed };
+        state.write(&self.dir, &self.name)
     }
 
     /// The link ended: cut what was written of an unfinished MULTI, so the file ends
     /// where the offset the next PSYNC asks from begins.
-    fn cut_unfinished(&mut self) -> std::io::Result<()> {
+    fn cut_unfinished(&mut self, sum: &Summary) -> std::io::Result<()> {
         let Some(incr) = &mut self.incr else { return Ok(()) };
         if incr.written != incr.committed {
             incr.file.set_len(incr.committed)?;
             incr.file.seek(SeekFrom::Start(incr.committed))?;
             incr.written = incr.committed;
         }
-        incr.file.sync_data()
+        self.sync(sum)
+    }
+
+    /// The incr file being appended.
+    fn incr_name(&self) -> Option<String> {
+        self.manifest.incr.last().map(|f| f.name.clone())
+    }
+
+    /// Take up the files a previous capture left, as its state file says: the manifest, its
+    /// last incr file cut back to the recorded length. None when there is nothing to
+    /// resume; Err (why) when the files do not agree with the state.
+    fn resume(&mut self) -> Result<Option<State>, String> {
+        let Some(state) = State::read(&self.dir, &self.name)? else { return Ok(None) };
+        let path = self.dir.join(ferrokv::format::aof::manifest::manifest_name(&self.name));
+        let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let manifest = Manifest::parse(&text).map_err(|(line, e)| format!("{} line {line}: {e}", path.display()))?;
+        if manifest.incr.last().map(|f| f.name.as_str()) != Some(state.incr.as_str()) || manifest.base.is_none() {
+            return Err(format!("the manifest's last incr file is not {}, which the state names", state.incr));
+        }
+        let incr_path = self.dir.join(&state.incr);
+        let mut file =
+            OpenOptions::new().write(true).open(&incr_path).map_err(|e| format!("{}: {e}", incr_path.display()))?;
+        let len = file.metadata().map_err(|e| e.to_string())?.len();
+        if len < state.length {
+            return Err(format!("{} has {len} bytes, fewer than the {} recorded", state.incr, state.length));
+        }
+        file.set_len(state.length).map_err(|e| e.to_string())?;
+        file.seek(SeekFrom::Start(state.length)).map_err(|e| e.to_string())?;
+        file.sync_data().map_err(|e| e.to_string())?;
+        self.manifest = manifest;
+        self.incr = Some(Incr { file, committed: state.length, written: state.length, last_ts: 0 });
+        Ok(Some(state))
+    }
+}
+
+/// Where a capture stands, kept beside its files (`<appendfilename>.capture`), written
+/// atomically after each fsync of the incr file: the replication ID and offset applied, and
+/// the incr file's length at that offset. Redis ignores the file.
+struct State {
+    replid: String,
+    offset: u64,
+    incr: String,
+    length: u64,
+}
+
+impl State {
+    fn path(dir: &std::path::Path, name: &str) -> PathBuf {
+        dir.join(format!("{name}.capture"))
+    }
+
+    fn write(&self, dir: &std::path::Path, name: &str) -> std::io::Result<()> {
+        let text =
+            format!("replid {}\noffset {}\nincr {}\nlength {}\n", self.replid, self.offset, self.incr, self.length);
+        let path = State::path(dir, name);
+        let tmp = dir.join(format!("{name}.capture.tmp"));
+        ferrokv::persist::snapshot::write_atomically(&tmp, &path, |mut w| {
+            w.write_all(text.as_bytes())?;
+            Ok(w)
+        })
+        .map_err(|e| std::io::Error::other(e.to_string()))
+    }
+
+    /// None when there is no state file.
+    fn read(dir: &std::path::Path, name: &str) -> Result<Option<State>, String> {
+        let path = State::path(dir, name);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let field = |key: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(key).and_then(|v| v.strip_prefix(' ')))
+                .ok_or_else(|| format!("{}: no {key}", path.display()))
+        };
+        let number = |key: &str| field(key)?.parse::<u64>().map_err(|_| format!("{}: bad {key}", path.display()));
+        Ok(Some(State {
+            replid: field("replid")?.to_string(),
+            offset: number("offset")?,
+            incr: field("incr")?.to_string(),
+            length: number("length")?,
+        }))
     }
 }
 
