@@ -86,7 +86,7 @@ table() {
     row "rdbtool dump --format resp" "$RESP" ""
     row "rdbtool info" "$INFO" "structure only, CRC checked"
     row "rdbtool convert --to rdb:redis-7.0" "$ENCODE" "decode + encode on every core; redis-check-rdb on the output: $([ "$ENCODE_CHECK" -gt 0 ] && echo OK || echo FAILED)"
-    row "rdbtool convert --to parquet (keys.parquet, elements.parquet)" "$PARQUET" "one core; zstd"
+    row "rdbtool convert --to parquet (keys.parquet, elements.parquet)" "$PARQUET" "decode and encode on two threads; zstd"
     row "rdbtool memory --format json (the report)" "$MEMORY" "target >= 500 MB/s (issue #17)"
     row "rdbtool memory --format jsonl (a line per key)" "$MEMORY_LINES" ""
     if [ -n "$HDT" ]; then

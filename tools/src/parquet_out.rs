@@ -5,12 +5,13 @@
 //! with scores, hash fields with values and TTLs, stream entries by ID). Both carry a
 //! `source` column (`--source`, default the file's name), so the files of many backups
 //! read as one dataset. Row groups are written as the file is read (memory bounded by a
-//! row group), zstd-compressed, with dictionary encoding; each file is written beside its
+//! few row groups), encoded and zstd-compressed on a thread of their own, with dictionary encoding; each file is written beside its
 //! name and renamed when complete.
 
 use std::fs::File;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
 use ferrokv::format::rdb::{LogicalType, RdbReader, Record};
@@ -136,20 +137,48 @@ fn pq(e: parquet::errors::ParquetError) -> ToolError {
     ToolError::Usage(format!("parquet: {e}"))
 }
 
-/// One Parquet file being written, its columns buffered a row group at a time.
-struct Table {
-    /// Renamed to its name when complete, removed if not.
-    file: AtomicFile,
-    w: SerializedFileWriter<File>,
+/// The rows of a table's row group being built (on the reading thread).
+struct Rows {
     columns: Vec<Column>,
     rows: usize,
     bytes: usize,
+}
+
+impl Rows {
+    /// A row was added (`bytes` of values); true when the row group is full.
+    fn row_done(&mut self, bytes: usize) -> bool {
+        self.rows += 1;
+        self.bytes += bytes;
+        self.rows >= ROWS_PER_GROUP || self.bytes >= BYTES_PER_GROUP
+    }
+
+    /// Empty columns of the same kinds.
+    fn empty_like(columns: &[Column]) -> Vec<Column> {
+        columns
+            .iter()
+            .map(|c| {
+                let values = match c.values {
+                    Values::Bytes(..) => Values::Bytes(Vec::new(), Vec::new()),
+                    Values::Int(_) => Values::Int(Vec::new()),
+                    Values::Double(_) => Values::Double(Vec::new()),
+                };
+                Column::new(values, c.present.is_some())
+            })
+            .collect()
+    }
+}
+
+/// One Parquet file being written (on the writing thread).
+struct Sink {
+    /// Renamed to its name when complete, removed if not.
+    file: AtomicFile,
+    w: SerializedFileWriter<File>,
     written: u64,
 }
 
-impl Table {
+impl Sink {
     /// `plain`: columns of mostly distinct values, written without a dictionary.
-    fn create(path: &Path, schema: &str, columns: Vec<Column>, plain: &[&str]) -> Result<Table, ToolError> {
+    fn create(path: &Path, schema: &str, plain: &[&str]) -> Result<Sink, ToolError> {
         let schema = Arc::new(parse_message_type(schema).map_err(pq)?);
         let zstd = ZstdLevel::try_new(1).map_err(pq)?;
         let mut props = WriterProperties::builder().set_compression(Compression::ZSTD(zstd));
@@ -159,31 +188,20 @@ impl Table {
         let props = Arc::new(props.build());
         let (file, f) = AtomicFile::new(path)?;
         let w = SerializedFileWriter::new(f, schema, props).map_err(pq)?;
-        Ok(Table { file, w, columns, rows: 0, bytes: 0, written: 0 })
+        Ok(Sink { file, w, written: 0 })
     }
 
-    /// A row was added (`bytes` of values): write the row group when it is full.
-    fn row_done(&mut self, bytes: usize) -> Result<(), ToolError> {
-        self.rows += 1;
-        self.bytes += bytes;
-        if self.rows >= ROWS_PER_GROUP || self.bytes >= BYTES_PER_GROUP {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<(), ToolError> {
-        if self.rows == 0 {
-            return Ok(());
-        }
+    /// Encode, compress and write one row group.
+    fn write_group(&mut self, columns: &mut [Column], rows: usize) -> Result<(), ToolError> {
         let mut rg = self.w.next_row_group().map_err(pq)?;
         let mut i = 0;
         while let Some(mut col) = rg.next_column().map_err(pq)? {
-            let c = &self.columns[i];
+            let c = &mut columns[i];
             let levels = c.present.as_deref();
-            let written = match (&c.values, col.untyped()) {
+            let written = match (&mut c.values, col.untyped()) {
                 (Values::Bytes(buf, ends), ColumnWriter::ByteArrayColumnWriter(w)) => {
-                    let shared = bytes::Bytes::copy_from_slice(buf);
+                    // The values' buffer becomes the one the column's values share (no copy).
+                    let shared = bytes::Bytes::from(std::mem::take(buf));
                     let mut start = 0;
                     let v: Vec<ByteArray> = ends
                         .iter()
@@ -204,19 +222,58 @@ impl Table {
             i += 1;
         }
         rg.close().map_err(pq)?;
-        self.columns.iter_mut().for_each(Column::clear);
-        self.written += self.rows as u64;
-        self.rows = 0;
-        self.bytes = 0;
+        self.written += rows as u64;
         Ok(())
     }
 
-    /// Write what is buffered, close the file and give it its name; the rows written.
-    fn finish(mut self) -> Result<u64, ToolError> {
-        self.flush()?;
+    /// Close the file and give it its name; the rows written.
+    fn finish(self) -> Result<u64, ToolError> {
         let f = self.w.into_inner().map_err(pq)?;
         self.file.commit(f)?;
         Ok(self.written)
+    }
+}
+
+/// The two tables, keys and elements.
+const KEYS: usize = 0;
+const ELEMENTS: usize = 1;
+
+/// A full row group on its way to the writing thread: its table, columns and rows.
+type Group = (usize, Vec<Column>, usize);
+
+/// The reading thread's side of the tables: rows being built, full groups sent to the
+/// writing thread, whose emptied columns come back to be filled again.
+struct Tables {
+    rows: [Rows; 2],
+    to_writer: SyncSender<Group>,
+    spare: Receiver<(usize, Vec<Column>)>,
+    /// Columns the writer has emptied, by table.
+    emptied: [Vec<Vec<Column>>; 2],
+}
+
+impl Tables {
+    /// The row just added to table `t` is done: send its group when full.
+    fn row_done(&mut self, t: usize, bytes: usize) -> Result<(), ToolError> {
+        if self.rows[t].row_done(bytes) {
+            self.send(t)?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, t: usize) -> Result<(), ToolError> {
+        let r = &mut self.rows[t];
+        if r.rows == 0 {
+            return Ok(());
+        }
+        while let Ok((st, cols)) = self.spare.try_recv() {
+            self.emptied[st].push(cols);
+        }
+        let fresh = self.emptied[t].pop().unwrap_or_else(|| Rows::empty_like(&r.columns));
+        let full = std::mem::replace(&mut r.columns, fresh);
+        let rows = std::mem::take(&mut r.rows);
+        r.bytes = 0;
+        // A closed channel: the writing thread stopped on an error, which `write` reports.
+        self.to_writer.send((t, full, rows)).map_err(|_| ToolError::Usage("parquet: the writer stopped".into()))
     }
 }
 
@@ -227,33 +284,70 @@ pub struct ParquetSummary {
     pub elements: u64,
 }
 
-/// Write `data` (an RDB) as `dir/keys.parquet` and `dir/elements.parquet`.
+/// Write `data` (an RDB) as `dir/keys.parquet` and `dir/elements.parquet`: this thread
+/// decodes and fills the columns, another encodes, compresses and writes each row group.
 pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> Result<ParquetSummary, ToolError> {
     std::fs::create_dir_all(dir).map_err(|e| ToolError::Usage(format!("cannot create {}: {e}", dir.display())))?;
+    let sinks = [
+        Sink::create(&dir.join("keys.parquet"), KEYS_SCHEMA, &["key", "expire_ms", "size", "elements"])?,
+        Sink::create(
+            &dir.join("elements.parquet"),
+            ELEMENTS_SCHEMA,
+            &["index", "field", "value", "score", "expire_ms"],
+        )?,
+    ];
     let b = |optional| Column::new(Values::Bytes(Vec::new(), Vec::new()), optional);
     let i = |optional| Column::new(Values::Int(Vec::new()), optional);
-    let mut keys = Table::create(
-        &dir.join("keys.parquet"),
-        KEYS_SCHEMA,
-        vec![b(false), i(false), b(false), b(false), b(false), i(true), i(false), i(false)],
-        &["key", "expire_ms", "size", "elements"],
-    )?;
-    let mut elements = Table::create(
-        &dir.join("elements.parquet"),
-        ELEMENTS_SCHEMA,
-        vec![
-            b(false),
-            i(false),
-            b(false),
-            i(true),
-            b(true),
-            b(true),
-            b(true),
-            Column::new(Values::Double(Vec::new()), true),
-            i(true),
-        ],
-        &["index", "field", "value", "score", "expire_ms"],
-    )?;
+    let keys = vec![b(false), i(false), b(false), b(false), b(false), i(true), i(false), i(false)];
+    let elements = vec![
+        b(false),
+        i(false),
+        b(false),
+        i(true),
+        b(true),
+        b(true),
+        b(true),
+        Column::new(Values::Double(Vec::new()), true),
+        i(true),
+    ];
+    std::thread::scope(|scope| {
+        // A group is handed over only when the writer takes it: one being written and one
+        // being filled per table, at most.
+        let (to_writer, groups) = sync_channel::<Group>(0);
+        let (give_back, spare) = channel();
+        let writer = scope.spawn(move || -> Result<ParquetSummary, ToolError> {
+            let mut sinks = sinks;
+            for (t, mut columns, rows) in groups {
+                sinks[t].write_group(&mut columns, rows)?;
+                columns.iter_mut().for_each(Column::clear);
+                let _ = give_back.send((t, columns));
+            }
+            let [keys, elements] = sinks;
+            Ok(ParquetSummary { keys: keys.finish()?, elements: elements.finish()? })
+        });
+        let mut tables = Tables {
+            rows: [Rows { columns: keys, rows: 0, bytes: 0 }, Rows { columns: elements, rows: 0, bytes: 0 }],
+            to_writer,
+            spare,
+            emptied: [Vec::new(), Vec::new()],
+        };
+        let read = fill(data, source, release, &mut tables).and_then(|()| {
+            tables.send(KEYS)?;
+            tables.send(ELEMENTS)
+        });
+        drop(tables);
+        let written = writer.join().unwrap_or_else(|_| Err(ToolError::Usage("parquet: the writer panicked".into())));
+        // The writer's own error explains a read that stopped because it had gone.
+        match (read, written) {
+            (Ok(()), w) => w,
+            (Err(_), Err(w)) => Err(w),
+            (Err(r), Ok(_)) => Err(r),
+        }
+    })
+}
+
+/// Every key of `data` as rows of the two tables.
+fn fill(data: &[u8], source: &str, release: &dyn Fn(usize), tables: &mut Tables) -> Result<(), ToolError> {
     let sizer = Sizer::for_file(data);
     let mut progress = crate::progress::Progress::new(data.len() as u64);
     let mut released = 0;
@@ -280,7 +374,7 @@ pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> 
                        score: Option<f64>,
                        ttl: Option<i64>|
          -> Result<(), ToolError> {
-            let c = &mut elements.columns;
+            let c = &mut tables.rows[ELEMENTS].columns;
             c[0].bytes(Some(source.as_bytes()));
             c[1].int(Some(db));
             c[2].bytes(Some(&key));
@@ -291,7 +385,7 @@ pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> 
             c[7].double(score);
             c[8].int(ttl);
             count += 1;
-            elements.row_done(key.len() + field.map_or(0, Elem::len) + value.map_or(0, Elem::len))
+            tables.row_done(ELEMENTS, key.len() + field.map_or(0, Elem::len) + value.map_or(0, Elem::len))
         };
         let v = &k.value;
         let mut entries = None;
@@ -334,7 +428,7 @@ pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> 
                 }
             }
         }
-        let c = &mut keys.columns;
+        let c = &mut tables.rows[KEYS].columns;
         c[0].bytes(Some(source.as_bytes()));
         c[1].int(Some(db));
         c[2].bytes(Some(&key));
@@ -344,8 +438,8 @@ pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> 
         c[6].int(Some(cost.map_or(0, |c| c.bytes as i64)));
         // Elements as the dump counts them: a stream's entries, a string's 1.
         c[7].int(Some(entries.unwrap_or(count) as i64));
-        keys.row_done(key.len())?;
+        tables.row_done(KEYS, key.len())?;
     }
     progress.finish();
-    Ok(ParquetSummary { keys: keys.finish()?, elements: elements.finish()? })
+    Ok(())
 }
