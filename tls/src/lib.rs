@@ -13,7 +13,7 @@ use rustls::ClientConfig;
 
 pub use files::{ca_roots, read_certs, read_key, system_roots};
 pub use rustls;
-pub use tunnel::tunnel;
+pub use tunnel::{tunnel, Tunnel, Why};
 pub use verify::ChainOnly;
 
 /// How a client checks the server it connects to.

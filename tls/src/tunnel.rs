@@ -22,20 +22,52 @@ const CHUNK: usize = 64 << 10;
 /// written to it is sent encrypted, what the server sends is read from it in plain. Shutting
 /// down its writing side sends close_notify and ends the TCP socket's sending side; what the
 /// server still sends is read until it closes (closing the caller's end ends both).
-pub fn tunnel(mut tcp: TcpStream, name: ServerName<'static>, config: Arc<ClientConfig>) -> io::Result<UnixStream> {
+pub fn tunnel(mut tcp: TcpStream, name: ServerName<'static>, config: Arc<ClientConfig>) -> io::Result<Tunnel> {
     let mut session = ClientConnection::new(config, name).map_err(other)?;
     while session.is_handshaking() {
-        session.complete_io(&mut tcp)?;
+        session.complete_io(&mut tcp).map_err(|e| match e.kind() {
+            // The caller's timeout: a server that waits for more (a plain port does).
+            io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut => {
+                io::Error::new(io::ErrorKind::TimedOut, "no answer from the server (is this its TLS port?)")
+            }
+            _ => e,
+        })?;
     }
     // A timeout the caller set for the handshake; from here the caller's end has its own.
     tcp.set_read_timeout(None)?;
+    // Sent records are taken out at once: no limit on what waits in the session.
+    session.set_buffer_limit(None);
     let (caller, ours) = UnixStream::pair()?;
-    let shared = Arc::new(Shared { session: Mutex::new(session), tcp_out: Mutex::new(tcp.try_clone()?) });
+    let why = Why::default();
+    let shared = Arc::new(Shared {
+        session: Mutex::new(session),
+        tcp_out: Mutex::new(tcp.try_clone()?),
+        why: Arc::clone(&why.0),
+    });
     let (inbound, outbound) = (Arc::clone(&shared), shared);
     let (plain_out, plain_in) = (ours.try_clone()?, ours);
     std::thread::Builder::new().name("tls-in".into()).spawn(move || inbound.carry_in(tcp, plain_out))?;
     std::thread::Builder::new().name("tls-out".into()).spawn(move || outbound.carry_out(plain_in))?;
-    Ok(caller)
+    Ok(Tunnel { stream: caller, why })
+}
+
+/// The caller's end of a tunnel, and why the session ended when TLS ended it.
+#[derive(Debug)]
+pub struct Tunnel {
+    pub stream: UnixStream,
+    pub why: Why,
+}
+
+/// Why a tunnel's session ended, when it was TLS's doing (an alert from the server, a
+/// record that does not decrypt): what the caller's end, which only sees its socket
+/// close, can say instead of "closed".
+#[derive(Debug, Clone, Default)]
+pub struct Why(Arc<Mutex<Option<String>>>);
+
+impl Why {
+    pub fn get(&self) -> Option<String> {
+        locked(&self.0).clone()
+    }
 }
 
 fn other(e: rustls::Error) -> io::Error {
@@ -46,6 +78,7 @@ struct Shared {
     session: Mutex<ClientConnection>,
     /// The TCP socket's sending side, taken before the session's lock is let go.
     tcp_out: Mutex<TcpStream>,
+    why: Arc<Mutex<Option<String>>>,
 }
 
 fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -82,7 +115,11 @@ impl Shared {
             // A record at a time, its plaintext taken out before the next: the session
             // buffers only so much.
             while !rest.is_empty() && !failed && !closed {
-                failed = session.read_tls(&mut rest).is_err() || session.process_new_packets().is_err();
+                let step = session.read_tls(&mut rest).map_err(|e| e.to_string());
+                if let Err(e) = step.and_then(|_| session.process_new_packets().map_err(|e| e.to_string())) {
+                    *locked(&self.why) = Some(format!("TLS: {e}"));
+                    failed = true;
+                }
                 closed = read_plain(&mut session, &mut clear);
             }
             // On a failure, the alert that says why (if the session made one) goes out.
@@ -189,7 +226,7 @@ mod tests {
         let config = client_config(&side).expect("client config");
         let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect");
         let name = crate::server_name("127.0.0.1").expect("name");
-        let mut plain = tunnel(tcp, name, config).expect("handshake");
+        let mut plain = tunnel(tcp, name, config).expect("handshake").stream;
         // Far more than the sockets buffer: the writer and the reader must run together.
         let data: Vec<u8> = (0..16_000_000u32).map(|i| (i % 251) as u8).collect();
         let mut writer = plain.try_clone().expect("clone");
@@ -214,7 +251,7 @@ mod tests {
         let side = ClientSide { ca_file: certs.file("client.crt"), ..ClientSide::default() };
         let config = client_config(&side).expect("client config");
         let tcp = TcpStream::connect(("127.0.0.1", port)).expect("connect");
-        let err = tunnel(tcp, crate::server_name("127.0.0.1").expect("name"), config).expect_err("refused");
+        let err = tunnel(tcp, crate::server_name("127.0.0.1").expect("name"), config).map(|_| ()).expect_err("refused");
         assert!(err.to_string().contains("invalid peer certificate"), "{err}");
     }
 }

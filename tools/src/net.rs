@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use ferrokv_tls::{rustls::ClientConfig, ClientSide, Verify};
+use ferrokv_tls::{rustls::ClientConfig, ClientSide, Verify, Why};
 
 /// TLS options, redis-cli's where their names are free.
 #[derive(clap::Args, Debug, Clone, Default)]
@@ -148,11 +148,12 @@ fn percent_decode(s: &str) -> String {
 }
 
 /// A connection to a server: a TCP socket, or a TLS session seen through a local socket
-/// (`ferrokv_tls::tunnel`), either of which can be cloned for a reader and a writer.
+/// (`ferrokv_tls::tunnel`, with why TLS ended it), either of which can be cloned for a
+/// reader and a writer.
 #[derive(Debug)]
 pub enum Conn {
     Plain(TcpStream),
-    Tls(UnixStream),
+    Tls(UnixStream, Why),
 }
 
 /// Connect to `addr` (TCP, then the TLS handshake when `access` has TLS); no AUTH.
@@ -174,9 +175,9 @@ pub fn connect(addr: &str, access: &Access, timeout: Duration) -> io::Result<Con
             .map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e))?;
         // The handshake must not wait forever on a server that does not speak TLS.
         sock.set_read_timeout(Some(timeout))?;
-        let plain = ferrokv_tls::tunnel(sock, name, Arc::clone(&tls.config))
-            .map_err(|e| io::Error::new(e.kind(), format!("{addr}: TLS handshake: {e}")))?;
-        return Ok(Conn::Tls(plain));
+        let t = ferrokv_tls::tunnel(sock, name, Arc::clone(&tls.config))
+            .map_err(|e| io::Error::new(e.kind(), format!("TLS handshake: {e}")))?;
+        return Ok(Conn::Tls(t.stream, t.why));
     }
     Err(last)
 }
@@ -185,21 +186,21 @@ impl Conn {
     pub fn try_clone(&self) -> io::Result<Conn> {
         Ok(match self {
             Conn::Plain(s) => Conn::Plain(s.try_clone()?),
-            Conn::Tls(s) => Conn::Tls(s.try_clone()?),
+            Conn::Tls(s, why) => Conn::Tls(s.try_clone()?, why.clone()),
         })
     }
 
     pub fn set_read_timeout(&self, t: Option<Duration>) -> io::Result<()> {
         match self {
             Conn::Plain(s) => s.set_read_timeout(t),
-            Conn::Tls(s) => s.set_read_timeout(t),
+            Conn::Tls(s, _) => s.set_read_timeout(t),
         }
     }
 
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
         match self {
             Conn::Plain(s) => s.shutdown(how),
-            Conn::Tls(s) => s.shutdown(how),
+            Conn::Tls(s, _) => s.shutdown(how),
         }
     }
 }
@@ -208,7 +209,11 @@ impl Read for Conn {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
             Conn::Plain(s) => s.read(buf),
-            Conn::Tls(s) => s.read(buf),
+            // The end of the session, said as TLS's reason when it has one.
+            Conn::Tls(s, why) => match (s.read(buf), why.get()) {
+                (Ok(0), Some(why)) if !buf.is_empty() => Err(io::Error::new(io::ErrorKind::ConnectionAborted, why)),
+                (r, _) => r,
+            },
         }
     }
 }
@@ -217,7 +222,10 @@ impl Write for Conn {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         match self {
             Conn::Plain(s) => s.write(buf),
-            Conn::Tls(s) => s.write(buf),
+            Conn::Tls(s, why) => s.write(buf).map_err(|e| match why.get() {
+                Some(why) => io::Error::new(io::ErrorKind::ConnectionAborted, why),
+                None => e,
+            }),
         }
     }
     fn flush(&mut self) -> io::Result<()> {

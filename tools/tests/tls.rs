@@ -74,8 +74,16 @@ fn restore_and_split_reach_a_tls_redis() {
     assert!(text(&out).contains("TLS handshake"), "{}", text(&out));
     // No client certificate: the server (tls-auth-clients yes) ends the session.
     let out = restore(&["--cacert".to_string(), certs.file("ca.crt")]);
-    assert_ne!(out.status.code(), Some(0), "{}", text(&out));
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("TLS: received fatal alert: CertificateRequired"), "{}", text(&out));
     assert_eq!(target.cli(&["DBSIZE"]), "0");
+    // The plain port, taken for a TLS one: said so, not a bare timeout.
+    let mut args =
+        vec!["restore".to_string(), rdb.clone(), "--to".into(), format!("rediss://127.0.0.1:{}", target.port)];
+    args.extend(client_args(&certs));
+    let out = run(env!("CARGO_BIN_EXE_rdbtool"), &args);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+    assert!(text(&out).contains("is this its TLS port?"), "{}", text(&out));
 
     let out = restore(&client_args(&certs));
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
