@@ -228,7 +228,24 @@ fn a_restarted_capture_resumes_its_own_files() {
     );
     let verify = Command::new(env!("CARGO_BIN_EXE_aoftool")).arg("verify").arg(&dir).output().expect("verify");
     assert_eq!(verify.status.code(), Some(0), "{}", String::from_utf8_lossy(&verify.stdout));
+    // Without its state file the directory is not resumed: a full sync, whose files take
+    // the next numbers (never a name the old manifest holds) and replace the old ones.
+    std::fs::remove_file(dir.join("appendonly.aof.capture")).expect("state file");
+    master.cli(&["SET", "after", "the restart"]);
+    let third = spawn_capture(&url, &[], &dir, 2).wait_with_output().expect("aoftool capture");
+    let stderr = String::from_utf8_lossy(&third.stderr);
+    let sum: serde_json::Value = serde_json::from_slice(&third.stdout).expect("json summary");
+    assert_eq!((sum["full_syncs"].as_u64(), sum["partial_syncs"].as_u64()), (Some(1), Some(0)), "{stderr}");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    let want =
+        ["appendonly.aof.2.base.rdb", "appendonly.aof.2.incr.aof", "appendonly.aof.capture", "appendonly.aof.manifest"];
+    assert_eq!(names, want, "{stderr}");
     let digest = master.cli(&["DEBUG", "DIGEST"]);
     let loaded = Redis::start_in(out, &["--appendonly", "yes", "--appenddirname", "appendonlydir"]);
     assert_eq!(loaded.cli(&["DEBUG", "DIGEST"]), digest);
+    assert_eq!(loaded.cli(&["GET", "after"]), "the restart");
 }

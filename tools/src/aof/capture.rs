@@ -227,7 +227,8 @@ impl Files {
     /// A full sync: the snapshot's `len` bytes become a new base, with a new empty incr
     /// file; the manifest switches to them, then the old files go.
     fn new_base(&mut self, link: &mut Link, len: u64) -> Result<(), Failure> {
-        let old: Vec<String> = self.manifest.base.iter().chain(&self.manifest.incr).map(|f| f.name.clone()).collect();
+        let m = &self.manifest;
+        let old: Vec<String> = m.base.iter().chain(&m.incr).chain(&m.history).map(|f| f.name.clone()).collect();
         let mut next = self.manifest.clone();
         next.base = None;
         next.incr.clear();
@@ -326,11 +327,21 @@ impl Files {
     /// last incr file cut back to the recorded length. None when there is nothing to
     /// resume; Err (why) when the files do not agree with the state.
     fn resume(&mut self) -> Result<Option<State>, String> {
-        let Some(state) = State::read(&self.dir, &self.name)? else { return Ok(None) };
         let path = self.dir.join(ferrokv::format::aof::manifest::manifest_name(&self.name));
-        let text = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
         let manifest = Manifest::parse(&text).map_err(|(line, e)| format!("{} line {line}: {e}", path.display()))?;
-        if manifest.incr.last().map(|f| f.name.as_str()) != Some(state.incr.as_str()) || manifest.base.is_none() {
+        // Whether or not it is resumed, the directory's manifest is taken up: a full sync's
+        // files then take the next numbers, never the name of a file the manifest still
+        // names (a capture stopped while writing them leaves the old set loadable).
+        self.manifest = manifest;
+        let Some(state) = State::read(&self.dir, &self.name)? else { return Ok(None) };
+        if self.manifest.incr.last().map(|f| f.name.as_str()) != Some(state.incr.as_str())
+            || self.manifest.base.is_none()
+        {
             return Err(format!("the manifest's last incr file is not {}, which the state names", state.incr));
         }
         let incr_path = self.dir.join(&state.incr);
@@ -343,7 +354,6 @@ impl Files {
         file.set_len(state.length).map_err(|e| e.to_string())?;
         file.seek(SeekFrom::Start(state.length)).map_err(|e| e.to_string())?;
         file.sync_data().map_err(|e| e.to_string())?;
-        self.manifest = manifest;
         self.incr = Some(Incr { file, committed: state.length, written: state.length, last_ts: 0 });
         Ok(Some(state))
     }
