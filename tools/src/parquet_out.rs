@@ -11,6 +11,7 @@
 use std::fs::File;
 use std::io::Write as _;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{channel, sync_channel, Receiver, SyncSender};
 use std::sync::Arc;
 
@@ -310,20 +311,27 @@ pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> 
         Column::new(Values::Double(Vec::new()), true),
         i(true),
     ];
+    // Set once every row is sent: without it (the input failed) the files are dropped,
+    // never given their names.
+    let complete = AtomicBool::new(false);
+    let done = &complete;
     std::thread::scope(|scope| {
         // A group is handed over only when the writer takes it: one being written and one
         // being filled per table, at most.
         let (to_writer, groups) = sync_channel::<Group>(0);
         let (give_back, spare) = channel();
-        let writer = scope.spawn(move || -> Result<ParquetSummary, ToolError> {
+        let writer = scope.spawn(move || -> Result<Option<ParquetSummary>, ToolError> {
             let mut sinks = sinks;
             for (t, mut columns, rows) in groups {
                 sinks[t].write_group(&mut columns, rows)?;
                 columns.iter_mut().for_each(Column::clear);
                 let _ = give_back.send((t, columns));
             }
+            if !done.load(Ordering::SeqCst) {
+                return Ok(None);
+            }
             let [keys, elements] = sinks;
-            Ok(ParquetSummary { keys: keys.finish()?, elements: elements.finish()? })
+            Ok(Some(ParquetSummary { keys: keys.finish()?, elements: elements.finish()? }))
         });
         let mut tables = Tables {
             rows: [Rows { columns: keys, rows: 0, bytes: 0 }, Rows { columns: elements, rows: 0, bytes: 0 }],
@@ -335,13 +343,16 @@ pub fn write(data: &[u8], dir: &Path, source: &str, release: &dyn Fn(usize)) -> 
             tables.send(KEYS)?;
             tables.send(ELEMENTS)
         });
+        complete.store(read.is_ok(), Ordering::SeqCst);
+        // Closing the channel lets the writer finish.
         drop(tables);
         let written = writer.join().unwrap_or_else(|_| Err(ToolError::Usage("parquet: the writer panicked".into())));
         // The writer's own error explains a read that stopped because it had gone.
         match (read, written) {
-            (Ok(()), w) => w,
-            (Err(_), Err(w)) => Err(w),
+            (_, Err(w)) => Err(w),
             (Err(r), Ok(_)) => Err(r),
+            (Ok(()), Ok(Some(sum))) => Ok(sum),
+            (Ok(()), Ok(None)) => Err(ToolError::Usage("parquet: the writer stopped early".into())),
         }
     })
 }

@@ -179,3 +179,22 @@ fn parquet_holds_what_dump_holds_and_duckdb_reads_it() {
         String::from_utf8_lossy(&duck.stdout).lines().map(|l| l.trim().parse().expect("a count")).collect();
     assert_eq!(counts, [keys.len(), elements.len(), 1]);
 }
+
+/// A file that ends early: the error, and no Parquet file under its name (the tables are
+/// written beside their names and dropped, whichever thread was writing).
+#[test]
+fn a_truncated_file_leaves_no_parquet_files() {
+    let out = TempDir::new("parquet-truncated");
+    let data = std::fs::read(fixture()).expect("fixture");
+    let cut = out.path().join("cut.rdb");
+    std::fs::write(&cut, &data[..data.len() * 2 / 3]).expect("write");
+    let dir = out.path().join("set");
+    let run = Command::new(env!("CARGO_BIN_EXE_rdbtool"))
+        .args(["convert", &cut.display().to_string(), &dir.display().to_string(), "--to", "parquet"])
+        .output()
+        .expect("rdbtool convert");
+    assert_eq!(run.status.code(), Some(2), "{}", String::from_utf8_lossy(&run.stderr));
+    assert!(String::from_utf8_lossy(&run.stderr).contains("offset"), "{}", String::from_utf8_lossy(&run.stderr));
+    let left: Vec<_> = std::fs::read_dir(&dir).expect("dir").map(|e| e.expect("entry").file_name()).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
