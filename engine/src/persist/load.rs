@@ -643,8 +643,13 @@ fn replay_aof_file(cfg: &Config, r: &mut dyn Replayer, path: &Path, last: bool) 
 
 /// The manifest on disk; empty when the AOF directory or the manifest does not exist.
 pub fn read_manifest(cfg: &Config) -> Result<Manifest, PersistError> {
-    let dir = cfg.dir.join(&cfg.appenddirname);
-    let mpath = dir.join(manifest_name(&cfg.appendfilename));
+    read_manifest_in(&cfg.dir.join(&cfg.appenddirname), &cfg.appendfilename)
+}
+
+/// The manifest of the AOF directory `dir` whose files are named after `appendfilename`;
+/// empty when the directory or the manifest does not exist.
+pub fn read_manifest_in(dir: &Path, appendfilename: &str) -> Result<Manifest, PersistError> {
+    let mpath = dir.join(manifest_name(appendfilename));
     if !(dir.is_dir() && mpath.exists()) {
         return Ok(Manifest::default());
     }

@@ -57,7 +57,13 @@ pub fn capture(opts: &Options, mut progress: impl FnMut(&str)) -> Result<Summary
     std::fs::create_dir_all(&opts.dir)?;
     let started = Instant::now();
     let out_of_time = || opts.duration.is_some_and(|d| started.elapsed() >= d);
-    let mut files = Files { dir: opts.dir.clone(), name: opts.name.clone(), manifest: Manifest::default(), incr: None };
+    let mut files = Files {
+        dir: opts.dir.clone(),
+        name: opts.name.clone(),
+        manifest: Manifest::default(),
+        incr: None,
+        recorded: None,
+    };
     let mut sum = Summary::default();
     match files.resume() {
         Ok(Some(state)) => {
@@ -213,6 +219,8 @@ struct Files {
     name: String,
     manifest: Manifest,
     incr: Option<Incr>,
+    /// The state last written to the state file.
+    recorded: Option<State>,
 }
 
 struct Incr {
@@ -303,7 +311,13 @@ impl Files {
         let Some(incr) = &mut self.incr else { return Ok(()) };
         incr.file.sync_data()?;
         let state = State { replid: sum.replid.clone(), offset: sum.offset, incr: name, length: incr.committed };
-        state.write(&self.dir, &self.name)
+        // A quiet second leaves the state as it was: no rename and directory fsync for it.
+        if self.recorded.as_ref() == Some(&state) {
+            return Ok(());
+        }
+        state.write(&self.dir, &self.name)?;
+        self.recorded = Some(state);
+        Ok(())
     }
 
     /// The link ended: cut what was written of an unfinished MULTI, so the file ends
@@ -327,13 +341,10 @@ impl Files {
     /// last incr file cut back to the recorded length. None when there is nothing to
     /// resume; Err (why) when the files do not agree with the state.
     fn resume(&mut self) -> Result<Option<State>, String> {
-        let path = self.dir.join(ferrokv::format::aof::manifest::manifest_name(&self.name));
-        let text = match std::fs::read(&path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        };
-        let manifest = Manifest::parse(&text).map_err(|(line, e)| format!("{} line {line}: {e}", path.display()))?;
+        let manifest = ferrokv::persist::load::read_manifest_in(&self.dir, &self.name).map_err(|e| e.to_string())?;
+        if manifest == Manifest::default() {
+            return Ok(None);
+        }
         // Whether or not it is resumed, the directory's manifest is taken up: a full sync's
         // files then take the next numbers, never the name of a file the manifest still
         // names (a capture stopped while writing them leaves the old set loadable).
@@ -362,6 +373,7 @@ impl Files {
 /// Where a capture stands, kept beside its files (`<appendfilename>.capture`), written
 /// atomically after each fsync of the incr file: the replication ID and offset applied, and
 /// the incr file's length at that offset. Redis ignores the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
     replid: String,
     offset: u64,
