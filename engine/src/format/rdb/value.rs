@@ -7,7 +7,7 @@
 use crate::format::blob::{Blob, Elem};
 use crate::format::input::{fail, finish, le_u64, take_bytes, FormatError, Input, PResult};
 use crate::format::intset::IntsetIter;
-use crate::format::listpack::ListpackIter;
+use crate::format::listpack::{self, ListpackIter};
 use crate::format::ziplist::ZiplistIter;
 use crate::format::zipmap::ZipmapIter;
 
@@ -470,6 +470,31 @@ impl<'a> Value<'a> {
             }
             other => return Err(not_a(other, "hash")),
         })
+    }
+
+    /// Every element of a listpack-encoded hash, zset or set, or of a Redis 7 list whose
+    /// nodes are all listpacks, in file order (a hash's field, value, field, …; a zset's
+    /// member, score, …), read straight from the listpacks' bytes with the iterators'
+    /// checks; how many there are. None when the value is stored otherwise, when anything in
+    /// it is not right, or when `f` returns false: the iterators then say what.
+    pub fn visit_listpacks(&self, mut f: impl FnMut(Elem<'_>) -> bool) -> Option<u64> {
+        use ValueType::*;
+        match self.vtype {
+            HashListpack | ZsetListpack | SetListpack => {
+                let blob = to_blob(read_str(self.body).ok()?).ok()?;
+                listpack::visit(blob.data(), f).map(|n| n as u64)
+            }
+            ListQuicklist2 => {
+                let mut n = 0u64;
+                for node in self.quicklist_nodes().ok()? {
+                    // A plain node (None) is left to the iterator.
+                    let blob = node.ok()??;
+                    n += listpack::visit(blob.data(), &mut f)? as u64;
+                }
+                Some(n)
+            }
+            _ => None,
+        }
     }
 
     pub fn stream(&self) -> Result<Stream<'a>, FormatError> {
