@@ -42,9 +42,32 @@ const HEX_PAIRS: [[u8; 2]; 256] = {
 pub fn hex(out: &mut Vec<u8>, b: &[u8]) {
     let start = out.len();
     out.resize(start + b.len() * 2, 0);
-    for (pair, &c) in out[start..].chunks_exact_mut(2).zip(b) {
+    let dst = &mut out[start..];
+    // Four bytes become eight digits at a time (SWAR); the table does the rest.
+    let mut quads = b.chunks_exact(4);
+    let mut pairs = dst.chunks_exact_mut(8);
+    for (q, d) in (&mut quads).zip(&mut pairs) {
+        d.copy_from_slice(&hex_quad(u32::from_le_bytes([q[0], q[1], q[2], q[3]])).to_le_bytes());
+    }
+    let done = b.len() - quads.remainder().len();
+    for (pair, &c) in dst[done * 2..].chunks_exact_mut(2).zip(quads.remainder()) {
         pair.copy_from_slice(&HEX_PAIRS[usize::from(c)]);
     }
+}
+
+/// The lowercase hex digits of four bytes, in their order, as eight bytes (little-endian).
+#[inline]
+fn hex_quad(x: u32) -> u64 {
+    // Each byte's nibbles, high first, spread to one byte each.
+    let spread = |v: u32| {
+        let v = u64::from(v);
+        let v = (v | v << 16) & 0x0000_FFFF_0000_FFFF;
+        (v | v << 8) & 0x00FF_00FF_00FF_00FF
+    };
+    let n = spread((x >> 4) & 0x0F0F_0F0F) | spread(x & 0x0F0F_0F0F) << 8;
+    // Nibbles 10..15 get 'a' - '0' - 10 more than '0' + nibble (no byte carries into the next).
+    let letters = ((n + 0x0606_0606_0606_0606) & 0x1010_1010_1010_1010) >> 4;
+    n + 0x3030_3030_3030_3030 + letters * 39
 }
 
 /// Bytes that need escaping inside a JSON string.
@@ -64,34 +87,53 @@ const ESCAPE: [bool; 256] = {
 /// True when any byte of the 8 in `w` is < 0x20, '"', '\\' or 0x7F (SWAR).
 #[inline]
 fn word_needs_escape(w: u64) -> bool {
+    escape_bits(w) != 0
+}
+
+/// Non-zero exactly when a byte of the 8 in `w` is < 0x20, '"', '\\' or 0x7F (SWAR: each
+/// test is exact as a whole, not byte by byte).
+#[inline]
+fn escape_bits(w: u64) -> u64 {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let has_zero = |x: u64| x.wrapping_sub(ONES) & !x & HIGH;
     let lt_space = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
-    lt_space | has_zero(w ^ (ONES * 0x22)) | has_zero(w ^ (ONES * 0x5C)) | has_zero(w ^ (ONES * 0x7F)) != 0
+    lt_space | has_zero(w ^ (ONES * 0x22)) | has_zero(w ^ (ONES * 0x5C)) | has_zero(w ^ (ONES * 0x7F))
+}
+
+/// Non-zero exactly when a byte of the 8 in `w` is not ASCII a JSON string holds as it is.
+#[inline]
+fn word_unclean(w: u64) -> u64 {
+    (w & 0x8080_8080_8080_8080) | escape_bits(w)
 }
 
 /// True when every byte is ASCII that a JSON string holds as it is.
 #[inline]
 fn clean_ascii(b: &[u8]) -> bool {
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // A block's bytes are tested without a branch between them, which the compiler turns
-    // into vector compares (16 bytes at a time on any x86-64); the tail goes a word at a time.
-    let unclean = |c: u8| (c < 0x20) | (c == b'"') | (c == b'\\') | (c >= 0x7F);
+    let word = |w: &[u8]| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
+    if b.len() < 8 {
+        // Padded with a clean byte.
+        let mut w = [b'a'; 8];
+        w[..b.len()].copy_from_slice(b);
+        return word_unclean(word(&w)) == 0;
+    }
+    // Four words a step with one branch; the last word may overlap the one before it.
     let mut blocks = b.chunks_exact(32);
-    for block in &mut blocks {
-        if block.iter().fold(false, |any, &c| any | unclean(c)) {
+    for k in &mut blocks {
+        if word_unclean(word(&k[..8]))
+            | word_unclean(word(&k[8..16]))
+            | word_unclean(word(&k[16..24]))
+            | word_unclean(word(&k[24..]))
+            != 0
+        {
             return false;
         }
     }
     let mut words = blocks.remainder().chunks_exact(8);
-    for w in &mut words {
-        let w = u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]);
-        if w & HIGH != 0 || word_needs_escape(w) {
-            return false;
-        }
+    if words.any(|w| word_unclean(word(w)) != 0) {
+        return false;
     }
-    !words.remainder().iter().any(|&c| unclean(c))
+    word_unclean(word(&b[b.len() - 8..])) == 0
 }
 
 /// Write a JSON string, escaping quotes, backslashes and control characters.
@@ -194,6 +236,26 @@ mod tests {
                 let text = s(&v);
                 let back: serde_json::Value = serde_json::from_str(&text).unwrap();
                 assert_eq!(back.as_str().unwrap().as_bytes(), &v[..], "{c} at {pos}");
+            }
+        }
+    }
+
+    #[test]
+    fn word_checks_and_hex_agree_with_byte_by_byte() {
+        let unclean = |c: u8| c < 0x20 || c == b'"' || c == b'\\' || c >= 0x7F;
+        for len in 0usize..80 {
+            for c in 0..=255u8 {
+                for pos in [0, len / 2, len.saturating_sub(1)] {
+                    let mut v: Vec<u8> = (0..len).map(|i| b'A' + (i % 26) as u8).collect();
+                    if len > 0 {
+                        v[pos] = c;
+                    }
+                    assert_eq!(clean_ascii(&v), !v.iter().any(|&b| unclean(b)), "byte {c} at {pos} of {len}");
+                    let mut h = Vec::new();
+                    hex(&mut h, &v);
+                    let want: String = v.iter().map(|b| format!("{b:02x}")).collect();
+                    assert_eq!(h, want.as_bytes(), "hex of byte {c} at {pos} of {len}");
+                }
             }
         }
     }

@@ -10,6 +10,8 @@ pub mod dump;
 pub mod generate;
 pub mod jsonl_read;
 pub mod jsonw;
+#[cfg(test)]
+mod listpack_samples;
 pub mod memory;
 pub mod net;
 pub mod out;

@@ -709,10 +709,7 @@ fn check_listpacks(v: &Value<'_>) -> Option<Checked> {
             d.add(&e);
             true
         } else if scores {
-            match e {
-                Elem::Int(_) => true,
-                Elem::Bytes(b) => ferrokv::format::rdb::parse_double(&b).is_some_and(|s| !s.is_nan()),
-            }
+            ferrokv::format::rdb::elem_score(&e).is_ok_and(|s| !s.is_nan())
         } else {
             true
         };
@@ -836,44 +833,16 @@ mod tests {
     use super::*;
     use ferrokv::format::Input;
 
-    /// The listpack values of the RDB files in `dir`, as (type, body bytes).
-    fn listpack_values(dir: &std::path::Path) -> Vec<(ValueType, Vec<u8>)> {
-        let mut out = Vec::new();
-        for entry in std::fs::read_dir(dir).expect("fixtures directory") {
-            let path = entry.expect("entry").path();
-            if path.extension().is_none_or(|e| e != "rdb") {
-                continue;
-            }
-            let data = std::fs::read(&path).expect("fixture");
-            for rec in RdbReader::new(&data).expect("header") {
-                if let Record::Key(k) = rec.expect("valid fixture") {
-                    // One of each type and size is enough; every byte of each is damaged.
-                    let (vtype, len) = (k.value.vtype, k.value.body.len());
-                    let like =
-                        out.iter().filter(|(t, b): &&(ValueType, Vec<u8>)| *t == vtype && b.len() / 64 == len / 64);
-                    if len <= 4096 && like.count() == 0 && k.value.visit_listpacks(|_| true).is_some() {
-                        out.push((vtype, k.value.body.bytes().to_vec()));
-                    }
-                }
-            }
-        }
-        out
-    }
-
     /// When the one-pass check answers, it answers what the element walk does: on the
     /// fixtures as written and with each byte of their values damaged.
     #[test]
     fn the_listpack_pass_agrees_with_the_element_walk() {
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let mut values = listpack_values(&root.join("fixtures/rdb/redis-7.0"));
+        let (samples, with_sets) = crate::listpack_samples::samples();
+        let values: Vec<(ValueType, Vec<u8>)> =
+            samples.iter().map(|s| (s.vtype, s.file[s.body.clone()].to_vec())).collect();
         let mut wanted = vec![ValueType::HashListpack, ValueType::ZsetListpack, ValueType::ListQuicklist2];
-        // Sets are listpacks from Redis 7.2 on: the shared corpus's 7.4.1 files hold them.
-        let corpus = root.join("../shared/corpus/redis-7.4.1");
-        if corpus.is_dir() {
-            values.extend(listpack_values(&corpus));
+        if with_sets {
             wanted.push(ValueType::SetListpack);
-        } else {
-            eprintln!("skipping the Redis 7.4 files (listpack sets): {} is absent", corpus.display());
         }
         let types: HashSet<_> = values.iter().map(|(t, _)| *t).collect();
         for t in wanted {

@@ -165,6 +165,20 @@ fn write_record(
     Ok(())
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Tests turn the one-pass writers off to compare them with the element walk.
+    static WALK_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether a writer may write a listpack-held value in one pass over its bytes.
+fn one_pass() -> bool {
+    #[cfg(test)]
+    return !WALK_ONLY.get();
+    #[cfg(not(test))]
+    true
+}
+
 /// Dump with the default pipeline (every core).
 pub fn run(data: &[u8], format: Format, filter: &Filter, out: &mut Out<'_>) -> Result<DumpStats, ToolError> {
     run_with(data, format, filter, out, &Pipeline::default(), &|_| {})
@@ -291,4 +305,61 @@ impl<'a> Stage<'a, Formatted> for DumpStage<'_, '_> {
 /// Wrap an element-level error with its key's context.
 pub(crate) fn ctx<'k>(k: &'k KeyRecord<'_>) -> impl Fn(ferrokv::format::FormatError) -> ToolError + 'k {
     move |e| ToolError::Data(RdbError::in_key(e, k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pipeline::Pipeline;
+
+    fn dump(data: &[u8], format: Format, walk_only: bool) -> (Vec<u8>, Option<String>) {
+        let filter = Filter { db: None, key: None, types: Vec::new(), expired: Expired::Keep, now_ms: 0 };
+        let pipeline = Pipeline { workers: 1, ..Pipeline::default() };
+        let mut out = Out::memory();
+        WALK_ONLY.set(walk_only);
+        let r = run_with(data, format, &filter, &mut out, &pipeline, &|_| {});
+        WALK_ONLY.set(false);
+        (out.buf, r.err().map(|e| format!("{e:?}")))
+    }
+
+    /// jsonl and resp write a listpack-held value in one pass exactly as the element walk
+    /// writes it, and leave a damaged one to the walk (same output, same error): every
+    /// byte of the fixtures' listpack values damaged.
+    #[test]
+    fn one_pass_writes_what_the_walk_writes() {
+        let files: Vec<(Vec<u8>, usize, usize)> =
+            crate::listpack_samples::samples().0.into_iter().map(|s| (s.file, s.body.start, s.body.end)).collect();
+        assert!(files.len() > 50, "{} values", files.len());
+        let mut damaged_ok = 0;
+        for (file, start, end) in &files {
+            let mut copy = file.clone();
+            // Every byte of a small value, every third of a larger one; a low or a high bit.
+            let step = if end - start <= 256 { 1 } else { 3 };
+            for at in std::iter::once(None).chain((*start..*end).step_by(step).map(Some)) {
+                for flip in [0x01u8 << (at.unwrap_or(0) % 8)] {
+                    copy.copy_from_slice(file);
+                    if let Some(at) = at {
+                        copy[at] ^= flip;
+                    }
+                    for format in [Format::Jsonl, Format::RESP] {
+                        let one_pass = dump(&copy, format, false);
+                        let walk = dump(&copy, format, true);
+                        assert!(
+                            one_pass == walk,
+                            "{format:?}, byte {at:?} ^ {flip:#x}: {:?} / {:?}",
+                            one_pass.1,
+                            walk.1
+                        );
+                        if at.is_none() {
+                            assert!(one_pass.1.is_none(), "{:?}", one_pass.1);
+                        } else if one_pass.1.is_none() {
+                            damaged_ok += 1;
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{} values, {damaged_ok} damaged copies read whole", files.len());
+        assert!(damaged_ok > 100, "{damaged_ok}");
+    }
 }

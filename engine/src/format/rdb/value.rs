@@ -684,7 +684,8 @@ impl<'a> Iterator for ZsetIter<'a> {
     }
 }
 
-fn elem_score(e: &Elem<'_>) -> Result<f64, FormatError> {
+/// A zset score as a listpack or ziplist holds it: an integer entry, or text.
+pub fn elem_score(e: &Elem<'_>) -> Result<f64, FormatError> {
     match e {
         Elem::Int(i) => Ok(*i as f64),
         Elem::Bytes(b) => parse_double(b)
