@@ -689,39 +689,30 @@ fn check_groups(meta: &ferrokv::format::rdb::StreamMeta<'_>, rdb_version: u32) -
     Ok(())
 }
 
-/// Decode every element of a value and check it.
 /// What [`walk_value`] finds for a value held in listpacks (most small hashes, zsets,
 /// sets and lists), in one pass over their bytes without building an element; None when
 /// the value is stored otherwise or calls for the full walk (damage, a possible duplicate,
 /// an empty value), which then gives the answer.
 fn check_listpacks(v: &Value<'_>) -> Option<Checked> {
-    let (pairs, scores, dups) = match v.logical() {
-        LogicalType::Hash => (true, false, true),
-        LogicalType::Zset => (true, true, true),
-        LogicalType::Set => (false, false, true),
-        LogicalType::List => (false, false, false),
-        _ => return None,
-    };
-    let mut d = DupCheck::new(dups);
-    let mut second = false;
-    let n = v.visit_listpacks(|e| {
-        let ok = if !second {
+    use ferrokv::format::rdb::PackedItem;
+    let mut d = DupCheck::new(v.logical() != LogicalType::List);
+    let n = v.visit_listpacks(|item| match item {
+        PackedItem::One(e) | PackedItem::Pair(e, _) => {
             d.add(&e);
             true
-        } else if scores {
-            ferrokv::format::rdb::elem_score(&e).is_ok_and(|s| !s.is_nan())
-        } else {
-            true
-        };
-        second = pairs && !second;
-        ok
+        }
+        PackedItem::Scored(m, s) => {
+            d.add(&m);
+            !s.is_nan()
+        }
     })?;
-    if n == 0 || second || d.suspicious() {
+    if n == 0 || d.suspicious() {
         return None;
     }
-    Some(Checked { elements: if pairs { n / 2 } else { n }, warning: None })
+    Some(Checked { elements: n, warning: None })
 }
 
+/// Decode every element of a value and check it.
 fn walk_value(v: &Value<'_>, rdb_version: u32) -> Result<Checked, FormatError> {
     match check_listpacks(v) {
         Some(checked) => Ok(checked),

@@ -1,6 +1,6 @@
 //! jsonl: one JSON object per key, lossless (docs/json-schema.md).
 
-use ferrokv::format::rdb::{elem_score, KeyRecord, LogicalType, Record, StreamId, Value};
+use ferrokv::format::rdb::{KeyRecord, LogicalType, PackedItem, Record, StreamId, Value};
 use ferrokv::format::Elem;
 
 use super::{ctx, Filter, Writer};
@@ -76,7 +76,7 @@ impl Writer for Jsonl {
             b.push(b']');
         }
         b.extend_from_slice(b",\"value\":");
-        if k.value.body.len() <= PACKED_IN_ONE_GO && super::one_pass() && packed_value(&mut out.buf, &k.value) {
+        if super::one_pass(&k.value) && packed_value(&mut out.buf, &k.value) {
             out.buf.extend_from_slice(b"}\n");
             return Ok(());
         }
@@ -344,50 +344,39 @@ fn write_stream(out: &mut Out<'_>, k: &KeyRecord<'_>) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// Values up to this size in the file are written by [`packed_value`] without a flush
-/// between elements.
-const PACKED_IN_ONE_GO: usize = 64 << 10;
-
 /// A value held in listpacks (most small lists, sets, zsets and hashes) written as the
 /// element walk writes it, straight from the listpacks' bytes: no element is built or
 /// copied. False, with nothing written, when the value is stored otherwise or does not
 /// read whole; the walk then writes it or says what is wrong.
 fn packed_value(buf: &mut Vec<u8>, v: &Value<'_>) -> bool {
-    let (pairs, scores) = match v.logical() {
-        LogicalType::Hash => (true, false),
-        LogicalType::Zset => (true, true),
-        LogicalType::List | LogicalType::Set => (false, false),
-        _ => return false,
-    };
     let mark = buf.len();
     buf.push(b'[');
-    let (mut first, mut second) = (true, false);
-    let read = v.visit_listpacks(|e| {
-        if second {
+    let mut first = true;
+    let read = v.visit_listpacks(|item| {
+        if !first {
             buf.push(b',');
-            if scores {
-                match elem_score(&e) {
-                    Ok(s) => jsonw::score(buf, s),
-                    Err(_) => return false,
-                }
-            } else {
-                jsonw::elem(buf, &e);
-            }
-            buf.push(b']');
-        } else {
-            if !first {
-                buf.push(b',');
-            }
-            if pairs {
-                buf.push(b'[');
-            }
-            jsonw::elem(buf, &e);
         }
         first = false;
-        second = pairs && !second;
+        match item {
+            PackedItem::One(e) => jsonw::elem(buf, &e),
+            PackedItem::Pair(a, b) => {
+                buf.push(b'[');
+                jsonw::elem(buf, &a);
+                buf.push(b',');
+                jsonw::elem(buf, &b);
+                buf.push(b']');
+            }
+            PackedItem::Scored(m, s) => {
+                buf.push(b'[');
+                jsonw::elem(buf, &m);
+                buf.push(b',');
+                jsonw::score(buf, s);
+                buf.push(b']');
+            }
+        }
         true
     });
-    if read.is_none() || second {
+    if read.is_none() {
         buf.truncate(mark);
         return false;
     }

@@ -171,12 +171,17 @@ thread_local! {
     static WALK_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Whether a writer may write a listpack-held value in one pass over its bytes.
-fn one_pass() -> bool {
+/// Values up to this size in the file may be written in one pass, without a flush between
+/// elements.
+const ONE_PASS_MAX: usize = 64 << 10;
+
+/// Whether a writer may write `v`, if it is held in listpacks, in one pass over their bytes.
+fn one_pass(v: &ferrokv::format::rdb::Value<'_>) -> bool {
     #[cfg(test)]
-    return !WALK_ONLY.get();
-    #[cfg(not(test))]
-    true
+    if WALK_ONLY.get() {
+        return false;
+    }
+    v.body.len() <= ONE_PASS_MAX
 }
 
 /// Dump with the default pipeline (every core).

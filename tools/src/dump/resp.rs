@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use ferrokv::format::rdb::{
-    dump_payload, elem_score, escape_key, Dialect, Encoder, Family, KeyRecord, LogicalType, Target, Value,
+    dump_payload, escape_key, Dialect, Encoder, Family, KeyRecord, LogicalType, PackedItem, Target, Value,
 };
 use ferrokv::format::Elem;
 use ferrokv::logical::Logical;
@@ -179,53 +179,39 @@ impl Writer for Resp {
     }
 }
 
-/// Values up to this size in the file are written by [`packed_commands`] without a flush
-/// between elements.
-const PACKED_IN_ONE_GO: usize = 64 << 10;
-
 /// The commands [`key_commands`]' element walk writes for a value held in listpacks (most
 /// small lists, sets, zsets and hashes), straight from the listpacks' bytes: no element is
 /// built or copied. False, with nothing written, when the value is stored otherwise or
 /// does not read whole; the walk then writes it or says what is wrong.
 fn packed_commands(out: &mut Commands<'_, '_>, v: &Value<'_>, key: &[u8]) -> bool {
-    let (cmd, pairs, scores): (&[u8], bool, bool) = match v.logical() {
-        LogicalType::List => (b"RPUSH", false, false),
-        LogicalType::Set => (b"SADD", false, false),
-        LogicalType::Zset => (b"ZADD", true, true),
-        LogicalType::Hash => (b"HSET", true, false),
+    let (cmd, per_item): (&[u8], usize) = match v.logical() {
+        LogicalType::List => (b"RPUSH", 1),
+        LogicalType::Set => (b"SADD", 1),
+        LogicalType::Zset => (b"ZADD", 2),
+        LogicalType::Hash => (b"HSET", 2),
         _ => return false,
     };
     let (mark, count) = (out.out.buf.len(), out.count);
-    let mut b = Batch::new(cmd, key, if pairs { 2 } else { 1 });
-    // A zset's member waits for its score, which its command gives first.
-    let (mut member, mut score) = (Vec::new(), Vec::with_capacity(32));
-    let mut second = false;
-    let read = v.visit_listpacks(|e| {
-        if !pairs {
-            b.elem(&e);
-            b.item_done(out);
-            return true;
+    let mut b = Batch::new(cmd, key, per_item);
+    let mut score = Vec::with_capacity(32);
+    let read = v.visit_listpacks(|item| {
+        match item {
+            PackedItem::One(e) => b.elem(&e),
+            PackedItem::Pair(field, value) => {
+                b.elem(&field);
+                b.elem(&value);
+            }
+            PackedItem::Scored(m, s) => {
+                score.clear();
+                score_text_into(&mut score, s);
+                b.arg(&score);
+                b.elem(&m);
+            }
         }
-        if !second && scores {
-            member.clear();
-            e.with_bytes(|m| member.extend_from_slice(m));
-        } else if !second {
-            b.elem(&e);
-        } else if scores {
-            let Ok(s) = elem_score(&e) else { return false };
-            score.clear();
-            score_text_into(&mut score, s);
-            b.arg(&score);
-            b.arg(&member);
-            b.item_done(out);
-        } else {
-            b.elem(&e);
-            b.item_done(out);
-        }
-        second = !second;
+        b.item_done(out);
         true
     });
-    if read.is_none() || second {
+    if read.is_none() {
         out.out.buf.truncate(mark);
         out.count = count;
         b.body.clear();
@@ -270,8 +256,7 @@ pub fn key_commands(
     let e = ctx(k);
     let mut out = Commands::new(out);
     let field_ttls = target == Target::Redis74 || target == Target::Valkey9;
-    let packed =
-        k.value.body.len() <= PACKED_IN_ONE_GO && super::one_pass() && packed_commands(&mut out, &k.value, key);
+    let packed = super::one_pass(&k.value) && packed_commands(&mut out, &k.value, key);
     match k.value.logical() {
         _ if packed => {}
         LogicalType::String => {

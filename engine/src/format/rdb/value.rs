@@ -472,24 +472,37 @@ impl<'a> Value<'a> {
         })
     }
 
-    /// Every element of a listpack-encoded hash, zset or set, or of a Redis 7 list whose
-    /// nodes are all listpacks, in file order (a hash's field, value, field, …; a zset's
-    /// member, score, …), read straight from the listpacks' bytes with the iterators'
-    /// checks; how many there are. None when the value is stored otherwise, when anything in
-    /// it is not right, or when `f` returns false: the iterators then say what.
-    pub fn visit_listpacks(&self, mut f: impl FnMut(Elem<'_>) -> bool) -> Option<u64> {
+    /// Every item of a listpack-encoded hash, zset or set, or of a Redis 7 list whose nodes
+    /// are all listpacks, in file order, read straight from the listpacks' bytes with the
+    /// iterators' checks (a zset's score read as [`ZsetIter`] reads it); how many items. None
+    /// when the value is stored otherwise, when anything in it is not right, or when `f`
+    /// returns false: the iterators then say what.
+    pub fn visit_listpacks(&self, mut f: impl FnMut(PackedItem<'_>) -> bool) -> Option<u64> {
         use ValueType::*;
+        let one_listpack = || to_blob(read_str(self.body).ok()?).ok();
         match self.vtype {
-            HashListpack | ZsetListpack | SetListpack => {
-                let blob = to_blob(read_str(self.body).ok()?).ok()?;
-                listpack::visit(blob.data(), f).map(|n| n as u64)
+            SetListpack => listpack::visit(one_listpack()?.data(), |e| f(PackedItem::One(e))).map(|n| n as u64),
+            HashListpack | ZsetListpack => {
+                let blob = one_listpack()?;
+                let zset = self.vtype == ZsetListpack;
+                // The first of a pair waits for the second.
+                let mut first = None;
+                let n = listpack::visit(blob.data(), |e| match first.take() {
+                    None => {
+                        first = Some(e);
+                        true
+                    }
+                    Some(m) if zset => elem_score(&e).is_ok_and(|s| f(PackedItem::Scored(m, s))),
+                    Some(field) => f(PackedItem::Pair(field, e)),
+                })?;
+                first.is_none().then_some(n as u64 / 2)
             }
             ListQuicklist2 => {
                 let mut n = 0u64;
                 for node in self.quicklist_nodes().ok()? {
                     // A plain node (None) is left to the iterator.
                     let blob = node.ok()??;
-                    n += listpack::visit(blob.data(), &mut f)? as u64;
+                    n += listpack::visit(blob.data(), |e| f(PackedItem::One(e)))? as u64;
                 }
                 Some(n)
             }
@@ -561,6 +574,16 @@ impl<'a> Iterator for QuickNodes<'a> {
             c => Err(FormatError::new(at, format!("unknown quicklist container type {c}"))),
         }))
     }
+}
+
+/// One item of a listpack-held value ([`Value::visit_listpacks`]).
+pub enum PackedItem<'b> {
+    /// A list element or a set member.
+    One(Elem<'b>),
+    /// A hash's field and value.
+    Pair(Elem<'b>, Elem<'b>),
+    /// A zset's member and score.
+    Scored(Elem<'b>, f64),
 }
 
 /// List elements in order.
@@ -685,7 +708,7 @@ impl<'a> Iterator for ZsetIter<'a> {
 }
 
 /// A zset score as a listpack or ziplist holds it: an integer entry, or text.
-pub fn elem_score(e: &Elem<'_>) -> Result<f64, FormatError> {
+fn elem_score(e: &Elem<'_>) -> Result<f64, FormatError> {
     match e {
         Elem::Int(i) => Ok(*i as f64),
         Elem::Bytes(b) => parse_double(b)
