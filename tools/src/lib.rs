@@ -10,10 +10,10 @@ pub mod dump;
 pub mod generate;
 pub mod jsonl_read;
 pub mod jsonw;
-#[cfg(test)]
-mod listpack_samples;
 pub mod memory;
 pub mod net;
+#[cfg(test)]
+mod one_pass_samples;
 pub mod out;
 pub mod parquet_out;
 pub mod pipeline;

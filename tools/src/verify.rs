@@ -489,20 +489,11 @@ fn lossy(e: &Elem<'_>) -> String {
     String::from_utf8_lossy(&e.to_bytes()).into_owned()
 }
 
-/// Fast 64-bit hash for duplicate detection inside one compact container.
+/// A 64-bit hash for duplicate detection inside one container (foldhash: a few cycles
+/// for the short strings most members are).
 fn hash_bytes(b: &[u8]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325 ^ (b.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-    let mut chunks = b.chunks_exact(8);
-    for c in &mut chunks {
-        let v = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        h = (h ^ v).wrapping_mul(0x0000_0100_0000_01B3).rotate_left(29);
-    }
-    for &c in chunks.remainder() {
-        h = (h ^ u64::from(c)).wrapping_mul(0x0000_0100_0000_01B3);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^ (h >> 33)
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0).hash_one(b)
 }
 
 fn elem_hash(e: &Elem<'_>) -> u64 {
@@ -525,6 +516,8 @@ thread_local! {
     /// DupCheck's buffer, kept between values: most hold a few elements, and an allocation
     /// per key would cost more than hashing them.
     static DUP_HASHES: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
+    /// The table [`DupCheck::suspicious`] looks for a repeat in, kept the same way.
+    static DUP_TABLE: std::cell::Cell<Vec<u64>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
 impl Drop for DupCheck {
@@ -551,12 +544,40 @@ impl DupCheck {
         if !self.on || h.len() < 2 {
             return false;
         }
-        // Most containers are small: comparing each pair costs less than sorting.
+        // Most containers are small: comparing each pair costs less than anything else.
         if h.len() <= 16 {
             return (1..h.len()).any(|i| h[..i].contains(&h[i]));
         }
-        h.sort_unstable();
-        h.windows(2).any(|w| w[0] == w[1])
+        // An open-addressing table at most half full (sorting cost several times more).
+        let size = (h.len() * 2).next_power_of_two();
+        let mut table = DUP_TABLE.take();
+        table.clear();
+        table.resize(size, 0);
+        let mask = size - 1;
+        let mut repeat = false;
+        'hashes: for &x in h.iter() {
+            // 0 marks a free slot: the low bit is dropped, and a false match only sends
+            // the value to the exact comparison.
+            let x = x | 1;
+            let mut i = (x >> 40) as usize & mask;
+            loop {
+                match table[i] {
+                    0 => {
+                        table[i] = x;
+                        break;
+                    }
+                    y if y == x => {
+                        repeat = true;
+                        break 'hashes;
+                    }
+                    _ => i = (i + 1) & mask,
+                }
+            }
+        }
+        if size <= 1 << 16 {
+            DUP_TABLE.set(table);
+        }
+        repeat
     }
 }
 
@@ -689,21 +710,22 @@ fn check_groups(meta: &ferrokv::format::rdb::StreamMeta<'_>, rdb_version: u32) -
     Ok(())
 }
 
-/// What [`walk_value`] finds for a value held in listpacks (most small hashes, zsets,
-/// sets and lists), in one pass over their bytes without building an element; None when
-/// the value is stored otherwise or calls for the full walk (damage, a possible duplicate,
-/// an empty value), which then gives the answer.
-fn check_listpacks(v: &Value<'_>) -> Option<Checked> {
+/// What [`walk_value`] finds for a value whose elements lie one after another (in
+/// listpacks: most small hashes, zsets, sets and lists; or hashtable-encoded sets and
+/// hashes), in one pass over its bytes without the iterators; None when the value is
+/// stored otherwise or calls for the full walk (damage, a possible duplicate, an empty
+/// value), which then gives the answer.
+fn check_in_one_pass(v: &Value<'_>) -> Option<Checked> {
     use ferrokv::format::rdb::PackedItem;
     let mut d = DupCheck::new(v.logical() != LogicalType::List);
-    let n = v.visit_listpacks(|item| match item {
+    let n = v.visit_items(|item| match item {
         PackedItem::One(e) | PackedItem::Pair(e, _) => {
             d.add(&e);
             true
         }
         PackedItem::Scored(m, s) => {
             d.add(&m);
-            !s.is_nan()
+            s.is_number()
         }
     })?;
     if n == 0 || d.suspicious() {
@@ -714,7 +736,7 @@ fn check_listpacks(v: &Value<'_>) -> Option<Checked> {
 
 /// Decode every element of a value and check it.
 fn walk_value(v: &Value<'_>, rdb_version: u32) -> Result<Checked, FormatError> {
-    match check_listpacks(v) {
+    match check_in_one_pass(v) {
         Some(checked) => Ok(checked),
         None => walk_elements(v, rdb_version),
     }
@@ -824,14 +846,49 @@ mod tests {
     use super::*;
     use ferrokv::format::Input;
 
+    /// A repeat is found at every size and position, and distinct members are not taken
+    /// for one.
+    #[test]
+    fn the_duplicate_check_finds_every_repeat() {
+        for n in 2..300usize {
+            let members: Vec<Vec<u8>> = (0..n).map(|i| format!("member:{i}").into_bytes()).collect();
+            let mut d = DupCheck::new(true);
+            for m in &members {
+                d.add(&Elem::borrowed(m));
+            }
+            assert!(!d.suspicious(), "{n} distinct members");
+            for (a, b) in [(0, n - 1), (n / 2, n / 3), (n - 1, 0)] {
+                let mut d = DupCheck::new(true);
+                for (i, m) in members.iter().enumerate() {
+                    d.add(&Elem::borrowed(if i == b && a != b { &members[a] } else { m }));
+                }
+                assert_eq!(d.suspicious(), a != b, "{n} members, {a} repeated at {b}");
+            }
+            // An integer and its text are the same member.
+            let mut d = DupCheck::new(true);
+            for m in &members[1..] {
+                d.add(&Elem::borrowed(m));
+            }
+            d.add(&Elem::borrowed(b"7"));
+            d.add(&Elem::Int(7));
+            assert!(d.suspicious(), "{n}: 7 and \"7\"");
+        }
+    }
+
     /// When the one-pass check answers, it answers what the element walk does: on the
     /// fixtures as written and with each byte of their values damaged.
     #[test]
-    fn the_listpack_pass_agrees_with_the_element_walk() {
-        let (samples, with_sets) = crate::listpack_samples::samples();
+    fn the_one_pass_agrees_with_the_element_walk() {
+        let (samples, with_sets) = crate::one_pass_samples::samples();
         let values: Vec<(ValueType, Vec<u8>)> =
             samples.iter().map(|s| (s.vtype, s.file[s.body.clone()].to_vec())).collect();
-        let mut wanted = vec![ValueType::HashListpack, ValueType::ZsetListpack, ValueType::ListQuicklist2];
+        let mut wanted = vec![
+            ValueType::HashListpack,
+            ValueType::ZsetListpack,
+            ValueType::ListQuicklist2,
+            ValueType::Hash,
+            ValueType::SetHashtable,
+        ];
         if with_sets {
             wanted.push(ValueType::SetListpack);
         }
@@ -849,7 +906,7 @@ mod tests {
                         copy[at] ^= flip;
                     }
                     let v = Value { vtype: *vtype, body: Input::new(&copy) };
-                    let Some(fast) = check_listpacks(&v) else {
+                    let Some(fast) = check_in_one_pass(&v) else {
                         declined += 1;
                         continue;
                     };

@@ -80,30 +80,15 @@ impl<'a> ListpackIter<'a> {
         Ok(Some(elem))
     }
 
-    /// The two commonest entries, a 7-bit integer or a string of up to 63 bytes, when they
-    /// are whole and their one-byte backlen is right: what [`Self::entry_at`] returns for
-    /// them, with fewer checks to get there. None sends everything else (and every error)
-    /// to `entry_at`.
+    /// The entry at `start` by [`short_entry`]: what [`Self::entry_at`] returns for it.
     #[inline]
     fn small_entry_at(&self, start: usize) -> Option<(Elem<'a>, usize)> {
-        let data = self.blob.data();
-        let b = *data.get(start)?;
-        let (size, elem) = if b < 0x80 {
-            (1, None)
-        } else if b & 0xC0 == 0x80 {
-            (1 + usize::from(b & 0x3F), Some(()))
-        } else {
-            return None;
+        let (short, next) = short_entry(self.blob.data(), start)?;
+        let elem = match short {
+            Short::Int(v) => Elem::Int(v),
+            Short::Str(from, to) => self.blob.elem(from, to),
         };
-        // The entry, its backlen byte, and the terminator after them.
-        if start < HEADER || start + size + 1 > data.len() - 1 || data[start + size] != size as u8 {
-            return None;
-        }
-        let elem = match elem {
-            None => Elem::Int(i64::from(b)),
-            Some(()) => self.blob.elem(start + 1, start + size),
-        };
-        Some((elem, start + size + 1))
+        Some((elem, next))
     }
 
     /// The entry starting at `start` and where the next begins, checked as Redis's
@@ -238,8 +223,9 @@ pub fn visit<'b>(data: &'b [u8], mut f: impl FnMut(Elem<'b>) -> bool) -> Option<
     let it = ListpackIter::new(Blob::Borrowed { data, offset: 0 }).ok()?;
     let (mut pos, mut n) = (HEADER, 0usize);
     while *data.get(pos)? != END {
-        let (elem, next) = match it.small_entry_at(pos) {
-            Some(small) => small,
+        let (elem, next) = match short_entry(data, pos) {
+            Some((Short::Int(v), next)) => (Elem::Int(v), next),
+            Some((Short::Str(from, to), next)) => (Elem::borrowed(&data[from..to]), next),
             None => it.entry_at(pos).ok()?,
         };
         if !f(elem) {
@@ -249,6 +235,59 @@ pub fn visit<'b>(data: &'b [u8], mut f: impl FnMut(Elem<'b>) -> bool) -> Option<
         n += 1;
     }
     (pos == data.len() - 1 && it.declared.is_none_or(|d| d == n)).then_some(n)
+}
+
+/// An entry [`short_entry`] read: an integer, or where a string's bytes are.
+enum Short {
+    Int(i64),
+    Str(usize, usize),
+}
+
+/// An entry of at most 127 bytes (every integer form, a string of up to 125 bytes) when it
+/// is whole and its one-byte backlen is right, and where the next one starts: what
+/// [`ListpackIter::entry_at`] finds for it, with fewer checks to get there. None sends
+/// everything else (and every error) to `entry_at`.
+#[inline(always)]
+fn short_entry(data: &[u8], start: usize) -> Option<(Short, usize)> {
+    if start < HEADER {
+        return None;
+    }
+    // The entry and what follows it, short of the terminator.
+    let e = data.get(start..data.len().checked_sub(1)?)?;
+    let b = *e.first()?;
+    if b < 0x80 {
+        return (*e.get(1)? == 1).then_some((Short::Int(i64::from(b)), start + 2));
+    }
+    if b < 0xC0 {
+        let size = 1 + usize::from(b & 0x3F);
+        return (*e.get(size)? == size as u8).then_some((Short::Str(start + 1, start + size), start + size + 1));
+    }
+    let size = match b {
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 2 + (usize::from(b & 0x0F) << 8 | usize::from(*e.get(1)?)),
+        0xF1 => 3,
+        0xF2 => 4,
+        0xF3 => 5,
+        0xF4 => 9,
+        _ => return None,
+    };
+    // One backlen byte holds sizes up to 127.
+    if size > 127 || *e.get(size)? != size as u8 {
+        return None;
+    }
+    let short = match b {
+        0xC0..=0xDF => {
+            // Sign-extend 13 bits.
+            let raw = i64::from(b & 0x1F) << 8 | i64::from(e[1]);
+            Short::Int(if raw & 0x1000 != 0 { raw - 0x2000 } else { raw })
+        }
+        0xE0..=0xEF => Short::Str(start + 2, start + size),
+        0xF1 => Short::Int(i64::from(i16::from_le_bytes([e[1], e[2]]))),
+        0xF2 => Short::Int(i64::from(i32::from_le_bytes([0, e[1], e[2], e[3]]) >> 8)),
+        0xF3 => Short::Int(i64::from(i32::from_le_bytes([e[1], e[2], e[3], e[4]]))),
+        _ => Short::Int(i64::from_le_bytes([e[1], e[2], e[3], e[4], e[5], e[6], e[7], e[8]])),
+    };
+    Some((short, start + size + 1))
 }
 
 /// Redis's lpDecodeBacklen: the size the backlen ending at `last` encodes (read backwards,
@@ -602,6 +641,43 @@ mod tests {
         let data = w.finish();
         let back: Vec<Vec<u8>> = items(&data).unwrap().iter().map(|e| e.to_bytes().into_owned()).collect();
         assert_eq!(back, vals);
+    }
+
+    /// The short path answers only what the full entry check answers: every entry form,
+    /// as written and with each byte changed four ways.
+    #[test]
+    fn the_short_path_agrees_with_the_full_entry_check() {
+        let mut w = ListpackWriter::new();
+        for v in ["5", "-1", "4095", "-4096", "32767", "40000", "-8388608", "2147483647", "9223372036854775807"] {
+            w.push(v.as_bytes());
+        }
+        for n in [0, 1, 63, 64, 125, 126, 200] {
+            w.push(&vec![b'v'; n]);
+        }
+        let data = w.finish();
+        let (mut short, mut full) = (0, 0);
+        let mut copy = data.clone();
+        for at in std::iter::once(None).chain((HEADER..data.len()).map(Some)) {
+            for flip in [0x01u8, 0x40, 0x80, 0xFF] {
+                copy.copy_from_slice(&data);
+                if let Some(at) = at {
+                    copy[at] ^= flip;
+                }
+                let blob = Blob::Borrowed { data: &copy, offset: 0 };
+                let it = ListpackIter { blob, pos: HEADER, seen: 0, declared: None, done: false };
+                for start in HEADER..copy.len() {
+                    match it.small_entry_at(start) {
+                        Some(got) => {
+                            short += 1;
+                            let checked = it.entry_at(start).map_err(|e| e.what);
+                            assert_eq!(Ok(got), checked, "byte {at:?} ^ {flip:#x}, entry at {start}");
+                        }
+                        None => full += 1,
+                    }
+                }
+            }
+        }
+        assert!(short > 1000 && full > 1000, "short {short}, full {full}");
     }
 
     #[test]

@@ -41,7 +41,8 @@ pub fn decompress(data: &[u8], original_len: usize) -> Result<Vec<u8>, LzfError>
 /// Where a decoded LZF stream goes: into a buffer, or only counted.
 trait Sink {
     fn len(&self) -> usize;
-    fn literal(&mut self, bytes: &[u8]);
+    /// The first `run` bytes of `from`, which may go on past them.
+    fn literal(&mut self, from: &[u8], run: usize);
     /// Copy `len` bytes starting `back` bytes before the end (`back <= self.len()`).
     fn back_ref(&mut self, back: usize, len: usize);
 }
@@ -53,36 +54,59 @@ impl Sink for Count {
     fn len(&self) -> usize {
         self.0
     }
-    fn literal(&mut self, bytes: &[u8]) {
-        self.0 += bytes.len();
+    fn literal(&mut self, _: &[u8], run: usize) {
+        self.0 += run;
     }
     fn back_ref(&mut self, _: usize, len: usize) {
         self.0 += len;
     }
 }
 
-impl Sink for Vec<u8> {
+/// How many bytes [`Fill`] copies at a time where it has room.
+const CHUNK: usize = 32;
+
+/// Writes into an output already sized to the original length (the walk checks that every
+/// write fits). Short literal runs and back-references are copied CHUNK bytes at a time
+/// where both sides have room: the bytes past a copy's end are written over by what
+/// follows, and a copy never calls out to memcpy for a few bytes.
+struct Fill<'o> {
+    out: &'o mut [u8],
+    op: usize,
+}
+
+impl Sink for Fill<'_> {
     fn len(&self) -> usize {
-        Vec::len(self)
+        self.op
     }
-    fn literal(&mut self, bytes: &[u8]) {
-        self.extend_from_slice(bytes);
+    fn literal(&mut self, from: &[u8], run: usize) {
+        let op = self.op;
+        if from.len() >= CHUNK && op + CHUNK <= self.out.len() {
+            self.out[op..op + CHUNK].copy_from_slice(&from[..CHUNK]);
+        } else {
+            self.out[op..op + run].copy_from_slice(&from[..run]);
+        }
+        self.op += run;
     }
     fn back_ref(&mut self, back: usize, len: usize) {
-        let from = Vec::len(self) - back;
-        if back >= len {
-            self.extend_from_within(from..from + len);
-            return;
+        let (op, out) = (self.op, &mut *self.out);
+        let from = op - back;
+        if back >= CHUNK && op + len.next_multiple_of(CHUNK) <= out.len() {
+            // Each chunk reads bytes already final: they end `back` >= CHUNK bytes
+            // before the chunk being written.
+            let mut chunk = [0u8; CHUNK];
+            for k in (0..len).step_by(CHUNK) {
+                chunk.copy_from_slice(&out[from + k..from + k + CHUNK]);
+                out[op + k..op + k + CHUNK].copy_from_slice(&chunk);
+            }
+        } else if back >= len {
+            out.copy_within(from..from + len, op);
+        } else {
+            // Overlapping: the run repeats with period `back`.
+            for k in 0..len {
+                out[op + k] = out[from + k];
+            }
         }
-        // Overlapping: the run repeats with period `back`. Copy whole periods from
-        // `from`; each copy doubles what is available, and every shift is a multiple of
-        // the period, so this equals the byte-by-byte copy.
-        let mut remaining = len;
-        while remaining > 0 {
-            let n = remaining.min(Vec::len(self) - from);
-            self.extend_from_within(from..from + n);
-            remaining -= n;
-        }
+        self.op += len;
     }
 }
 
@@ -101,11 +125,13 @@ fn run<S: Sink>(data: &[u8], original_len: usize, out: &mut S) -> Result<(), Lzf
         i += 1;
         if ctrl < 32 {
             let run = ctrl + 1;
-            let Some(lit) = data.get(i..i + run) else { return Err(LzfError::Corrupt) };
+            if i + run > data.len() {
+                return Err(LzfError::Corrupt);
+            }
             if out.len() + run > original_len {
                 return Err(too_long);
             }
-            out.literal(lit);
+            out.literal(&data[i..], run);
             i += run;
         } else {
             let mut len = ctrl >> 5;
@@ -142,14 +168,19 @@ pub fn validate(data: &[u8], original_len: usize) -> Result<(), LzfError> {
 /// Decompress into `out` (cleared first), so callers can reuse one buffer.
 ///
 /// Written here rather than calling the `lzf` crate: it reuses the caller's buffer (no
-/// allocation and zero-fill per string) and copies literal runs and back-references in
-/// blocks; `benches/codecs.rs` compares both, and the tests check they give the same bytes.
+/// allocation per string) and sizes it once, then copies in blocks ([`Fill`]);
+/// `benches/codecs.rs` compares both, and the tests check they give the same bytes.
 pub fn decompress_into(data: &[u8], original_len: usize, out: &mut Vec<u8>) -> Result<(), LzfError> {
     out.clear();
+    // An implausible length is refused by the walk before anything is written.
     if original_len <= data.len().saturating_mul(MAX_EXPANSION) {
-        out.reserve(original_len);
+        out.resize(original_len, 0);
     }
-    run(data, original_len, out)
+    let r = run(data, original_len, &mut Fill { out, op: 0 });
+    if r.is_err() {
+        out.clear();
+    }
+    r
 }
 
 /// Slots in the compressor's hash table: 2^16, as Redis builds liblzf (HLOG 16).
@@ -398,6 +429,27 @@ mod tests {
         assert_eq!(validate(&c, data.len()), Ok(()));
         assert!(validate(&c, data.len() + 1).is_err());
         assert_eq!(::lzf::decompress(&c, data.len()).unwrap(), data);
+        // Damaged streams: decompression and validation give the same verdict, and what
+        // decompresses is what the reference decompresses.
+        let (mut same, mut refused) = (0, 0);
+        let part = &data[..4000];
+        let pc = ::lzf::compress(part).unwrap();
+        for at in 0..pc.len() {
+            for flip in [0x01u8, 0x20, 0xE0] {
+                let mut d = pc.clone();
+                d[at] ^= flip;
+                let ours = decompress(&d, part.len());
+                assert_eq!(ours.clone().map(|_| ()), validate(&d, part.len()), "byte {at} ^ {flip:#x}");
+                match ours {
+                    Ok(v) => {
+                        assert_eq!(Ok(v), ::lzf::decompress(&d, part.len()).map_err(|_| ()), "byte {at} ^ {flip:#x}");
+                        same += 1;
+                    }
+                    Err(_) => refused += 1,
+                }
+            }
+        }
+        assert!(same > 100 && refused > 100, "same {same}, refused {refused}");
         // Every truncation fails without panicking.
         for cut in [0, 1, 2, c.len() / 2, c.len() - 1] {
             assert!(decompress(&c[..cut], data.len()).is_err());

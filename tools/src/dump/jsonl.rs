@@ -344,15 +344,15 @@ fn write_stream(out: &mut Out<'_>, k: &KeyRecord<'_>) -> Result<(), ToolError> {
     Ok(())
 }
 
-/// A value held in listpacks (most small lists, sets, zsets and hashes) written as the
-/// element walk writes it, straight from the listpacks' bytes: no element is built or
-/// copied. False, with nothing written, when the value is stored otherwise or does not
+/// A value whose elements lie one after another (in listpacks: most small lists, sets,
+/// zsets and hashes; hashtable sets and hashes) written as the element walk writes it,
+/// straight from the bytes: no iterator, no element copied. False, with nothing written, when the value is stored otherwise or does not
 /// read whole; the walk then writes it or says what is wrong.
 fn packed_value(buf: &mut Vec<u8>, v: &Value<'_>) -> bool {
     let mark = buf.len();
     buf.push(b'[');
     let mut first = true;
-    let read = v.visit_listpacks(|item| {
+    let read = v.visit_items(|item| {
         if !first {
             buf.push(b',');
         }
@@ -367,6 +367,7 @@ fn packed_value(buf: &mut Vec<u8>, v: &Value<'_>) -> bool {
                 buf.push(b']');
             }
             PackedItem::Scored(m, s) => {
+                let Some(s) = s.value() else { return false };
                 buf.push(b'[');
                 jsonw::elem(buf, &m);
                 buf.push(b',');

@@ -175,7 +175,8 @@ thread_local! {
 /// elements.
 const ONE_PASS_MAX: usize = 64 << 10;
 
-/// Whether a writer may write `v`, if it is held in listpacks, in one pass over their bytes.
+/// Whether a writer may write `v`, if its elements lie one after another, in one pass over
+/// its bytes ([`Value::visit_items`](ferrokv::format::rdb::Value::visit_items)).
 fn one_pass(v: &ferrokv::format::rdb::Value<'_>) -> bool {
     #[cfg(test)]
     if WALK_ONLY.get() {
@@ -327,13 +328,13 @@ mod tests {
         (out.buf, r.err().map(|e| format!("{e:?}")))
     }
 
-    /// jsonl and resp write a listpack-held value in one pass exactly as the element walk
-    /// writes it, and leave a damaged one to the walk (same output, same error): every
-    /// byte of the fixtures' listpack values damaged.
+    /// jsonl and resp write a value in one pass (listpacks, hashtable sets and hashes)
+    /// exactly as the element walk writes it, and leave a damaged one to the walk (same
+    /// output, same error): every byte of the fixtures' values of those kinds damaged.
     #[test]
     fn one_pass_writes_what_the_walk_writes() {
         let files: Vec<(Vec<u8>, usize, usize)> =
-            crate::listpack_samples::samples().0.into_iter().map(|s| (s.file, s.body.start, s.body.end)).collect();
+            crate::one_pass_samples::samples().0.into_iter().map(|s| (s.file, s.body.start, s.body.end)).collect();
         assert!(files.len() > 50, "{} values", files.len());
         let mut damaged_ok = 0;
         for (file, start, end) in &files {

@@ -179,9 +179,9 @@ impl Writer for Resp {
     }
 }
 
-/// The commands [`key_commands`]' element walk writes for a value held in listpacks (most
-/// small lists, sets, zsets and hashes), straight from the listpacks' bytes: no element is
-/// built or copied. False, with nothing written, when the value is stored otherwise or
+/// The commands [`key_commands`]' element walk writes for a value whose elements lie one
+/// after another (in listpacks: most small lists, sets, zsets and hashes; hashtable sets
+/// and hashes), straight from the bytes: no iterator, no element copied. False, with nothing written, when the value is stored otherwise or
 /// does not read whole; the walk then writes it or says what is wrong.
 fn packed_commands(out: &mut Commands<'_, '_>, v: &Value<'_>, key: &[u8]) -> bool {
     let (cmd, per_item): (&[u8], usize) = match v.logical() {
@@ -194,7 +194,7 @@ fn packed_commands(out: &mut Commands<'_, '_>, v: &Value<'_>, key: &[u8]) -> boo
     let (mark, count) = (out.out.buf.len(), out.count);
     let mut b = Batch::new(cmd, key, per_item);
     let mut score = Vec::with_capacity(32);
-    let read = v.visit_listpacks(|item| {
+    let read = v.visit_items(|item| {
         match item {
             PackedItem::One(e) => b.elem(&e),
             PackedItem::Pair(field, value) => {
@@ -202,6 +202,7 @@ fn packed_commands(out: &mut Commands<'_, '_>, v: &Value<'_>, key: &[u8]) -> boo
                 b.elem(&value);
             }
             PackedItem::Scored(m, s) => {
+                let Some(s) = s.value() else { return false };
                 score.clear();
                 score_text_into(&mut score, s);
                 b.arg(&score);

@@ -25,4 +25,4 @@ pub use stream::{
     Consumer, Group, Idmp, IdmpProducer, PendingEntry, Stream, StreamEntries, StreamEntry, StreamId, StreamMeta,
 };
 pub use types::{Dialect, Family, LogicalType, Opcode, ValueType, REDIS_MAX_VERSION};
-pub use value::{HashEntry, HashIter, ListIter, PackedItem, QuickNodes, SetIter, Value, ZsetIter};
+pub use value::{HashEntry, HashIter, ListIter, PackedItem, QuickNodes, Score, SetIter, Value, ZsetIter};

@@ -472,12 +472,13 @@ impl<'a> Value<'a> {
         })
     }
 
-    /// Every item of a listpack-encoded hash, zset or set, or of a Redis 7 list whose nodes
-    /// are all listpacks, in file order, read straight from the listpacks' bytes with the
-    /// iterators' checks (a zset's score read as [`ZsetIter`] reads it); how many items. None
-    /// when the value is stored otherwise, when anything in it is not right, or when `f`
-    /// returns false: the iterators then say what.
-    pub fn visit_listpacks(&self, mut f: impl FnMut(PackedItem<'_>) -> bool) -> Option<u64> {
+    /// Every item of a value whose elements lie one after another in its bytes (a
+    /// listpack-encoded hash, zset or set, a Redis 7 list whose nodes are all listpacks, a
+    /// hashtable-encoded set or hash: RDB strings in a row), in file order, read straight
+    /// from the bytes with the iterators' checks (a zset's score read as [`ZsetIter`] reads
+    /// it); how many items. None when the value is stored otherwise, when anything in it is
+    /// not right, or when `f` returns false: the iterators then say what.
+    pub fn visit_items(&self, mut f: impl FnMut(PackedItem<'_>) -> bool) -> Option<u64> {
         use ValueType::*;
         let one_listpack = || to_blob(read_str(self.body).ok()?).ok();
         match self.vtype {
@@ -492,7 +493,7 @@ impl<'a> Value<'a> {
                         first = Some(e);
                         true
                     }
-                    Some(m) if zset => elem_score(&e).is_ok_and(|s| f(PackedItem::Scored(m, s))),
+                    Some(m) if zset => f(PackedItem::Scored(m, Score(e))),
                     Some(field) => f(PackedItem::Pair(field, e)),
                 })?;
                 first.is_none().then_some(n as u64 / 2)
@@ -505,6 +506,18 @@ impl<'a> Value<'a> {
                     n += listpack::visit(blob.data(), |e| f(PackedItem::One(e)))? as u64;
                 }
                 Some(n)
+            }
+            SetHashtable => visit_strs(self.body, 1, |e| f(PackedItem::One(e))),
+            Hash => {
+                let mut field = None;
+                let n = visit_strs(self.body, 2, |e| match field.take() {
+                    None => {
+                        field = Some(e);
+                        true
+                    }
+                    Some(field) => f(PackedItem::Pair(field, e)),
+                })?;
+                Some(n / 2)
             }
             _ => None,
         }
@@ -576,14 +589,72 @@ impl<'a> Iterator for QuickNodes<'a> {
     }
 }
 
-/// One item of a listpack-held value ([`Value::visit_listpacks`]).
+/// The RDB strings of a hashtable-encoded value (a count, then `per` strings for each),
+/// each handed to `f` as [`SetIter`] and [`HashIter`] read them; how many strings. None when
+/// one does not read or `f` returns false. A short raw string, the common case, is taken
+/// from the bytes without the general parser.
+fn visit_strs<'a>(body: Input<'a>, per: u64, mut f: impl FnMut(Elem<'a>) -> bool) -> Option<u64> {
+    let (rest, count) = length(body, "element count").ok()?;
+    let total = count.checked_mul(per)?;
+    let bytes = rest.bytes();
+    let mut at = 0usize;
+    for _ in 0..total {
+        let first = *bytes.get(at)?;
+        let elem = if first < 0x40 {
+            let end = at + 1 + usize::from(first);
+            let e = Elem::borrowed(bytes.get(at + 1..end)?);
+            at = end;
+            e
+        } else {
+            let (r, s) = rdb_str(nom::Input::take_from(&rest, at)).ok()?;
+            at = r.offset() - rest.offset();
+            s.to_elem().ok()?
+        };
+        if !f(elem) {
+            return None;
+        }
+    }
+    Some(total)
+}
+
+/// One item of a value [`Value::visit_items`] reads.
 pub enum PackedItem<'b> {
     /// A list element or a set member.
     One(Elem<'b>),
     /// A hash's field and value.
     Pair(Elem<'b>, Elem<'b>),
     /// A zset's member and score.
-    Scored(Elem<'b>, f64),
+    Scored(Elem<'b>, Score<'b>),
+}
+
+/// A zset score as a listpack holds it (an integer, or text), read when asked.
+pub struct Score<'b>(Elem<'b>);
+
+impl Score<'_> {
+    /// The score as [`ZsetIter`] reads it; None when it does not read.
+    pub fn value(&self) -> Option<f64> {
+        elem_score(&self.0).ok()
+    }
+
+    /// Whether the score reads, and is not NaN: what a deep check asks of every score.
+    /// Plain decimal text (`-?digits[.digits]`, how Redis writes nearly every score) is
+    /// known to read without converting it.
+    pub fn is_number(&self) -> bool {
+        let b = match &self.0 {
+            Elem::Int(_) => return true,
+            Elem::Bytes(b) => b,
+        };
+        let digits = b.strip_prefix(b"-").unwrap_or(b);
+        let (int, frac) = match digits.iter().position(|&c| c == b'.') {
+            Some(dot) => (&digits[..dot], Some(&digits[dot + 1..])),
+            None => (digits, None),
+        };
+        let decimal = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+        if decimal(int) && frac.is_none_or(decimal) {
+            return true;
+        }
+        self.value().is_some_and(|v| !v.is_nan())
+    }
 }
 
 /// List elements in order.
@@ -799,5 +870,51 @@ impl<'a> Iterator for HashIter<'a> {
                 }))
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The decimal shortcut says a score reads exactly when reading it says so.
+    #[test]
+    fn a_score_is_a_number_exactly_when_it_reads_as_one() {
+        let long = "9".repeat(400);
+        let texts = [
+            "0",
+            "-0",
+            "7",
+            "-12",
+            "00012",
+            "555.4217319035588",
+            "-0.5",
+            "1.",
+            ".5",
+            "-.5",
+            "-",
+            "",
+            ".",
+            "1e5",
+            "-1E-3",
+            "1.2.3",
+            "--1",
+            "+1",
+            "inf",
+            "-inf",
+            "nan",
+            "NaN",
+            " 1",
+            "1 ",
+            "0x10",
+            "1,5",
+            &long,
+        ];
+        for t in texts {
+            let s = Score(Elem::borrowed(t.as_bytes()));
+            let reads = s.value().is_some_and(|v| !v.is_nan());
+            assert_eq!(s.is_number(), reads, "{t:?}");
+        }
+        assert!(Score(Elem::Int(-3)).is_number());
     }
 }

@@ -1,5 +1,6 @@
-//! Test samples: keys real Redis wrote with listpack values (Redis 7.0's fixtures, and the
-//! shared corpus's 7.4.1 files when present), one of each type and size.
+//! Test samples: keys real Redis wrote with values read in one pass (listpacks, hashtable
+//! sets and hashes; Redis 7.0's fixtures, and the shared corpus's 7.4.1 files when
+//! present), one of each type and size.
 
 use std::ops::Range;
 use std::path::Path;
@@ -40,7 +41,7 @@ fn from_dir(dir: &Path, out: &mut Vec<Sample>) {
             let Record::Key(k) = rec.expect("valid fixture") else { continue };
             let (vtype, len) = (k.value.vtype, k.value.body.len());
             let like = out.iter().any(|s| s.vtype == vtype && s.body.len() / 64 == len / 64);
-            if len > 4096 || like || k.value.visit_listpacks(|_| true).is_none() {
+            if len > 4096 || like || k.value.visit_items(|_| true).is_none() {
                 continue;
             }
             let mut file = data[..9].to_vec();
