@@ -539,8 +539,8 @@ impl DupCheck {
             self.hashes.push(elem_hash(e));
         }
     }
-    fn suspicious(&mut self) -> bool {
-        let h = &mut self.hashes;
+    fn suspicious(&self) -> bool {
+        let h = &self.hashes;
         if !self.on || h.len() < 2 {
             return false;
         }

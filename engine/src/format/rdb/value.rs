@@ -75,45 +75,45 @@ pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
     }
 }
 
+/// Where the RDB string at `b[at..]` lies when it is a plain one: a raw string of up to
+/// 16383 bytes or an integer. None for 32/64-bit lengths, LZF, a truncation or anything
+/// wrong: callers hand those to `rdb_str`, so errors read exactly as they do there.
+fn plain_str(b: &[u8], at: usize) -> Option<PlainStr> {
+    let first = *b.get(at)?;
+    let (raw, head, len) = match (first >> 6, first & 0x3F) {
+        (0, n) => (true, 1, usize::from(n)),
+        (1, hi) => (true, 2, usize::from(hi) << 8 | usize::from(*b.get(at + 1)?)),
+        (3, 0) => (false, 1, 1),
+        (3, 1) => (false, 1, 2),
+        (3, 2) => (false, 1, 4),
+        _ => return None,
+    };
+    let end = at + head + len;
+    if end > b.len() {
+        return None;
+    }
+    Some(PlainStr { raw, start: at + head, end })
+}
+
+/// A plain RDB string found by [`plain_str`]: its text at `start..end` when `raw`, else an
+/// integer; the string ends at `end` either way.
+struct PlainStr {
+    raw: bool,
+    start: usize,
+    end: usize,
+}
+
 /// Skip `count` RDB strings: the hot path of finding where a hashtable collection ends.
-/// Plain lengths and int encodings are stepped over on raw bytes; anything else (LZF, or
-/// a problem) goes through `rdb_str`, so errors read exactly as they do there.
 fn skip_strs(input: Input<'_>, count: u64) -> PResult<'_, ()> {
     let b = input.bytes();
-    let mut i = 0usize;
-    let mut left = count;
-    while left > 0 {
-        let Some(&first) = b.get(i) else { break };
-        let step = match (first >> 6, first & 0x3F) {
-            (0, n) => Some(1 + n as usize),
-            (1, hi) => match b.get(i + 1) {
-                Some(&lo) => Some(2 + ((hi as usize) << 8 | lo as usize)),
-                None => break,
-            },
-            (3, 0) => Some(2),
-            (3, 1) => Some(3),
-            (3, 2) => Some(5),
-            // 32/64-bit lengths, LZF, or something wrong: the general parser.
-            _ => None,
+    let mut at = 0usize;
+    for _ in 0..count {
+        at = match plain_str(b, at) {
+            Some(s) => s.end,
+            None => rdb_str(nom::Input::take_from(&input, at))?.0.offset() - input.offset(),
         };
-        let Some(step) = step else {
-            let (rest, _) = rdb_str(nom::Input::take_from(&input, i))?;
-            i = rest.offset() - input.offset();
-            left -= 1;
-            continue;
-        };
-        if i + step > b.len() {
-            break;
-        }
-        i += step;
-        left -= 1;
     }
-    let mut rest = nom::Input::take_from(&input, i.min(b.len()));
-    // Whatever is left (a truncation, most likely) is read by the general parser for its error.
-    for _ in 0..left {
-        rest = rdb_str(rest)?.0;
-    }
-    Ok((rest, ()))
+    Ok((nom::Input::take_from(&input, at), ()))
 }
 
 /// Read a count, then `count` items with `item`.
@@ -592,7 +592,7 @@ impl<'a> Iterator for QuickNodes<'a> {
 
 /// The RDB strings of a hashtable-encoded value (a count, then `per` strings for each),
 /// each handed to `f` as [`SetIter`] and [`HashIter`] read them; how many strings. None when
-/// one does not read or `f` returns false. A short raw string, the common case, is taken
+/// one does not read or `f` returns false. A plain raw string, the common case, is taken
 /// from the bytes without the general parser.
 fn visit_strs<'a>(body: Input<'a>, per: u64, mut f: impl FnMut(Elem<'a>) -> bool) -> Option<u64> {
     let (rest, count) = length(body, "element count").ok()?;
@@ -600,12 +600,9 @@ fn visit_strs<'a>(body: Input<'a>, per: u64, mut f: impl FnMut(Elem<'a>) -> bool
     let bytes = rest.bytes();
     let mut at = 0usize;
     for _ in 0..total {
-        let first = *bytes.get(at)?;
-        let elem = if first < 0x40 {
-            let end = at + 1 + usize::from(first);
-            let e = Elem::borrowed(bytes.get(at + 1..end)?);
-            at = end;
-            e
+        let elem = if let Some(s) = plain_str(bytes, at).filter(|s| s.raw) {
+            at = s.end;
+            Elem::borrowed(&bytes[s.start..s.end])
         } else {
             let (r, s) = rdb_str(nom::Input::take_from(&rest, at)).ok()?;
             at = r.offset() - rest.offset();
