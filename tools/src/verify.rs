@@ -717,7 +717,8 @@ fn check_groups(meta: &ferrokv::format::rdb::StreamMeta<'_>, rdb_version: u32) -
 /// value), which then gives the answer.
 fn check_in_one_pass(v: &Value<'_>) -> Option<Checked> {
     use ferrokv::format::rdb::PackedItem;
-    let mut d = DupCheck::new(v.logical() != LogicalType::List);
+    // An intset's reader refuses a repeat itself (its members must ascend).
+    let mut d = DupCheck::new(v.logical() != LogicalType::List && v.vtype != ValueType::SetIntset);
     let n = v.visit_items(|item| match item {
         PackedItem::One(e) | PackedItem::Pair(e, _) => {
             d.add(&e);
@@ -888,6 +889,8 @@ mod tests {
             ValueType::ListQuicklist2,
             ValueType::Hash,
             ValueType::SetHashtable,
+            ValueType::SetIntset,
+            ValueType::Zset2,
         ];
         if with_sets {
             wanted.push(ValueType::SetListpack);

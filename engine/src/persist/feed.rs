@@ -63,18 +63,31 @@ pub fn put_multibulk<A: AsRef<[u8]>>(out: &mut Vec<u8>, argv: &[A]) {
 
 /// `*n\r\n`: a multibulk of `n` arguments follows.
 pub fn put_multibulk_header(out: &mut Vec<u8>, n: usize) {
-    out.push(b'*');
-    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    put_header(out, b'*', n);
 }
 
 /// One argument: `$len\r\nbytes\r\n`.
 pub fn put_bulk(out: &mut Vec<u8>, a: &[u8]) {
-    out.push(b'$');
-    out.extend_from_slice(itoa::Buffer::new().format(a.len()).as_bytes());
-    out.extend_from_slice(b"\r\n");
+    out.reserve(a.len() + 16);
+    put_header(out, b'$', a.len());
     out.extend_from_slice(a);
     out.extend_from_slice(b"\r\n");
+}
+
+/// `{mark}{n}\r\n`. Counts under 100 (nearly all of a dump's) are written as one
+/// fixed-size copy: this runs for every argument of every command.
+#[inline]
+fn put_header(out: &mut Vec<u8>, mark: u8, n: usize) {
+    let digit = |d: usize| b'0' + (d % 10) as u8;
+    if n < 10 {
+        out.extend_from_slice(&[mark, digit(n), b'\r', b'\n']);
+    } else if n < 100 {
+        out.extend_from_slice(&[mark, digit(n / 10), digit(n), b'\r', b'\n']);
+    } else {
+        out.push(mark);
+        out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
+        out.extend_from_slice(b"\r\n");
+    }
 }
 
 #[cfg(test)]
@@ -92,5 +105,20 @@ mod tests {
         let text = String::from_utf8(out).unwrap();
         assert_eq!(text.matches("SELECT").count(), 2);
         assert!(text.starts_with("*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n"));
+    }
+
+    #[test]
+    fn headers_spell_every_count_in_decimal() {
+        for n in (0..1100).chain([65_535, usize::MAX]) {
+            let mut out = b"x".to_vec();
+            put_multibulk_header(&mut out, n);
+            assert_eq!(out, format!("x*{n}\r\n").into_bytes());
+            if n < 1100 {
+                let arg = vec![b'a'; n];
+                out.clear();
+                put_bulk(&mut out, &arg);
+                assert_eq!(out, [format!("${n}\r\n").as_bytes(), &arg, b"\r\n"].concat());
+            }
+        }
     }
 }

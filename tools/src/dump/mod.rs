@@ -328,6 +328,38 @@ mod tests {
         (out.buf, r.err().map(|e| format!("{e:?}")))
     }
 
+    /// A -0 score sends a zset to RESTORE in every form it takes (a skiplist's binary
+    /// double, listpack or ziplist text), found by the one pass as the element walk finds
+    /// it; 0 and -1.5 do not.
+    #[test]
+    fn a_negative_zero_score_is_found_in_every_form() {
+        use ferrokv::format::logical::Logical;
+        use ferrokv::format::rdb::{Encoder, Form, Target};
+        let mut seen = 0;
+        for (target, header) in [(Target::Redis70, b"REDIS0010"), (Target::Redis62, b"REDIS0009")] {
+            for form in [Form::Listpack, Form::Table] {
+                for score in [-0.0, 0.0, -1.5] {
+                    let v = Logical::Zset(vec![(b"a".to_vec(), score), (b"b".to_vec(), 2.0)]);
+                    let mut body = Vec::new();
+                    let vtype = Encoder::new(target).value_in(&v, Some(form), &mut body, &mut Vec::new());
+                    let mut file = header.to_vec();
+                    file.extend_from_slice(&[vtype, 1, b'z']);
+                    file.extend_from_slice(&body);
+                    file.push(0xFF);
+                    file.extend_from_slice(&[0; 8]);
+                    let Some(Ok(Record::Key(k))) = RdbReader::new(&file).unwrap().next() else { panic!("no key") };
+                    let walk = k.value.zset().unwrap().any(|m| m.unwrap().1.to_bits() == (-0.0f64).to_bits());
+                    assert_eq!(needs_restore(&k).unwrap(), walk, "{target:?} {form:?} {score}");
+                    if form == Form::Table {
+                        assert_eq!(walk, score.is_sign_negative() && score == 0.0);
+                    }
+                    seen += usize::from(walk);
+                }
+            }
+        }
+        assert!(seen >= 2, "{seen}");
+    }
+
     /// jsonl and resp write a value in one pass (listpacks, hashtable sets and hashes)
     /// exactly as the element walk writes it, and leave a damaged one to the walk (same
     /// output, same error): every byte of the fixtures' values of those kinds damaged.

@@ -52,6 +52,17 @@ pub fn needs_restore(k: &KeyRecord<'_>) -> Result<bool, ToolError> {
         LogicalType::Zset if !k.value.zset_may_hold_negative_zero().map_err(&e)? => false,
         LogicalType::Zset => {
             let mut negative_zero = false;
+            // One pass over the scores as stored; a value that does not read that way is
+            // left to the iterator (which says what is wrong).
+            let read = k.value.visit_items(|item| {
+                if let PackedItem::Scored(_, s) = item {
+                    negative_zero = s.is_negative_zero();
+                }
+                !negative_zero
+            });
+            if read.is_some() || negative_zero {
+                return Ok(negative_zero);
+            }
             for item in k.value.zset().map_err(&e)? {
                 let (_, s) = item.map_err(&e)?;
                 negative_zero |= s == 0.0 && s.is_sign_negative();
