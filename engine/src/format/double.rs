@@ -124,13 +124,14 @@ pub fn score_text_into(out: &mut Vec<u8>, f: f64) {
     } else if f.fract() == 0.0 && f.abs() < 9.2e18 {
         let mut buf = crate::format::blob::itoa_buf();
         out.extend_from_slice(crate::format::blob::fmt_i64(f as i64, &mut buf));
-    } else if f.abs() >= 1e-4 {
-        // From 1e-4 up, ryu spells a non-integer as `{:?}` does (the same shortest digits,
-        // decimal below 1e16, exponent above), several times faster.
-        let mut b = ryu::Buffer::new();
+    } else if (1e-4..1e16).contains(&f.abs()) {
+        // Here (non-integers: every double from 2^53 up is one) zmij spells a number as
+        // `{:?}` does, the same shortest digits in decimal, several times faster.
+        let mut b = zmij::Buffer::new();
         out.extend_from_slice(b.format_finite(f).as_bytes());
     } else {
-        // Below 1e-4 `{:?}` writes an exponent where ryu still writes 0.0000…
+        // Below 1e-4 `{:?}` writes an exponent where zmij still writes 0.0000…, and from
+        // 9.2e18 `e18` where zmij writes `e+18`.
         use std::io::Write;
         // Writing into a Vec cannot fail.
         let _ = write!(out, "{f:?}");
@@ -179,7 +180,7 @@ impl Doubles {
 mod tests {
     use super::*;
 
-    /// What `score_text` printed before ryu: `{:?}` for every non-integer.
+    /// What `score_text` printed before ryu and zmij: `{:?}` for every non-integer.
     fn debug_text(f: f64) -> String {
         if let Some(s) = special(f) {
             s.to_string()
@@ -205,6 +206,18 @@ mod tests {
     }
 
     proptest::proptest! {
+        /// zmij writes what ryu (which dumps used before) writes, digit for digit.
+        #[test]
+        fn score_text_spells_non_integers_as_ryu_does(bits: u64, mantissa: i64, exp in -30i32..30) {
+            let decimal = mantissa as f64 * 10f64.powi(exp);
+            for f in [f64::from_bits(bits), decimal, 1.0 / decimal, decimal + 0.5] {
+                if f.is_finite() && f.fract() != 0.0 && f.abs() >= 1e-4 {
+                    let mut ryu = ryu::Buffer::new();
+                    proptest::prop_assert_eq!(score_text(f), ryu.format_finite(f));
+                }
+            }
+        }
+
         #[test]
         fn score_text_is_shortest_and_reads_back(bits: u64, mantissa: i64, exp in -30i32..30) {
             let decimal = mantissa as f64 * 10f64.powi(exp);
@@ -212,6 +225,28 @@ mod tests {
                 proptest::prop_assert_eq!(same_as_debug(f), Ok(()));
             }
         }
+    }
+
+    /// Scores as users have them (17-digit fractions from 1e-4 to 2^53), and every power
+    /// of ten's neighbours: zmij's text is ryu's.
+    #[test]
+    fn score_text_spells_scores_as_ryu_does() {
+        let mut x = 0x9E37_79B9_7F4A_7C15u64;
+        let mut checked = 0;
+        for i in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let unit = (x >> 11) as f64 / (1u64 << 53) as f64;
+            let f = unit * 10f64.powi((i % 20) as i32 - 4);
+            for f in [f, -f, 10f64.powi((i % 20) as i32 - 4).next_up(), 10f64.powi((i % 20) as i32 - 4).next_down()] {
+                if f.fract() != 0.0 && f.abs() >= 1e-4 {
+                    assert_eq!(score_text(f), ryu::Buffer::new().format_finite(f), "{f:e}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 400_000, "{checked}");
     }
 
     #[test]

@@ -26,7 +26,8 @@ pub struct Value<'a> {
 /// Walk a value of type `vtype` without decoding its elements; returns the rest.
 pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
     use ValueType::*;
-    let str_ = |i| rdb_str(i).map(|(r, _)| (r, ()));
+    // A plain string (nearly every one) is stepped over on its raw bytes.
+    let str_ = |i| skip_strs(i, 1);
     match vtype {
         String | HashZipmap | ListZiplist | SetIntset | ZsetZiplist | HashZiplist | HashListpack | ZsetListpack
         | SetListpack | HashListpackExPreGa => str_(input),
@@ -39,7 +40,7 @@ pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
             skip_strs(r, n.saturating_mul(2))
         }
         ZsetText => repeat(input, "member count", |i| text_double(rdb_str(i)?.0).map(|(r, _)| (r, ()))),
-        Zset2 => repeat(input, "member count", |i| take_bytes(rdb_str(i)?.0, 8, "a score").map(|(r, _)| (r, ()))),
+        Zset2 => repeat(input, "member count", |i| take_bytes(str_(i)?.0, 8, "a score").map(|(r, _)| (r, ()))),
         ListQuicklist2 => repeat(input, "node count", |i| {
             let (r, _) = length(i, "a quicklist container")?;
             str_(r)
