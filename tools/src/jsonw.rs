@@ -116,7 +116,8 @@ fn clean_ascii(b: &[u8]) -> bool {
         let mut w = [b'a'; 8];
         w[..b.len()].copy_from_slice(b);
         return word_unclean(word(&w)) == 0;
-    } // Four words a step with one branch; the last word may overlap the one before it.
+    }
+    // Four words a step with one branch; the last word may overlap the one before it.
     let mut blocks = b.chunks_exact(32);
     for k in &mut blocks {
         if word_unclean(word(&k[..8]))
@@ -244,7 +245,7 @@ mod tests {
         let unclean = |c: u8| c < 0x20 || c == b'"' || c == b'\\' || c >= 0x7F;
         for len in 0usize..80 {
             for c in 0..=255u8 {
-                // Every position of a string shorter than a word (read as two halves).
+                // Every position of a string shorter than a word (padded into one).
                 let positions: Vec<usize> = if len < 8 { (0..len).collect() } else { vec![0, len / 2, len - 1] };
                 for pos in positions.into_iter().chain((len == 0).then_some(0)) {
                     let mut v: Vec<u8> = (0..len).map(|i| b'A' + (i % 26) as u8).collect();

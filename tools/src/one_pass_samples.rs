@@ -1,6 +1,6 @@
 //! Test samples: keys real Redis wrote with values read in one pass (listpacks, intsets,
-//! hashtable sets and hashes; Redis 7.0's fixtures, and the shared corpus's 7.4.1 files when
-//! present), one of each type and size.
+//! hashtable sets and hashes, skiplist zsets; Redis 7.0's fixtures, and the shared
+//! corpus's 7.4.1 files when present), one of each type and size.
 
 use std::ops::Range;
 use std::path::Path;

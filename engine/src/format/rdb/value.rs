@@ -476,10 +476,10 @@ impl<'a> Value<'a> {
     /// Every item of a value whose elements lie one after another in its bytes (a
     /// listpack-encoded hash, zset or set, a Redis 7 list whose nodes are all listpacks, an
     /// intset, a hashtable-encoded set or hash, a skiplist zset with binary scores), in file
-    /// order, read straight from the bytes with the iterators' checks; how many items. A zset's score comes as
-    /// stored, for `f` to read ([`Score`]). None when the value is stored otherwise, when an
-    /// entry is not right, or when `f` returns false (say, on a score that does not read):
-    /// the iterators then say what.
+    /// order, read straight from the bytes with the iterators' checks; how many items. A
+    /// zset's score comes as stored, for `f` to read ([`Score`]). None when the value is
+    /// stored otherwise, when an entry is not right, or when `f` returns false (say, on a
+    /// score that does not read): the iterators then say what.
     pub fn visit_items(&self, mut f: impl FnMut(PackedItem<'_>) -> bool) -> Option<u64> {
         use ValueType::*;
         let one_listpack = || to_blob(read_str(self.body).ok()?).ok();
