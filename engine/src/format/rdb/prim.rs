@@ -114,14 +114,16 @@ impl<'a> RStr<'a> {
                         return Ok(Blob::Owned { data: Rc::clone(blob), offset: at });
                     }
                 }
+                // The last blob's buffers are reused when nothing holds it any more: no
+                // allocation, and no zeroing of the bytes about to be overwritten.
+                let (mut compressed, old) = last.take().unwrap_or_default();
+                let mut out = Rc::try_unwrap(old).unwrap_or_default();
+                lzf::decompress_into(data.bytes(), len, &mut out).map_err(|e| FormatError::new(at, e.to_string()))?;
                 // Rc<Vec>: the decompressed bytes are not copied into a new allocation.
-                let blob =
-                    Rc::new(lzf::decompress(data.bytes(), len).map_err(|e| FormatError::new(at, e.to_string()))?);
+                let blob = Rc::new(out);
                 if len > CACHED_BLOB_MAX {
                     return Ok(Blob::Owned { data: blob, offset: at });
                 }
-                // The compressed copy's buffer is reused from one blob to the next.
-                let mut compressed = last.take().map(|(c, _)| c).unwrap_or_default();
                 compressed.clear();
                 compressed.extend_from_slice(data.bytes());
                 *last = Some((compressed, Rc::clone(&blob)));
@@ -248,6 +250,30 @@ pub fn parse_double(b: &[u8]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_held_blob_keeps_its_bytes_while_others_are_decompressed() {
+        let texts: Vec<Vec<u8>> = (0..6u8)
+            .map(|i| (0..300 + 40 * usize::from(i)).map(|k| b'a' + (k % (3 + usize::from(i))) as u8).collect())
+            .collect();
+        let comp: Vec<Vec<u8>> = texts.iter().map(|t| lzf::compress(t, t.len()).unwrap()).collect();
+        let rstr = |i: usize| RStr::Lzf { data: Input::new(&comp[i]), len: texts[i].len(), at: 0 };
+        // Held: each later blob must not reuse its buffer.
+        let held = rstr(0).to_blob().unwrap();
+        for i in 1..texts.len() {
+            let b = rstr(i).to_blob().unwrap();
+            assert_eq!(b.data(), texts[i].as_slice());
+            assert_eq!(held.data(), texts[0].as_slice(), "after blob {i}");
+        }
+        // Not held: buffers are reused, longer and shorter, and hold the right bytes.
+        for i in [5, 1, 4, 0, 3, 3, 2] {
+            assert_eq!(rstr(i).to_blob().unwrap().data(), texts[i].as_slice(), "blob {i}");
+        }
+        // A failed decompression leaves nothing wrong behind.
+        let bad = RStr::Lzf { data: Input::new(&comp[2][..comp[2].len() - 1]), len: texts[2].len(), at: 0 };
+        assert!(bad.to_blob().is_err());
+        assert_eq!(rstr(2).to_blob().unwrap().data(), texts[2].as_slice());
+    }
 
     fn len(b: &[u8]) -> Len {
         let (rest, l) = rdb_len(Input::new(b)).unwrap();
