@@ -32,6 +32,7 @@ pub struct Batch<'a> {
 }
 
 pub struct Pipeline {
+    /// Threads that decode, the calling thread among them (1: everything on it).
     pub workers: usize,
     pub batch_bytes: usize,
     pub big_key_bytes: usize,

@@ -490,7 +490,8 @@ fn lossy(e: &Elem<'_>) -> String {
 }
 
 /// A 64-bit hash for duplicate detection inside one container (foldhash: a few cycles
-/// for the short strings most members are).
+/// for the short strings most members are; a hand-written one for members of up to 16
+/// bytes measured no fewer instructions).
 fn hash_bytes(b: &[u8]) -> u64 {
     use std::hash::BuildHasher;
     foldhash::fast::FixedState::with_seed(0).hash_one(b)
@@ -740,6 +741,11 @@ fn check_in_one_pass(v: &Value<'_>) -> Option<Checked> {
 
 /// Decode every element of a value and check it.
 fn walk_value(v: &Value<'_>, rdb_version: u32) -> Result<Checked, FormatError> {
+    // Most keys are strings: one check, no element pass to try first.
+    if v.logical() == LogicalType::String {
+        v.string()?.validate()?;
+        return Ok(Checked { elements: 1, warning: None });
+    }
     match check_in_one_pass(v) {
         Some(checked) => Ok(checked),
         None => walk_elements(v, rdb_version),
@@ -876,6 +882,22 @@ mod tests {
             d.add(&Elem::borrowed(b"7"));
             d.add(&Elem::Int(7));
             assert!(d.suspicious(), "{n}: 7 and \"7\"");
+        }
+        // Short members of every length (each read by its own path) that differ in one
+        // byte, or only in length, are told apart.
+        for len in 0..=24usize {
+            let base = vec![b'a'; len];
+            let mut d = DupCheck::new(true);
+            d.add(&Elem::borrowed(&base));
+            d.add(&Elem::borrowed(&base[..len.saturating_sub(1)]));
+            for at in 0..len {
+                let mut m = base.clone();
+                m[at] = b'b';
+                d.add(&Elem::Bytes(m.into()));
+            }
+            if len > 0 {
+                assert!(!d.suspicious(), "length {len}");
+            }
         }
     }
 
