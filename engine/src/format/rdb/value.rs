@@ -104,13 +104,34 @@ struct PlainStr {
     end: usize,
 }
 
-/// Skip `count` RDB strings: the hot path of finding where a hashtable collection ends.
+/// Where an LZF string at `at` ends, when both its lengths are in the 1- or 2-byte form
+/// and its data is all there (else None: `rdb_str` reads it, or says what is wrong).
+#[inline(always)]
+fn lzf_str_end(b: &[u8], at: usize) -> Option<usize> {
+    if *b.get(at)? != 0xC3 {
+        return None;
+    }
+    let short_len = |at: usize| -> Option<(usize, usize)> {
+        let first = *b.get(at)?;
+        match first >> 6 {
+            0 => Some((1, usize::from(first))),
+            1 => Some((2, usize::from(first & 0x3F) << 8 | usize::from(*b.get(at + 1)?))),
+            _ => None,
+        }
+    };
+    let (h1, clen) = short_len(at + 1)?;
+    let (h2, _) = short_len(at + 1 + h1)?;
+    let end = at + 1 + h1 + h2 + clen;
+    (end <= b.len()).then_some(end)
+}
+
+/// Skip `count` RDB strings: the hot path of finding where a value ends.
 fn skip_strs(input: Input<'_>, count: u64) -> PResult<'_, ()> {
     let b = input.bytes();
     let mut at = 0usize;
     for _ in 0..count {
-        at = match plain_str(b, at) {
-            Some(s) => s.end,
+        at = match plain_str(b, at).map(|s| s.end).or_else(|| lzf_str_end(b, at)) {
+            Some(end) => end,
             None => rdb_str(nom::Input::take_from(&input, at))?.0.offset() - input.offset(),
         };
     }
@@ -962,6 +983,42 @@ impl<'a> Iterator for HashIter<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Skipping a string ends where reading it does, or fails where it fails: LZF strings
+    /// with lengths in every form, cut at every byte.
+    #[test]
+    fn skipping_a_string_agrees_with_reading_it() {
+        let forms = |n: usize| -> Vec<Vec<u8>> {
+            let mut v = vec![vec![0x40 | (n >> 8) as u8, n as u8], vec![0x80, 0, 0, (n >> 8) as u8, n as u8]];
+            if n < 64 {
+                v.push(vec![n as u8]);
+                v.push(vec![0xC0 | n as u8]);
+            }
+            v
+        };
+        let mut cases = 0;
+        for clen in [0usize, 1, 5, 63, 64, 300] {
+            for ulen in [0usize, 7, 70, 5000] {
+                for c in forms(clen) {
+                    for u in forms(ulen) {
+                        let mut whole = vec![0xC3];
+                        whole.extend(&c);
+                        whole.extend(&u);
+                        whole.extend((0..clen).map(|i| i as u8));
+                        whole.extend(b"next");
+                        for cut in 0..=whole.len() {
+                            let input = Input::new(&whole[..cut]);
+                            let read = rdb_str(input).map(|(r, _)| r.offset()).ok();
+                            let skipped = skip_strs(input, 1).map(|(r, ())| r.offset()).ok();
+                            assert_eq!(skipped, read, "clen {clen} ulen {ulen} {c:?} {u:?} cut {cut}");
+                            cases += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert!(cases > 10_000, "{cases}");
+    }
 
     /// The decimal shortcut says a score reads exactly when reading it says so.
     #[test]
