@@ -135,8 +135,8 @@ cat <<'TAIL'
 
 Targets (issue #2): verify >= 7x redis-check-rdb's throughput, dump jsonl >= 300 MB/s of input,
 peak RSS <= 64 MiB; on the small-keys file (issue #19): dump jsonl >= 600 MB/s, resp >= 800 MB/s.
-How: the main thread walks record boundaries and hands ~1 MiB batches to a worker per core
-(tools/src/pipeline.rs); verify checks LZF streams without decompressing them; JSON escaping
+How: the main thread walks record boundaries and hands ~1 MiB batches to one worker fewer than
+the cores, decoding a queued batch itself whenever the queue is full (tools/src/pipeline.rs); verify checks LZF streams without decompressing them; JSON escaping
 scans 8 bytes at a time; the CRC is fed as records are read and mapped pages behind the
 written output are released, so RSS stays flat whatever the file size.
 TAIL
