@@ -201,7 +201,6 @@ impl<'s> Reread<'s> {
             offset: m.rec_off as usize,
             db,
             key: Elem::borrowed(key),
-            key_storage: "raw",
             expire_ms: m.expire,
             idle: None,
             freq: None,

@@ -158,7 +158,6 @@ pub struct KeyRecord<'a> {
     pub offset: usize,
     pub db: u64,
     pub key: Elem<'a>,
-    pub key_storage: &'static str,
     pub expire_ms: Option<i64>,
     pub idle: Option<u64>,
     pub freq: Option<u8>,
@@ -376,7 +375,6 @@ impl<'a> RdbReader<'a> {
                 .with_db(self.db));
             };
             let (r, key) = rdb_str(r).map_err(|e| self.err(e, "a key"))?;
-            let key_storage = key.storage();
             let key_elem = key.to_elem().map_err(|e| RdbError::from_format(e, Some(self.db)))?;
             let (r2, ()) = skip_value(r, vtype).map_err(|e| {
                 let mut err = self.err(e, &format!("a {} value", vtype.name()));
@@ -390,7 +388,6 @@ impl<'a> RdbReader<'a> {
                 offset: record_start,
                 db: self.db,
                 key: key_elem,
-                key_storage,
                 expire_ms,
                 idle,
                 freq,
