@@ -52,7 +52,9 @@ fn capture_follows_a_live_redis_through_dropped_links() {
     master.cli(&["SET", "before", "the capture"]);
     let out = TempDir::new("capture");
     let dir = out.path().join("appendonlydir");
-    let child = spawn_capture(&format!("redis://127.0.0.1:{}", master.port), &[], &dir, 6);
+    // Long enough for both reconnections on a loaded machine: a capture whose time ran
+    // out before the second never came back (make test, 2026-11-29).
+    let child = spawn_capture(&format!("redis://127.0.0.1:{}", master.port), &[], &dir, 12);
     wait_for("the capture to attach", || info_field(master.port, "replication", "connected_slaves") == "1");
     let stop = Arc::new(AtomicBool::new(false));
     let writer = write_load(master.port, stop.clone());
@@ -143,7 +145,8 @@ fn point_in_time_rebuilt_from_a_capture_is_the_masters_dataset_then() {
     assert_eq!(master.cli(&["CONFIG", "SET", "repl-backlog-size", "64mb"]), "OK");
     let out = TempDir::new("capture-pit");
     let dir = out.path().join("appendonlydir");
-    let child = spawn_capture(&format!("redis://127.0.0.1:{}", master.port), &[], &dir, 7);
+    // Long enough for the reconnection and the writes after T on a loaded machine.
+    let child = spawn_capture(&format!("redis://127.0.0.1:{}", master.port), &[], &dir, 12);
     wait_for("the capture to attach", || info_field(master.port, "replication", "connected_slaves") == "1");
     assert!(write_for(master.port, Duration::from_millis(600)) > 10);
     assert_eq!(master.cli(&["CLIENT", "KILL", "TYPE", "replica"]), "1");
