@@ -85,12 +85,11 @@ impl<'a, R, W> Dispatch<'a, R> for Here<'_, 'a, W>
 where
     W: Fn(&Batch<'a>) -> Result<R, ToolError>,
 {
-    fn submit(&mut self, mut batch: Batch<'a>, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
-        let r = (self.work)(&batch);
-        batch.records.clear();
-        self.spare = batch.records;
+    fn submit(&mut self, batch: Batch<'a>, stage: &mut Sink<'_, 'a, R>) -> Result<(), ToolError> {
+        let (_, end, r, spare) = run_job(self.work, (0, batch));
+        self.spare = spare;
         stage.batch(r?)?;
-        stage.done(batch.end);
+        stage.done(end);
         Ok(())
     }
     fn spare(&mut self) -> Vec<Record<'a>> {

@@ -81,12 +81,14 @@ pub fn skip_value(input: Input<'_>, vtype: ValueType) -> PResult<'_, ()> {
 /// wrong: callers hand those to `rdb_str`, so errors read exactly as they do there.
 fn plain_str(b: &[u8], at: usize) -> Option<PlainStr> {
     let first = *b.get(at)?;
-    let (raw, head, len) = match (first >> 6, first & 0x3F) {
-        (0, n) => (true, 1, usize::from(n)),
-        (1, hi) => (true, 2, usize::from(hi) << 8 | usize::from(*b.get(at + 1)?)),
-        (3, 0) => (false, 1, 1),
-        (3, 1) => (false, 1, 2),
-        (3, 2) => (false, 1, 4),
+    let (raw, head, len) = match first {
+        0x00..=0x7F => {
+            let (head, len) = short_len(b, at)?;
+            (true, head, len)
+        }
+        0xC0 => (false, 1, 1),
+        0xC1 => (false, 1, 2),
+        0xC2 => (false, 1, 4),
         _ => return None,
     };
     let end = at + head + len;
@@ -94,6 +96,18 @@ fn plain_str(b: &[u8], at: usize) -> Option<PlainStr> {
         return None;
     }
     Some(PlainStr { raw, start: at + head, end })
+}
+
+/// An RDB length at `b[at..]` in its 1- or 2-byte form: how many bytes it takes, and its
+/// value. None for the other forms and a truncation.
+#[inline(always)]
+fn short_len(b: &[u8], at: usize) -> Option<(usize, usize)> {
+    let first = *b.get(at)?;
+    match first >> 6 {
+        0 => Some((1, usize::from(first))),
+        1 => Some((2, usize::from(first & 0x3F) << 8 | usize::from(*b.get(at + 1)?))),
+        _ => None,
+    }
 }
 
 /// A plain RDB string found by [`plain_str`]: its text at `start..end` when `raw`, else an
@@ -111,16 +125,8 @@ fn lzf_str_end(b: &[u8], at: usize) -> Option<usize> {
     if *b.get(at)? != 0xC3 {
         return None;
     }
-    let short_len = |at: usize| -> Option<(usize, usize)> {
-        let first = *b.get(at)?;
-        match first >> 6 {
-            0 => Some((1, usize::from(first))),
-            1 => Some((2, usize::from(first & 0x3F) << 8 | usize::from(*b.get(at + 1)?))),
-            _ => None,
-        }
-    };
-    let (h1, clen) = short_len(at + 1)?;
-    let (h2, _) = short_len(at + 1 + h1)?;
+    let (h1, clen) = short_len(b, at + 1)?;
+    let (h2, _) = short_len(b, at + 1 + h1)?;
     let end = at + 1 + h1 + h2 + clen;
     (end <= b.len()).then_some(end)
 }
