@@ -192,7 +192,7 @@ fn encode_records(
                 }
                 let value = Logical::from_record(k).map_err(|err| ToolError::Data(RdbError::in_key(err, k)))?;
                 let key = k.key.to_bytes();
-                if !k.meta.is_empty() {
+                if k.meta.is_some() {
                     e.losses.push(KeyLoss {
                         db: Some(k.db),
                         key: Some(key.to_vec()),

@@ -64,6 +64,8 @@ impl Sink for Count {
 
 /// How many bytes [`Fill`] copies at a time where it has room.
 const CHUNK: usize = 32;
+/// The step of a back-reference closer than CHUNK bytes.
+const WORD: usize = 8;
 
 /// Writes into an output already sized to the original length (the walk checks that every
 /// write fits). Short literal runs and back-references are copied CHUNK bytes at a time
@@ -87,6 +89,8 @@ impl Sink for Fill<'_> {
         }
         self.op += run;
     }
+    // Inlined into the walk: most references copy a few bytes, less than a call costs.
+    #[inline(always)]
     fn back_ref(&mut self, back: usize, len: usize) {
         let (op, out) = (self.op, &mut *self.out);
         let from = op - back;
@@ -97,6 +101,13 @@ impl Sink for Fill<'_> {
             for k in (0..len).step_by(CHUNK) {
                 chunk.copy_from_slice(&out[from + k..from + k + CHUNK]);
                 out[op + k..op + k + CHUNK].copy_from_slice(&chunk);
+            }
+        } else if back >= WORD && op + len.next_multiple_of(WORD) <= out.len() {
+            // The same a word at a time, for references closer than a chunk.
+            for k in (0..len).step_by(WORD) {
+                let mut word = [0u8; WORD];
+                word.copy_from_slice(&out[from + k..from + k + WORD]);
+                out[op + k..op + k + WORD].copy_from_slice(&word);
             }
         } else if back >= len {
             out.copy_within(from..from + len, op);

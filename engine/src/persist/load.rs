@@ -221,7 +221,7 @@ fn decode_key(k: &KeyRecord<'_>, path: &Path, limits: &Limits) -> Result<Decoded
         key: key.clone(),
         what,
     };
-    if !k.meta.is_empty() {
+    if k.meta.is_some() {
         return Err(unsupported("key metadata is not supported".into()));
     }
     let value = match Value::from_rdb(&k.value, limits) {

@@ -204,7 +204,7 @@ impl<'s> Reread<'s> {
             expire_ms: m.expire,
             idle: None,
             freq: None,
-            meta: Vec::new(),
+            meta: None,
             value: Value { vtype, body: Input::at(body, start) },
             end,
         };

@@ -59,9 +59,9 @@ impl Writer for Jsonl {
             b.extend_from_slice(b",\"freq\":");
             jsonw::uint(b, u64::from(freq));
         }
-        if !k.meta.is_empty() {
+        if let Some(meta) = &k.meta {
             b.extend_from_slice(b",\"key_meta\":[");
-            for (i, m) in k.meta.iter().enumerate() {
+            for (i, m) in meta.iter().enumerate() {
                 if i > 0 {
                     b.push(b',');
                 }
