@@ -109,6 +109,57 @@ fn cluster_commands_failover_and_lolwut_reply_as_redis() {
     );
 }
 
+/// LOLWUT's pieces as Redis draws them: byte for byte where they are not random (a
+/// Schotter of two rows of squares, a skyline one row high, the limits on the arguments,
+/// their errors); where they are, the same shape (lines, widths, colours), the same
+/// first rows of squares and the same closing lines.
+#[test]
+fn lolwut_draws_as_redis() {
+    let (ours, redis, _dir) = pair(&[]);
+    same(
+        &ours,
+        &redis,
+        &[
+            &["LOLWUT", "VERSION", "5", "66", "8", "2"],
+            &["LOLWUT", "VERSION", "5", "10", "3", "2"],
+            &["LOLWUT", "VERSION", "5", "1", "1", "1"],
+            &["LOLWUT", "VERSION", "5", "0", "-5", "2"],
+            &["LOLWUT", "VERSION", "5", "3000", "500", "1"],
+            &["LOLWUT", "VERSION", "6", "5", "1"],
+            &["LOLWUT", "VERSION", "6", "2000", "-3"],
+            &["LOLWUT", "VERSION", "5", "x"],
+            &["LOLWUT", "VERSION", "5", "10", "10", "y"],
+            &["LOLWUT", "VERSION", "6", "1", "y"],
+            &["LOLWUT", "VERSION", "-1"],
+            &["LOLWUT", "VERSION", "4"],
+            &["LOLWUT", "VERSION", "59", "1"],
+        ],
+    );
+    let lines = |t: &str| t.lines().map(str::to_string).collect::<Vec<_>>();
+    // A Schotter of 12 rows: the first 7 lines of Braille are the first two rows of
+    // squares, which are not moved.
+    let (a, b) = (lines(&ours.cli(&["LOLWUT", "VERSION", "5"])), lines(&redis.cli(&["LOLWUT", "VERSION", "5"])));
+    assert_eq!(a.len(), b.len());
+    assert_eq!(a[..7], b[..7]);
+    assert_eq!(a[a.len() - 2..], b[b.len() - 2..]);
+    assert_eq!(
+        a.iter().map(|l| l.chars().count()).collect::<Vec<_>>(),
+        b.iter().map(|l| l.chars().count()).collect::<Vec<_>>()
+    );
+    assert!(a[7..a.len() - 2].iter().all(|l| l.chars().all(|c| ('\u{2800}'..='\u{28FF}').contains(&c))));
+    // A skyline: rows of escaped spaces, each in one of the four colours.
+    let (a, b) = (lines(&ours.cli(&["LOLWUT", "VERSION", "6"])), lines(&redis.cli(&["LOLWUT", "VERSION", "6"])));
+    assert_eq!(a.len(), b.len());
+    assert_eq!(a[a.len() - 2..], b[b.len() - 2..]);
+    let cells = |l: &String| l.split("\x1b[0m").filter(|c| !c.is_empty()).map(str::to_string).collect::<Vec<_>>();
+    let colours = ["\x1b[0;30;40m ", "\x1b[0;90;100m ", "\x1b[0;37;47m ", "\x1b[0;97;107m "];
+    for (x, y) in a[..a.len() - 2].iter().zip(&b[..b.len() - 2]) {
+        let (x, y) = (cells(x), cells(y));
+        assert_eq!(x.len(), y.len());
+        assert!(x.iter().all(|c| colours.contains(&c.as_str())), "{x:?}");
+    }
+}
+
 /// INFO's sections in Redis's order (Commandstats before Errorstats, `# CPU`), and
 /// commandstats naming a container's subcommands (`client|id`), never the container.
 #[test]
