@@ -203,6 +203,8 @@ struct Decoded {
 
 /// Input bytes per batch handed to a decoding thread.
 const BATCH_BYTES: usize = 1 << 20;
+/// The most of the file a batch spans, skipped keys included.
+const BATCH_SPAN: usize = 8 << 20;
 
 /// Decoding threads besides the reading one: one per core beyond the first, or what
 /// `FERROKV_THREADS=N` (N threads in all) asks. On the 2-core machine of docs/benchmarks.md
@@ -391,6 +393,13 @@ fn read_records<'a>(
                 if !admit_key(watch, &k) {
                     if flight.queue.is_empty() && batch.is_empty() {
                         src.release_before(k.offset);
+                    } else if batch.first().is_some_and(|f| k.end - f.offset >= BATCH_SPAN) {
+                        // A load keeping few keys (aof-rewrite's streamed base) would
+                        // otherwise hold a batch open over much of the file, its skipped
+                        // pages resident until the batch is decoded.
+                        batch_bytes = 0;
+                        submit(&mut batch, flight)?;
+                        flight.drain(ks, src, path, false)?;
                     }
                     continue;
                 }
