@@ -913,6 +913,20 @@ mod tests {
         }
     }
 
+    /// `f(copy, at, flip)` on `body` as it is (at None), then with each byte flipped by
+    /// each of four masks.
+    fn each_damage(body: &[u8], mut f: impl FnMut(&[u8], Option<usize>, u8)) {
+        let mut copy = body.to_vec();
+        f(&copy, None, 0);
+        for at in 0..body.len() {
+            for flip in [0x01u8, 0x40, 0x80, 0xFF] {
+                copy.copy_from_slice(body);
+                copy[at] ^= flip;
+                f(&copy, Some(at), flip);
+            }
+        }
+    }
+
     /// When the one-pass check answers, it answers what the element walk does: on the
     /// fixtures as written and with each byte of their values damaged.
     #[test]
@@ -938,31 +952,24 @@ mod tests {
         }
         let (mut answered, mut declined) = (0, 0);
         for (vtype, body) in &values {
-            let mut copy = body.clone();
-            for at in std::iter::once(None).chain((0..body.len()).map(Some)) {
-                for flip in [0x01u8, 0x40, 0x80, 0xFF] {
-                    copy.copy_from_slice(body);
-                    if let Some(at) = at {
-                        copy[at] ^= flip;
-                    }
-                    let v = Value { vtype: *vtype, body: Input::new(&copy) };
-                    let Some(fast) = check_in_one_pass(&v) else {
-                        declined += 1;
-                        continue;
-                    };
-                    answered += 1;
-                    match walk_elements(&v, 10) {
-                        Ok(slow) => assert!(
-                            slow.elements == fast.elements && slow.warning.is_none(),
-                            "{vtype:?}, byte {at:?} ^ {flip:#x}: walk {} {:?}, pass {}",
-                            slow.elements,
-                            slow.warning,
-                            fast.elements
-                        ),
-                        Err(e) => panic!("{vtype:?}, byte {at:?} ^ {flip:#x}: the walk fails ({e}), the pass accepts"),
-                    }
+            each_damage(body, |copy, at, flip| {
+                let v = Value { vtype: *vtype, body: Input::new(copy) };
+                let Some(fast) = check_in_one_pass(&v) else {
+                    declined += 1;
+                    return;
+                };
+                answered += 1;
+                match walk_elements(&v, 10) {
+                    Ok(slow) => assert!(
+                        slow.elements == fast.elements && slow.warning.is_none(),
+                        "{vtype:?}, byte {at:?} ^ {flip:#x}: walk {} {:?}, pass {}",
+                        slow.elements,
+                        slow.warning,
+                        fast.elements
+                    ),
+                    Err(e) => panic!("{vtype:?}, byte {at:?} ^ {flip:#x}: the walk fails ({e}), the pass accepts"),
                 }
-            }
+            });
         }
         eprintln!("{} values: the pass answered {answered} times, declined {declined}", values.len());
         assert!(answered > 100 && declined > 100, "answered {answered}, declined {declined}");
@@ -977,29 +984,18 @@ mod tests {
         let shortcut = [ValueType::SetIntset, ValueType::SetListpack, ValueType::HashListpack, ValueType::ZsetListpack];
         let (mut sound, mut damaged) = (0, 0);
         for s in samples.iter().filter(|s| shortcut.contains(&s.vtype)) {
-            let body = &s.file[s.body.clone()];
-            let mut copy = body.to_vec();
-            for at in std::iter::once(None).chain((0..body.len()).map(Some)) {
-                for flip in [0x01u8, 0x40, 0x80, 0xFF] {
-                    copy.copy_from_slice(body);
-                    if let Some(at) = at {
-                        copy[at] ^= flip;
-                    }
-                    let v = Value { vtype: s.vtype, body: Input::new(&copy) };
-                    match walk_value(&v, 10) {
-                        Ok(Checked { warning: None, .. }) => {
-                            sound += 1;
-                            if let Err(e) = v.loader_check() {
-                                panic!(
-                                    "{:?}, byte {at:?} ^ {flip:#x}: the walk passes, the loader refuses: {e}",
-                                    s.vtype
-                                );
-                            }
+            each_damage(&s.file[s.body.clone()], |copy, at, flip| {
+                let v = Value { vtype: s.vtype, body: Input::new(copy) };
+                match walk_value(&v, 10) {
+                    Ok(Checked { warning: None, .. }) => {
+                        sound += 1;
+                        if let Err(e) = v.loader_check() {
+                            panic!("{:?}, byte {at:?} ^ {flip:#x}: the walk passes, the loader refuses: {e}", s.vtype);
                         }
-                        _ => damaged += 1,
                     }
+                    _ => damaged += 1,
                 }
-            }
+            });
         }
         assert!(sound > 100 && damaged > 100, "sound {sound}, damaged {damaged}");
     }
