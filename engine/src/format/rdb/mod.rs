@@ -19,7 +19,7 @@ pub use module::{module_name, KeyMetaClass, ModuleAux, ModuleValue};
 pub use prim::{parse_double, RStr};
 pub use reader::{
     aux_int, escape_key, head_aux, head_aux_int, repl_stream_db, Checksum, KeyRecord, RdbError, RdbReader, ReadOptions,
-    Record,
+    Record, CRC_STEP,
 };
 pub use stream::{
     Consumer, Group, Idmp, IdmpProducer, PendingEntry, Stream, StreamEntries, StreamEntry, StreamId, StreamMeta,

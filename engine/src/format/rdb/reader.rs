@@ -247,8 +247,9 @@ pub struct RdbReader<'a> {
     crc_pos: usize,
 }
 
-/// Feed the checksum in steps of this many bytes.
-const CRC_STEP: usize = 1 << 20;
+/// Feed the checksum in steps of this many bytes: the reader reads again up to this far
+/// behind the records it has returned.
+pub const CRC_STEP: usize = 1 << 20;
 
 impl<'a> RdbReader<'a> {
     /// Check the magic and position at the first record. `data` may start at a non-zero
