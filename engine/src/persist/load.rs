@@ -390,27 +390,23 @@ fn read_records<'a>(
         match rec.map_err(rdb_err)? {
             Record::Key(k) => {
                 report_progress(watch, &mut reported, k.end, false);
-                if !admit_key(watch, &k) {
-                    if flight.queue.is_empty() && batch.is_empty() {
+                let end = k.end;
+                if admit_key(watch, &k) {
+                    if threads == 0 {
                         src.release_before(k.offset);
-                    } else if batch.first().is_some_and(|f| k.end - f.offset >= BATCH_SPAN) {
-                        // A load keeping few keys (aof-rewrite's streamed base) would
-                        // otherwise hold a batch open over much of the file, its skipped
-                        // pages resident until the batch is decoded.
-                        batch_bytes = 0;
-                        submit(&mut batch, flight)?;
-                        flight.drain(ks, src, path, false)?;
+                        flight.empty.extend(insert(ks, decode_key(&k, path, limits)?, path)?);
+                        continue;
                     }
-                    continue;
-                }
-                if threads == 0 {
+                    batch_bytes += k.end - k.offset;
+                    batch.push(k);
+                } else if flight.queue.is_empty() && batch.is_empty() {
                     src.release_before(k.offset);
-                    flight.empty.extend(insert(ks, decode_key(&k, path, limits)?, path)?);
-                    continue;
                 }
-                batch_bytes += k.end - k.offset;
-                batch.push(k);
-                if batch_bytes >= BATCH_BYTES {
+                // A batch goes when it holds enough, or spans enough of the file: a load
+                // keeping few keys (aof-rewrite's streamed base) would otherwise hold one
+                // open over much of the file, the skipped keys' pages resident until it
+                // is decoded.
+                if batch_bytes >= BATCH_BYTES || batch.first().is_some_and(|f| end - f.offset >= BATCH_SPAN) {
                     batch_bytes = 0;
                     submit(&mut batch, flight)?;
                     flight.drain(ks, src, path, false)?;
