@@ -145,8 +145,8 @@ pub fn hex(d: &Digest) -> String {
 pub fn dataset_digest(ks: &Keyspace, version: ServerVersion) -> Digest {
     let mut dd = DatasetDigest::of(version);
     for (i, db) in ks.dbs.iter().enumerate() {
-        for s in db.slots() {
-            dd.add(i as u64, &s.key, &s.value.to_logical(), s.expire_ms().is_some());
+        for (s, expire) in db.iter() {
+            dd.add(i as u64, &s.key, &s.value.to_logical(), expire.is_some());
         }
     }
     dd.finish()

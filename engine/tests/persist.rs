@@ -31,8 +31,8 @@ fn argv(a: &[&str]) -> Vec<Vec<u8>> {
 fn contents(e: &Engine) -> Contents {
     let mut out = Vec::new();
     for (i, db) in e.keyspace().dbs.iter().enumerate() {
-        for s in db.slots() {
-            out.push((i, s.key.to_vec(), s.value.to_logical(), s.expire_ms()));
+        for (s, expire) in db.iter() {
+            out.push((i, s.key.to_vec(), s.value.to_logical(), expire));
         }
     }
     out.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));

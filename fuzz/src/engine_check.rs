@@ -222,7 +222,7 @@ pub fn check_keyspace(e: &Engine) {
                 show(&[slot.key.to_vec()]),
                 slot.value.type_name()
             );
-            volatile += usize::from(slot.expire_ms().is_some());
+            volatile += usize::from(slot.has_ttl());
             assert_eq!(
                 db.find(&slot.key),
                 Some(pos),
@@ -290,7 +290,7 @@ pub fn run_dump(data: &[u8]) {
     }
     let digest = |e: &Engine| {
         let slot = e.keyspace().dbs[0].get(b"k")?;
-        Some(value_digest(&slot.value.to_logical(), slot.expire_ms().is_some(), e.config().version.doubles()))
+        Some(value_digest(&slot.value.to_logical(), slot.has_ttl(), e.config().version.doubles()))
     };
     let before = digest(&e);
     let Reply::Bulk(dumped) = run(&mut e, &[b"DUMP", b"k"]) else { panic!("no DUMP of a restored key") };

@@ -161,12 +161,18 @@ impl Server {
     /// Whether `key` is logically expired now (still stored, TTL passed).
     /// Whether `key` of `db` exists with a TTL.
     pub fn has_ttl(&self, db: usize, key: &[u8]) -> bool {
-        self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).is_some_and(|s| s.expire_ms().is_some())
+        self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).is_some_and(|s| s.has_ttl())
     }
 
     pub fn key_is_expired(&self, db: usize, key: &[u8]) -> bool {
         let now = self.engine.now_ms();
-        self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).and_then(|s| s.expire_ms()).is_some_and(|t| now > t)
+        self.engine
+            .keyspace()
+            .dbs
+            .get(db)
+            .and_then(|d| d.get_with_expire(key))
+            .and_then(|(_, t)| t)
+            .is_some_and(|t| now > t)
     }
 
     // ------------------------------------------------------------ timer

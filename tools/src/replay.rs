@@ -562,7 +562,7 @@ impl Replayer<'_> {
             if let Some((d, dk)) = &self.deleted_in_multi {
                 touched_after_delete |= *d == db && dk == key;
             }
-            let Some(expire) = self.e.keyspace().db(db).get(key).and_then(|s| s.expire_ms()) else { continue };
+            let Some(expire) = self.e.keyspace().db(db).get_with_expire(key).and_then(|(_, t)| t) else { continue };
             if is_del {
                 // A single-key deletion at a time the TTL may have passed: an expiry.
                 if keys.len() == 1 && self.latest_possible() > expire {
@@ -707,8 +707,8 @@ impl Replayer<'_> {
         if let Some(until) = self.opts.until {
             self.e.clock().set_ms(until);
             for (db, d) in self.e.keyspace().dbs.iter().enumerate() {
-                for slot in d.slots() {
-                    if let Some(t) = slot.expire_ms().filter(|&t| until > t) {
+                for (slot, expire) in d.iter() {
+                    if let Some(t) = expire.filter(|&t| until > t) {
                         pending.push(Pending { db, key: slot.key.to_vec(), field: None, expire_ms: t });
                     }
                 }

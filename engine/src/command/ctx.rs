@@ -3,7 +3,7 @@
 
 use super::{notify, Argv, Reply};
 use crate::config::Config;
-use crate::keyspace::{Keyspace, Slot, NO_EXPIRE};
+use crate::keyspace::{Keyspace, Slot};
 use crate::value::{Sds, Value};
 
 /// How lookups treat keys whose TTL has passed.
@@ -231,7 +231,7 @@ impl<'a> Ctx<'a> {
             return false;
         }
         match self.ks.dbs[db].get(key) {
-            Some(s) => s.expire != NO_EXPIRE && self.now > s.expire,
+            Some(s) => self.ks.dbs[db].expire_of(s).is_some_and(|t| self.now > t),
             None => false,
         }
     }
@@ -307,8 +307,8 @@ impl<'a> Ctx<'a> {
     /// (a writable replica's clients); loading never expires.
     fn find_live(&mut self, db: usize, key: &[u8], write: bool) -> Option<usize> {
         let pos = self.ks.dbs[db].find(key)?;
-        let expire = self.ks.dbs[db].slot(pos).expire;
-        if expire == NO_EXPIRE || self.now <= expire || self.mode == ExpireMode::Loading {
+        let expire = self.ks.dbs[db].expire_at(pos);
+        if expire.is_none_or(|t| self.now <= t) || self.mode == ExpireMode::Loading {
             return Some(pos);
         }
         match self.mode {
@@ -452,7 +452,7 @@ impl<'a> Ctx<'a> {
 
     /// The absolute expiry of `key`, if it has one.
     pub fn expire_of(&self, key: &[u8]) -> Option<i64> {
-        self.ks.dbs[self.db].get(key).and_then(Slot::expire_ms)
+        self.ks.dbs[self.db].get_with_expire(key).and_then(|(_, t)| t)
     }
 
     /// Set the absolute expiry of an existing key.

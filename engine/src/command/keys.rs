@@ -5,7 +5,6 @@ mod dump;
 mod sort;
 
 use super::{arg_i64, eq_ic, invalid_expire_time, notify, Ctx, Reply, Spec};
-use crate::keyspace::NO_EXPIRE;
 use crate::value::{Str, Value};
 
 pub const SPECS: &[Spec] = &[
@@ -220,13 +219,13 @@ fn expire_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], base: Base, unit: i64) -> Re
 }
 
 fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], in_ms: bool, absolute: bool) -> Reply {
-    let Some(slot) = ctx.lookup_slot(key) else {
+    if ctx.lookup_slot(key).is_none() {
         return Reply::Int(-2);
-    };
-    if slot.expire == NO_EXPIRE {
-        return Reply::Int(-1);
     }
-    let t = if absolute { slot.expire } else { slot.expire.saturating_sub(ctx.now) }.max(0);
+    let Some(expire) = ctx.expire_of(key) else {
+        return Reply::Int(-1);
+    };
+    let t = if absolute { expire } else { expire.saturating_sub(ctx.now) }.max(0);
     // Rounded as Redis computes it: t + 500 may pass i64::MAX (a PXAT near it), and
     // Redis's result is the unsigned one.
     Reply::Int(if in_ms { t } else { ((t as u64 + 500) / 1000) as i64 })
@@ -263,15 +262,15 @@ fn persist(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 
 /// Move a key with its value, TTL and LRU to a new name or database (the target is free).
 fn move_key(ctx: &mut Ctx<'_>, from: (usize, &[u8]), to: (usize, &[u8])) -> bool {
-    let Some(expire) = ctx.ks.dbs[from.0].get(from.1).map(|s| s.expire) else {
+    let Some((_, expire)) = ctx.ks.dbs[from.0].get_with_expire(from.1) else {
         return false;
     };
     let Some(slot) = ctx.ks.dbs[from.0].remove(from.1) else {
         return false;
     };
     let pos = ctx.ks.dbs[to.0].add(to.1, slot.value, slot.lru);
-    if expire != NO_EXPIRE {
-        ctx.ks.dbs[to.0].set_expire_at(pos, expire);
+    if let Some(t) = expire {
+        ctx.ks.dbs[to.0].set_expire_at(pos, t);
     }
     true
 }
@@ -386,11 +385,10 @@ fn keys(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let check_ttl = ctx.mode != super::ExpireMode::Loading;
     let now = ctx.now;
     let out: Vec<Reply> = ctx.ks.dbs[ctx.db]
-        .slots()
         .iter()
-        .filter(|s| all || crate::glob::matches(pattern, &s.key))
-        .filter(|s| !(check_ttl && s.expire != NO_EXPIRE && now > s.expire))
-        .map(|s| Reply::Bulk(s.key.to_vec()))
+        .filter(|(s, _)| all || crate::glob::matches(pattern, &s.key))
+        .filter(|(_, t)| !(check_ttl && t.is_some_and(|t| now > t)))
+        .map(|(s, _)| Reply::Bulk(s.key.to_vec()))
         .collect();
     Reply::Array(out)
 }

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::slot::{Slot, NO_EXPIRE};
+use super::slot::{Keys, Slot, NO_EXPIRE};
 use crate::value::{Sds, Value};
 
 /// Keys per chunk sent to the writer.
@@ -23,12 +23,12 @@ impl SnapRecord {
         (self.expire != NO_EXPIRE).then_some(self.expire)
     }
 
-    pub(super) fn of(slot: &Slot) -> SnapRecord {
-        SnapRecord { key: slot.key.to_sds(), value: slot.value.clone(), expire: slot.expire }
+    pub(super) fn of(slot: &Slot, expire: Option<i64>) -> SnapRecord {
+        SnapRecord { key: slot.key.to_sds(), value: slot.value.clone(), expire: expire.unwrap_or(NO_EXPIRE) }
     }
 
-    pub(super) fn moved(slot: Slot) -> SnapRecord {
-        SnapRecord { key: slot.key.to_sds(), value: slot.value, expire: slot.expire }
+    pub(super) fn moved(slot: Slot, expire: Option<i64>) -> SnapRecord {
+        SnapRecord { key: slot.key.to_sds(), value: slot.value, expire: expire.unwrap_or(NO_EXPIRE) }
     }
 }
 
@@ -71,10 +71,12 @@ impl DbSnapshot {
 
     /// The barrier: copy the key at `pos` if the snapshot still needs it.
     #[inline]
-    pub(crate) fn copy_if_pending(&mut self, pos: usize, slot: &Slot) {
+    pub(crate) fn copy_if_pending(&mut self, pos: usize, keys: Keys<'_>) {
         if self.is_pending(pos) {
             self.clear(pos);
-            self.out.push(SnapRecord::of(slot));
+            if let Some((slot, expire)) = keys.at(pos) {
+                self.out.push(SnapRecord::of(slot, expire));
+            }
         }
     }
 
@@ -91,10 +93,10 @@ impl DbSnapshot {
     }
 
     /// The database is being emptied: keep the pending keys (moved, not copied).
-    pub(crate) fn take_pending(&mut self, slots: Vec<Slot>) {
-        for (pos, slot) in slots.into_iter().enumerate() {
+    pub(crate) fn take_pending(&mut self, slots: Vec<Slot>, expires: &[Option<i64>]) {
+        for ((pos, slot), &expire) in slots.into_iter().enumerate().zip(expires) {
             if self.is_pending(pos) {
-                self.out.push(SnapRecord::moved(slot));
+                self.out.push(SnapRecord::moved(slot, expire));
             }
         }
         self.pending.clear();
@@ -103,15 +105,15 @@ impl DbSnapshot {
 
     /// Walk down from the cursor copying pending keys until the chunk is full or `until`
     /// passes; true when the walk reached position 0.
-    pub(super) fn walk(&mut self, slots: &[Slot], until: Instant) -> bool {
+    pub(super) fn walk(&mut self, keys: Keys<'_>, until: Instant) -> bool {
         let mut n = 0usize;
         while self.cursor > 0 && self.out.len() < CHUNK_KEYS {
             self.cursor -= 1;
             let pos = self.cursor;
             if self.is_pending(pos) {
                 self.clear(pos);
-                if let Some(slot) = slots.get(pos) {
-                    self.out.push(SnapRecord::of(slot));
+                if let Some((slot, expire)) = keys.at(pos) {
+                    self.out.push(SnapRecord::of(slot, expire));
                 }
             }
             n += 1;

@@ -12,14 +12,14 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 
 use super::barrier::DbSnapshot;
-use super::slot::{Key, Slot, NO_EXPIRE};
+use super::slot::{Key, Keys, Slot, Ttl, NO_TTL};
 use crate::value::{sds, Sds, Value};
 
 pub struct Db {
     index: HashTable<u32>,
     slots: Vec<Slot>,
-    /// Slot positions of the keys with a TTL (the "expires dict").
-    volatile: Vec<u32>,
+    /// The keys with a TTL (the "expires dict"): each one's expiry and slot position.
+    volatile: Vec<Ttl>,
     hasher: foldhash::fast::RandomState,
     /// A background snapshot copying this database: every mutation first copies the
     /// key's old value when the snapshot still needs it (the write barrier).
@@ -90,21 +90,47 @@ impl Db {
         &self.slots[pos]
     }
 
+    /// The absolute expiry (unix ms) of `slot`, a key of this database.
+    pub fn expire_of(&self, slot: &Slot) -> Option<i64> {
+        self.volatile.get(slot.ttl as usize).map(|t| t.at)
+    }
+
+    /// The absolute expiry (unix ms) of the key at `pos`.
+    pub fn expire_at(&self, pos: usize) -> Option<i64> {
+        self.expire_of(&self.slots[pos])
+    }
+
+    /// The key `key` with its expiry.
+    pub fn get_with_expire(&self, key: &[u8]) -> Option<(&Slot, Option<i64>)> {
+        self.get(key).map(|s| (s, self.expire_of(s)))
+    }
+
+    /// Every key with its expiry, in slot order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Slot, Option<i64>)> {
+        self.iter_range(0..self.slots.len())
+    }
+
+    /// The keys at positions `range` with their expiries.
+    pub fn iter_range(&self, range: std::ops::Range<usize>) -> impl Iterator<Item = (&Slot, Option<i64>)> {
+        self.slots[range].iter().map(|s| (s, self.expire_of(s)))
+    }
+
     pub fn slot_mut(&mut self, pos: usize) -> &mut Slot {
         self.before_write(pos);
         &mut self.slots[pos]
     }
 
-    /// The running snapshot's state beside the slots it copies from.
-    pub(super) fn snapshot_parts(&mut self) -> (Option<&mut DbSnapshot>, &[Slot]) {
-        (self.snap.as_deref_mut(), &self.slots)
+    /// The running snapshot's state beside the keys it copies from.
+    pub(super) fn snapshot_parts(&mut self) -> (Option<&mut DbSnapshot>, Keys<'_>) {
+        (self.snap.as_deref_mut(), Keys::new(&self.slots, &self.volatile))
     }
 
     /// The write barrier: a running snapshot copies the key at `pos` before it changes.
     #[inline]
     fn before_write(&mut self, pos: usize) {
         if let Some(snap) = self.snap.as_deref_mut() {
-            snap.copy_if_pending(pos, &self.slots[pos]);
+            let keys = Keys::new(&self.slots, &self.volatile);
+            snap.copy_if_pending(pos, keys);
         }
     }
 
@@ -130,7 +156,7 @@ impl Db {
         let hasher = &self.hasher;
         self.index.insert_unique(h, pos as u32, |&i| hasher.hash_one(slots[i as usize].key.as_slice()));
         self.index_hash_ttls(key, &value, true);
-        self.slots.push(Slot { key: Key::new(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
+        self.slots.push(Slot { key: Key::new(key), value, lru, ttl: NO_TTL });
         pos
     }
 
@@ -151,7 +177,7 @@ impl Db {
             }
         }
         self.index_hash_ttls(key, &value, true);
-        self.slots.push(Slot { key: Key::new(key), value, expire: NO_EXPIRE, lru, vpos: 0 });
+        self.slots.push(Slot { key: Key::new(key), value, lru, ttl: NO_TTL });
         Some(pos)
     }
 
@@ -195,7 +221,7 @@ impl Db {
         Some(self.remove_at(pos))
     }
 
-    /// Remove the key at `pos`; the last entry moves into its place.
+    /// Remove the key at `pos` (with its TTL); the last entry moves into its place.
     pub fn remove_at(&mut self, pos: usize) -> Slot {
         self.before_write(pos);
         self.clear_expire_at(pos);
@@ -209,9 +235,8 @@ impl Db {
             if let Some(i) = self.index.find_mut(hl, |&i| i as usize == last) {
                 *i = pos as u32;
             }
-            if self.slots[last].expire != NO_EXPIRE {
-                let vp = self.slots[last].vpos as usize;
-                self.volatile[vp] = pos as u32;
+            if let Some(t) = self.volatile.get_mut(self.slots[last].ttl as usize) {
+                t.pos = pos as u32;
             }
         }
         if let Some(snap) = self.snap.as_deref_mut() {
@@ -274,32 +299,34 @@ impl Db {
     pub fn set_expire_at(&mut self, pos: usize, when: i64) {
         self.before_write(pos);
         let s = &mut self.slots[pos];
-        if s.expire == NO_EXPIRE {
-            s.vpos = self.volatile.len() as u32;
-            self.volatile.push(pos as u32);
+        match self.volatile.get_mut(s.ttl as usize) {
+            Some(t) => t.at = when,
+            None => {
+                s.ttl = self.volatile.len() as u32;
+                self.volatile.push(Ttl { at: when, pos: pos as u32 });
+            }
         }
-        s.expire = when;
     }
 
     /// Drop the TTL of the key at `pos`; true when it had one.
     pub fn clear_expire_at(&mut self, pos: usize) -> bool {
-        if self.slots[pos].expire == NO_EXPIRE {
+        if !self.slots[pos].has_ttl() {
             return false;
         }
         self.before_write(pos);
-        let vp = self.slots[pos].vpos as usize;
-        self.slots[pos].expire = NO_EXPIRE;
-        let moved = self.volatile[self.volatile.len() - 1];
+        let vp = self.slots[pos].ttl as usize;
+        self.slots[pos].ttl = NO_TTL;
         self.volatile.swap_remove(vp);
-        if vp < self.volatile.len() {
-            self.slots[moved as usize].vpos = vp as u32;
+        if let Some(moved) = self.volatile.get(vp) {
+            self.slots[moved.pos as usize].ttl = vp as u32;
         }
         true
     }
 
-    /// Position of the `i`-th key with a TTL (for sampling).
-    pub fn volatile_at(&self, i: usize) -> usize {
-        self.volatile[i] as usize
+    /// The `i`-th key with a TTL (for sampling): its position and expiry.
+    pub fn volatile_at(&self, i: usize) -> (usize, i64) {
+        let t = self.volatile[i];
+        (t.pos as usize, t.at)
     }
 
     /// A random key position, if any.
@@ -333,7 +360,8 @@ impl Db {
         match snap {
             Some(mut snap) => {
                 // The keys the snapshot still needs move to it whole (no value is copied).
-                snap.take_pending(old.slots);
+                let expires: Vec<Option<i64>> = old.iter().map(|(_, e)| e).collect();
+                snap.take_pending(old.slots, &expires);
                 self.snap = Some(snap);
                 Vec::new()
             }
@@ -391,6 +419,11 @@ impl Db {
         self.slots.reserve_exact(n);
     }
 
+    /// Reserve room for `n` more keys with a TTL (RESIZEDB on load).
+    pub fn reserve_volatile(&mut self, n: usize) {
+        self.volatile.reserve(n);
+    }
+
     /// Reserve room for `n` more keys (RESIZEDB on load).
     pub fn reserve(&mut self, n: usize) {
         self.slots.reserve(n);
@@ -424,16 +457,18 @@ mod tests {
         }
         assert_eq!(db.len(), 50);
         for i in 0..100 {
-            let s = db.get(format!("k{i}").as_bytes());
+            let s = db.get_with_expire(format!("k{i}").as_bytes());
             assert_eq!(s.is_some(), i % 2 == 1, "k{i}");
-            if let Some(s) = s {
-                assert_eq!(s.expire_ms(), (i % 3 == 0).then_some(1000 + i));
+            if let Some((s, expire)) = s {
+                assert_eq!(expire, (i % 3 == 0).then_some(1000 + i));
+                assert_eq!(s.has_ttl(), expire.is_some());
             }
         }
         let with_ttl = (0..100).filter(|i| i % 2 == 1 && i % 3 == 0).count();
         assert_eq!(db.volatile_len(), with_ttl);
         for j in 0..db.volatile_len() {
-            assert_ne!(db.slot(db.volatile_at(j)).expire, NO_EXPIRE);
+            let (pos, at) = db.volatile_at(j);
+            assert_eq!(db.expire_at(pos), Some(at));
         }
     }
 
@@ -454,8 +489,8 @@ mod tests {
         assert!(db.slots.capacity() < 200);
         assert!(!db.shrink_if_sparse());
         for i in 950..1000 {
-            let s = db.get(format!("k{i}").as_bytes()).expect("kept");
-            assert_eq!(s.expire_ms(), (i % 2 == 0).then_some(1000 + i));
+            let (_, expire) = db.get_with_expire(format!("k{i}").as_bytes()).expect("kept");
+            assert_eq!(expire, (i % 2 == 0).then_some(1000 + i));
         }
         assert_eq!(db.volatile_len(), 25);
         db.grow_slots_exact(1000);

@@ -1,26 +1,54 @@
-//! A key with its value, TTL and access time: what a database stores per key.
+//! A key with its value and access time: what a database stores per key. A TTL is kept
+//! apart, in the database's table of keys with one, so a key without costs nothing for it.
 
 use crate::value::{sds, Sds, Value};
 
 /// No TTL.
 pub const NO_EXPIRE: i64 = i64::MIN;
 
-/// A key with its value and metadata.
+/// [`Slot::ttl`] of a key without a TTL.
+pub(super) const NO_TTL: u32 = u32::MAX;
+
+/// A key with its value and metadata: 64 bytes.
 #[derive(Debug, Clone)]
 pub struct Slot {
     pub key: Key,
     pub value: Value,
-    /// Absolute expiry in unix ms, or [`NO_EXPIRE`].
-    pub expire: i64,
     /// LRU clock (seconds, 24 bits) of the last access.
     pub lru: u32,
-    /// Position in `Db::volatile` when the key has a TTL.
-    pub(super) vpos: u32,
+    /// Position of the key's TTL in `Db::volatile`, or [`NO_TTL`].
+    pub(super) ttl: u32,
 }
 
 impl Slot {
-    pub fn expire_ms(&self) -> Option<i64> {
-        (self.expire != NO_EXPIRE).then_some(self.expire)
+    pub fn has_ttl(&self) -> bool {
+        self.ttl != NO_TTL
+    }
+}
+
+/// A key's TTL: its absolute expiry in unix ms and the key's slot position.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Ttl {
+    pub(super) at: i64,
+    pub(super) pos: u32,
+}
+
+/// A database's keys and their TTLs, as a snapshot reads them.
+#[derive(Clone, Copy)]
+pub(super) struct Keys<'a> {
+    slots: &'a [Slot],
+    volatile: &'a [Ttl],
+}
+
+impl<'a> Keys<'a> {
+    pub(super) fn new(slots: &'a [Slot], volatile: &'a [Ttl]) -> Keys<'a> {
+        Keys { slots, volatile }
+    }
+
+    /// The key at `pos` with its expiry.
+    pub(super) fn at(&self, pos: usize) -> Option<(&Slot, Option<i64>)> {
+        let s = self.slots.get(pos)?;
+        Some((s, self.volatile.get(s.ttl as usize).map(|t| t.at)))
     }
 }
 
@@ -90,6 +118,11 @@ impl std::fmt::Debug for Key {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_slot_is_64_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 64);
+    }
 
     #[test]
     fn keys_inline_up_to_22_bytes() {

@@ -124,8 +124,15 @@ impl Keyspace {
                 continue;
             }
             let _ = tx.send(SnapChunk::Db { index: i, keys: db.len() as u64, volatile: db.volatile_len() as u64 });
-            for chunk in db.slots().chunks(CHUNK_KEYS) {
-                let _ = tx.send(SnapChunk::Keys(chunk.iter().map(SnapRecord::of).collect()));
+            let mut chunk = Vec::with_capacity(CHUNK_KEYS);
+            for (s, t) in db.iter() {
+                chunk.push(SnapRecord::of(s, t));
+                if chunk.len() == CHUNK_KEYS {
+                    let _ = tx.send(SnapChunk::Keys(std::mem::replace(&mut chunk, Vec::with_capacity(CHUNK_KEYS))));
+                }
+            }
+            if !chunk.is_empty() {
+                let _ = tx.send(SnapChunk::Keys(chunk));
             }
         }
         let _ = tx.send(SnapChunk::End);
@@ -259,6 +266,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::keyspace::NO_EXPIRE;
     use crate::value::{Str, Value};
 
     fn v(s: &str) -> Value {
@@ -270,8 +278,8 @@ mod tests {
     fn dump(ks: &Keyspace) -> Dump {
         let mut m = BTreeMap::new();
         for (i, db) in ks.dbs.iter().enumerate() {
-            for s in db.slots() {
-                m.insert((i, s.key.to_vec()), (s.value.clone(), s.expire));
+            for (s, expire) in db.iter() {
+                m.insert((i, s.key.to_vec()), (s.value.clone(), expire.unwrap_or(NO_EXPIRE)));
             }
         }
         m

@@ -475,7 +475,11 @@ fn apply_record(
                 )));
             }
         }
-        Record::ResizeDb { db_size, .. } => ks.dbs[*db].reserve(db_size.min(1 << 24) as usize),
+        Record::ResizeDb { db_size, expires_size } => {
+            let d = &mut ks.dbs[*db];
+            d.reserve(db_size.min(1 << 24) as usize);
+            d.reserve_volatile(expires_size.min(db_size).min(1 << 24) as usize);
+        }
         Record::Function { code, .. } => ks.functions.load(code.to_bytes().into_owned()).map_err(library_failed)?,
         Record::FunctionPreGa { name, engine, code, .. } => {
             // Redis 7.0 still converts the release candidates' record to a library.

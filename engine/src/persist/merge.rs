@@ -157,8 +157,8 @@ impl<W: Write> Merge<'_, W> {
 
     fn held_keys(&mut self, db: usize) -> io::Result<()> {
         let mut losses = Vec::new();
-        for s in self.ks.dbs[db].slots() {
-            let parts = KeyParts { key: &s.key, expire_ms: s.expire_ms(), idle: None, freq: None };
+        for (s, expire_ms) in self.ks.dbs[db].iter() {
+            let parts = KeyParts { key: &s.key, expire_ms, idle: None, freq: None };
             self.rdb.key_with(parts, |enc, out| encode_value(enc, &s.value, out, &mut losses))?;
             if let Some(loss) = losses.pop() {
                 return Err(invalid(loss.what));

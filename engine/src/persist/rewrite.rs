@@ -14,7 +14,7 @@ use super::snapshot::{KeySink, SlotEncoder, Source};
 use crate::command::fmt_double;
 use crate::format::logical::{Logical, StreamValue};
 use crate::format::rdb::{StreamId, StreamMeta};
-use crate::keyspace::{Keyspace, Slot};
+use crate::keyspace::{Db, Keyspace};
 use crate::value::Value;
 
 /// Elements per variadic command in a rewritten AOF (Redis's AOF_REWRITE_ITEMS_PER_CMD).
@@ -357,10 +357,10 @@ impl<W: Write> KeySink for RespBaseWriter<W> {
     }
 
     fn encoder(&self) -> Box<SlotEncoder> {
-        Box::new(|slots: &[Slot]| {
+        Box::new(|db: &Db, range| {
             let mut w = RespBaseWriter::new(Vec::new());
-            for s in slots {
-                w.value(&s.key, &s.value, s.expire_ms())?;
+            for (s, expire_ms) in db.iter_range(range) {
+                w.value(&s.key, &s.value, expire_ms)?;
             }
             w.finish()
         })

@@ -9,8 +9,9 @@ use std::path::Path;
 use super::{disk, PersistError};
 use crate::config::Config;
 use crate::format::rdb::{put_key_with, Encoder, Form, KeyParts, Loss, RdbWriter, Target};
-use crate::keyspace::{Keyspace, Slot, SnapChunk};
+use crate::keyspace::{Db, Keyspace, SnapChunk};
 use crate::value::Value;
+use std::ops::Range;
 use std::sync::mpsc::Receiver;
 
 /// The encoder for `cfg`: its version's format at the configured thresholds.
@@ -70,7 +71,7 @@ pub trait KeySink {
 }
 
 /// Encodes a run of keys to bytes (see [`KeySink::encoder`]).
-pub type SlotEncoder = dyn Fn(&[Slot]) -> io::Result<Vec<u8>> + Sync;
+pub type SlotEncoder = dyn Fn(&Db, Range<usize>) -> io::Result<Vec<u8>> + Sync;
 
 /// Keys per piece of work when a keyspace is encoded on several threads.
 const ENCODE_CHUNK_KEYS: usize = 1024;
@@ -131,7 +132,7 @@ impl Source<'_> {
                 let encode = sink.encoder();
                 let work = |c: usize| {
                     let (db, range) = &chunks[c];
-                    (*db, range.start, encode(&ks.dbs[*db].slots()[range.clone()]))
+                    (*db, range.start, encode(&ks.dbs[*db], range.clone()))
                 };
                 let mut write = |(db, start, bytes): (usize, usize, io::Result<Vec<u8>>)| {
                     if start == 0 {
@@ -207,10 +208,10 @@ impl<W: Write> KeySink for RdbSink<W> {
 
     fn encoder(&self) -> Box<SlotEncoder> {
         let enc = self.rdb.enc.clone();
-        Box::new(move |slots| {
+        Box::new(move |db, range| {
             let (mut out, mut losses) = (Vec::new(), Vec::new());
-            for s in slots {
-                let parts = KeyParts { key: &s.key, expire_ms: s.expire_ms(), idle: None, freq: None };
+            for (s, expire_ms) in db.iter_range(range) {
+                let parts = KeyParts { key: &s.key, expire_ms, idle: None, freq: None };
                 put_key_with(&enc, &mut out, parts, |enc, out| encode_value(enc, &s.value, out, &mut losses));
                 refuse(&mut losses)?;
             }

@@ -167,12 +167,12 @@ impl Server {
     fn serve_key(&mut self, db: usize, key: &[u8]) {
         let mut skipped: Vec<u64> = Vec::new();
         loop {
-            let zset = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)) {
-                Some(s) if s.expire_ms().is_some_and(|t| self.engine.now_ms() > t) => {
+            let zset = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get_with_expire(key)) {
+                Some((_, t)) if t.is_some_and(|t| self.engine.now_ms() > t) => {
                     self.expire_now(db, key);
                     return;
                 }
-                Some(s) => match &s.value {
+                Some((s, _)) => match &s.value {
                     Value::List(l) if !l.is_empty() => false,
                     Value::Zset(z) if !z.is_empty() => true,
                     _ => return,

@@ -179,7 +179,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                     let d = match db.get(k) {
                         Some(slot) => ferrokv::digest::value_digest(
                             &slot.value.to_logical(),
-                            slot.expire_ms().is_some(),
+                            slot.has_ttl(),
                             crate::version::doubles(),
                         ),
                         None => [0u8; 20],
@@ -390,9 +390,9 @@ fn merge_keyspace(s: &mut Server, loaded: ferrokv::keyspace::Keyspace) {
     }
     for (i, db) in loaded.dbs.iter().enumerate() {
         let Some(mine) = s.engine.keyspace_mut().dbs.get_mut(i) else { continue };
-        for slot in db.slots() {
+        for (slot, expire) in db.iter() {
             if let Some(pos) = mine.add_new(&slot.key, slot.value.clone(), slot.lru) {
-                if let Some(t) = slot.expire_ms() {
+                if let Some(t) = expire {
                     mine.set_expire_at(pos, t);
                 }
             }

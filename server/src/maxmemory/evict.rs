@@ -2,7 +2,7 @@
 
 use std::time::Instant;
 
-use ferrokv::keyspace::{idle_secs, lfu, NO_EXPIRE};
+use ferrokv::keyspace::{idle_secs, lfu};
 
 use super::pool::{insert_candidate, time_limit, Outcome, Policy};
 use crate::client::Client;
@@ -123,7 +123,7 @@ impl Server {
                     continue;
                 }
                 let i = self.eviction.rng.usize(..n);
-                let pos = if all { i } else { db.volatile_at(i) };
+                let pos = if all { i } else { db.volatile_at(i).0 };
                 return Some((self.eviction.next_db, db.slot(pos).key.to_vec()));
             }
             return None;
@@ -144,7 +144,7 @@ impl Server {
             // Best first; a candidate deleted (or made persistent) since is skipped.
             while let Some(c) = self.eviction.pool.pop() {
                 let d = &self.engine.keyspace().dbs[c.db];
-                let there = d.find(&c.key).is_some_and(|p| all || d.slot(p).expire != NO_EXPIRE);
+                let there = d.find(&c.key).is_some_and(|p| all || d.slot(p).has_ttl());
                 if there {
                     return Some((c.db, c.key));
                 }
@@ -164,11 +164,12 @@ impl Server {
         // As dictGetSomeKeys, never more samples than keys.
         for _ in 0..(self.cfg.maxmemory_samples as usize).min(n) {
             let i = ev.rng.usize(..n);
-            let slot = d.slot(if all { i } else { d.volatile_at(i) });
+            let (pos, expire) = if all { (i, d.expire_at(i)) } else { (d.volatile_at(i).0, Some(d.volatile_at(i).1)) };
+            let slot = d.slot(pos);
             let score = match policy {
                 Policy::AllKeysLfu | Policy::VolatileLfu => 255 - u64::from(lfu::counter(slot.lru, now, decay)),
                 // The nearest expiry is the best candidate.
-                Policy::VolatileTtl => u64::MAX - slot.expire.max(0) as u64,
+                Policy::VolatileTtl => u64::MAX - expire.unwrap_or(i64::MIN).max(0) as u64,
                 _ => idle_secs(lru_now, slot.lru) * 1000,
             };
             insert_candidate(&mut ev.pool, score, db, &slot.key);

@@ -166,7 +166,7 @@ fn drop_expired(replay: &mut Replay, now_ms: i64) -> u64 {
     let mut n = 0;
     for db in &mut replay.engine.keyspace_mut().dbs {
         let gone: Vec<Vec<u8>> =
-            db.slots().iter().filter(|s| s.expire_ms().is_some_and(|t| t < now_ms)).map(|s| s.key.to_vec()).collect();
+            db.iter().filter(|(_, t)| t.is_some_and(|t| t < now_ms)).map(|(s, _)| s.key.to_vec()).collect();
         for k in gone {
             db.remove(&k);
             n += 1;
