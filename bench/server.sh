@@ -19,7 +19,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${BENCH_N:-200000}
 ROUNDS=${BENCH_ROUNDS:-5}
-TESTS=set,get,incr,lpush,rpop,sadd,hset,zadd,lrange_100
+# redis-benchmark's default list, in its order.
+TESTS=ping_inline,ping_mbulk,set,get,incr,lpush,rpush,lpop,rpop,sadd,hset,spop,zadd,zpopmin,lrange_100,lrange_300,lrange_500,lrange_600,mset
 WORK=$(mktemp -d)
 OURS=target/release/ferrokv-server
 CEIL=target/release/examples/reply_floor
@@ -79,7 +80,7 @@ CPU=$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')
 echo
 echo '## Server (issue #6): `bench/server.sh`'
 echo
-echo "redis-benchmark -q -n $N -c 50 -t $TESTS, -P 1 and -P 16, against ferrokv-server and"
+echo "redis-benchmark -q -n $N -c 50 -t $TESTS (its default list), -P 1 and -P 16, against ferrokv-server and"
 echo "$(redis-server --version | cut -d' ' -f1-3) (no persistence on either). Each test ran $ROUNDS times as a pair, one server"
 echo "right after the other (alternating which goes first); rps columns are medians, the ratio is the"
 echo "median of the $ROUNDS pairs' ratios, with the lowest and highest pair beside it. $(nproc) cores ($CPU):"
@@ -88,8 +89,8 @@ echo "Target: ferrokv >= 1.0x redis on every test. Ceiling: server/examples/repl
 echo "parses each command and sends a reply of the size Redis's would have without running it, timed"
 echo "right after each pair: the most this client and kernel let any server reach. The two ceiling"
 echo "columns are medians of each server's rate over it in the same round. Server CPU: user + system"
-echo "time of the server process (/proc) per request, median over the rounds (lrange_100's includes"
-echo "the LPUSH fill redis-benchmark runs before it)."
+echo "time of the server process (/proc) per request, median over the rounds (each lrange test's"
+echo "includes the LPUSH fill redis-benchmark runs before it)."
 python3 - "$RESULTS" "$TESTS" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 8]

@@ -108,6 +108,12 @@ fn reply(args: &[Vec<u8>], out: &mut Vec<u8>) {
         b"get" | b"lpop" | b"rpop" | b"spop" => out.extend_from_slice(VALUE),
         b"incr" | b"lpush" | b"rpush" | b"sadd" | b"hset" | b"zadd" => out.extend_from_slice(b":1\r\n"),
         b"config" => out.extend_from_slice(b"*2\r\n$0\r\n\r\n$0\r\n\r\n"),
+        b"ping" => out.extend_from_slice(b"+PONG\r\n"),
+        b"zpopmin" => {
+            out.extend_from_slice(b"*2\r\n");
+            out.extend_from_slice(VALUE);
+            out.extend_from_slice(b"$1\r\n0\r\n");
+        }
         b"lrange" => {
             let int = |i: usize| args.get(i).and_then(|a| std::str::from_utf8(a).ok()?.parse::<i64>().ok());
             let n = match (int(2), int(3)) {
