@@ -503,7 +503,7 @@ impl Engine {
         let mut units = self.expire_hash_fields(now);
         let mut gone = Vec::new();
         let cfg = &self.cfg;
-        let rep = self.cycle.run(&mut self.ks, now, |db, slot| {
+        let rep = self.cycle.run(&mut self.ks, now, |db, slot, _| {
             crate::keyspace::lazyfree::free_expired(slot.value, cfg);
             gone.push((db, slot.key));
         });

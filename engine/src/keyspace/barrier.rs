@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::slot::{Keys, Slot, NO_EXPIRE};
+use super::slot::{Keys, Slot, Ttl, NO_EXPIRE};
 use crate::value::{Sds, Value};
 
 /// Keys per chunk sent to the writer.
@@ -93,9 +93,10 @@ impl DbSnapshot {
     }
 
     /// The database is being emptied: keep the pending keys (moved, not copied).
-    pub(crate) fn take_pending(&mut self, slots: Vec<Slot>, expires: &[Option<i64>]) {
-        for ((pos, slot), &expire) in slots.into_iter().enumerate().zip(expires) {
+    pub(crate) fn take_pending(&mut self, slots: Vec<Slot>, volatile: &[Ttl]) {
+        for (pos, slot) in slots.into_iter().enumerate() {
             if self.is_pending(pos) {
+                let expire = slot.expire_in(volatile);
                 self.out.push(SnapRecord::moved(slot, expire));
             }
         }

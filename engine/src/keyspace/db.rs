@@ -92,7 +92,7 @@ impl Db {
 
     /// The absolute expiry (unix ms) of `slot`, a key of this database.
     pub fn expire_of(&self, slot: &Slot) -> Option<i64> {
-        self.volatile.get(slot.ttl as usize).map(|t| t.at)
+        slot.expire_in(&self.volatile)
     }
 
     /// The absolute expiry (unix ms) of the key at `pos`.
@@ -360,8 +360,7 @@ impl Db {
         match snap {
             Some(mut snap) => {
                 // The keys the snapshot still needs move to it whole (no value is copied).
-                let expires: Vec<Option<i64>> = old.iter().map(|(_, e)| e).collect();
-                snap.take_pending(old.slots, &expires);
+                snap.take_pending(old.slots, &old.volatile);
                 self.snap = Some(snap);
                 Vec::new()
             }

@@ -24,6 +24,11 @@ impl Slot {
     pub fn has_ttl(&self) -> bool {
         self.ttl != NO_TTL
     }
+
+    /// The key's absolute expiry (unix ms), read from its database's TTL table.
+    pub(super) fn expire_in(&self, volatile: &[Ttl]) -> Option<i64> {
+        volatile.get(self.ttl as usize).map(|t| t.at)
+    }
 }
 
 /// A key's TTL: its absolute expiry in unix ms and the key's slot position.
@@ -48,7 +53,7 @@ impl<'a> Keys<'a> {
     /// The key at `pos` with its expiry.
     pub(super) fn at(&self, pos: usize) -> Option<(&Slot, Option<i64>)> {
         let s = self.slots.get(pos)?;
-        Some((s, self.volatile.get(s.ttl as usize).map(|t| t.at)))
+        Some((s, s.expire_in(self.volatile)))
     }
 }
 

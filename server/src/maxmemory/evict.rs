@@ -164,7 +164,12 @@ impl Server {
         // As dictGetSomeKeys, never more samples than keys.
         for _ in 0..(self.cfg.maxmemory_samples as usize).min(n) {
             let i = ev.rng.usize(..n);
-            let (pos, expire) = if all { (i, d.expire_at(i)) } else { (d.volatile_at(i).0, Some(d.volatile_at(i).1)) };
+            let (pos, expire) = if all {
+                (i, d.expire_at(i))
+            } else {
+                let (pos, at) = d.volatile_at(i);
+                (pos, Some(at))
+            };
             let slot = d.slot(pos);
             let score = match policy {
                 Policy::AllKeysLfu | Policy::VolatileLfu => 255 - u64::from(lfu::counter(slot.lru, now, decay)),
