@@ -339,16 +339,25 @@ impl<'a> Ctx<'a> {
     /// Look a key up without touching LRU or stats (TYPE-like and OBJECT lookups still expire).
     /// A miss fires `keymiss`, as Redis's read lookups do.
     pub fn lookup_slot(&mut self, key: &[u8]) -> Option<&Slot> {
+        let pos = self.lookup_pos(key)?;
+        Some(self.ks.dbs[self.db].slot(pos))
+    }
+
+    /// [`Ctx::lookup_slot`], with the key's absolute expiry (unix ms).
+    pub fn lookup_slot_with_expire(&mut self, key: &[u8]) -> Option<(&Slot, Option<i64>)> {
+        let pos = self.lookup_pos(key)?;
+        let db = &self.ks.dbs[self.db];
+        Some((db.slot(pos), db.expire_at(pos)))
+    }
+
+    /// The live key's position in the current database; a miss fires `keymiss`.
+    fn lookup_pos(&mut self, key: &[u8]) -> Option<usize> {
         let db = self.db;
-        match self.find_live(db, key, false) {
-            Some(pos) => Some(self.ks.dbs[db].slot(pos)),
-            None => {
-                if self.fx.track_events {
-                    self.fx.events.push(Event { class: notify::KEY_MISS, name: "keymiss", db, key: key.to_vec() });
-                }
-                None
-            }
+        let pos = self.find_live(db, key, false);
+        if pos.is_none() && self.fx.track_events {
+            self.fx.events.push(Event { class: notify::KEY_MISS, name: "keymiss", db, key: key.to_vec() });
         }
+        pos
     }
 
     /// [`Ctx::lookup_slot`] without the `keymiss` event (OBJECT).

@@ -219,10 +219,10 @@ fn expire_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], base: Base, unit: i64) -> Re
 }
 
 fn ttl_generic(ctx: &mut Ctx<'_>, key: &[u8], in_ms: bool, absolute: bool) -> Reply {
-    if ctx.lookup_slot(key).is_none() {
+    let Some((_, expire)) = ctx.lookup_slot_with_expire(key) else {
         return Reply::Int(-2);
-    }
-    let Some(expire) = ctx.expire_of(key) else {
+    };
+    let Some(expire) = expire else {
         return Reply::Int(-1);
     };
     let t = if absolute { expire } else { expire.saturating_sub(ctx.now) }.max(0);
