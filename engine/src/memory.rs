@@ -305,7 +305,7 @@ pub fn value_size(v: &Value, samples: usize, list_fill: i64, m: &Model) -> usize
     let shape = match v {
         Value::Str(Str::Int(_)) => Shape::Int,
         Value::Str(Str::Emb(b)) => Shape::Emb(b.len()),
-        Value::Str(Str::Raw(b)) => Shape::Raw(b.len()),
+        Value::Str(s @ (Str::Raw(_) | Str::Grown(_))) => Shape::Raw(s.len()),
         Value::List(l) => list_shape(l, samples, list_fill, m),
         Value::Hash(h) => hash_shape(h, samples, m),
         Value::Set(st) => set_shape(st, samples, m),

@@ -416,7 +416,7 @@ fn hll_or_new<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<(&'c mut Vec<u8>, 
     let mut created = false;
     let v = ctx.lookup_write_or_insert(key, || {
         created = true;
-        Value::Str(Str::Raw(new_sparse()))
+        Value::Str(Str::grown(new_sparse()))
     });
     as_hll(v).map(|b| (b, created))
 }

@@ -430,7 +430,7 @@ fn setrange(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             let mut raw = vec![0u8; offset as usize];
             raw.extend_from_slice(value);
             let n = raw.len();
-            ctx.db_add(key, Value::Str(Str::Raw(raw)));
+            ctx.db_add(key, Value::Str(Str::grown(raw)));
             n
         }
         Ok(Some(s)) => {
@@ -685,7 +685,7 @@ fn setbit(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Ok(None) => {
             let mut raw = vec![0u8; byte + 1];
             raw[byte] |= u8::from(on) << bit;
-            ctx.db_add(key, Value::Str(Str::Raw(raw)));
+            ctx.db_add(key, Value::Str(Str::grown(raw)));
             (false, true)
         }
         Ok(Some(s)) => {
@@ -860,7 +860,7 @@ fn bitop(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         .collect();
     let dst = &a[2];
     if max > 0 {
-        ctx.db_set(dst, Value::Str(Str::Raw(result)), false);
+        ctx.db_set(dst, Value::Str(Str::raw(result)), false);
         ctx.notify(notify::STRING, "set", dst);
         ctx.dirty += 1;
     } else if ctx.db_delete(dst) {
@@ -1086,7 +1086,7 @@ fn bitfield_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], ro: bool) -> Reply {
         Ok(None) => {
             let mut buf = vec![0u8; need];
             let done = run_field_ops(&ops, &mut buf, grown_counts);
-            ctx.db_add(key, Value::Str(Str::Raw(buf)));
+            ctx.db_add(key, Value::Str(Str::grown(buf)));
             done
         }
         Ok(Some(s)) => {

@@ -104,7 +104,7 @@ fn pending_without_consumer(g: &crate::format::rdb::Group<'_>) -> bool {
 pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result<Value, FromRdbError> {
     Ok(match v.logical() {
         LogicalType::String => Value::Str(match v.string()?.to_elem()? {
-            Elem::Bytes(Cow::Owned(b)) if b.len() > EMBSTR_MAX => Str::Raw(b),
+            Elem::Bytes(Cow::Owned(b)) if b.len() > EMBSTR_MAX => Str::raw(b),
             e => Str::from_loaded(ElemBytes::new(e).as_ref()),
         }),
         LogicalType::List => {

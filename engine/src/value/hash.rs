@@ -53,17 +53,36 @@ impl std::fmt::Debug for Pair {
     }
 }
 
-/// A hashtable: the pairs in a vector (positions serve HSCAN and HRANDFIELD; a removal
-/// moves the last pair into the hole) and an index of positions by field. Unlike an
-/// IndexMap, the index stores no hash per pair and 32-bit positions (a hash would need
-/// hundreds of GB to pass 2^32 fields); hashes are recomputed from fields when it grows.
+/// Pairs a hashtable keeps packed, without an index.
+const PACKED_TABLE_MAX: usize = 64;
+
+/// A hashtable: its pairs in the order HGETALL gives them; a removal moves the last pair
+/// into the hole, so positions serve HSCAN and HRANDFIELD. Up to [`PACKED_TABLE_MAX`]
+/// pairs sit packed in one buffer and are found by a walk, as a listpack's are: most
+/// hashtables are small hashes with a value longer than `hash-max-listpack-value`, where
+/// a heap block, a pointer and an index slot per pair cost more than the pair's bytes.
 #[derive(Clone, Default)]
 pub struct Table {
-    pairs: Vec<Pair>,
-    index: HashTable<u32>,
+    pairs: Pairs,
     hasher: foldhash::fast::RandomState,
     /// Field TTLs, when the hash has (or had) any.
     ttls: Option<Box<TableTtls>>,
+}
+
+#[derive(Clone)]
+enum Pairs {
+    /// Two entries per pair.
+    Packed(Packed),
+    /// A vector of pairs and an index of their positions by field. Unlike an IndexMap,
+    /// the index stores no hash per pair and 32-bit positions (a hash would need hundreds
+    /// of GB to pass 2^32 fields); hashes are recomputed from fields when it grows.
+    Indexed { pairs: Vec<Pair>, index: HashTable<u32> },
+}
+
+impl Default for Pairs {
+    fn default() -> Self {
+        Pairs::Packed(Packed::default())
+    }
 }
 
 /// The TTLs of a hashtable's fields: by field, and in the order the active cycle expires
@@ -102,74 +121,139 @@ impl TableTtls {
 
 impl Table {
     pub fn with_capacity(n: usize) -> Table {
-        Table {
-            pairs: Vec::with_capacity(n),
-            index: HashTable::with_capacity(n),
-            hasher: Default::default(),
-            ttls: None,
-        }
+        let pairs = if n > PACKED_TABLE_MAX {
+            Pairs::Indexed { pairs: Vec::with_capacity(n), index: HashTable::with_capacity(n) }
+        } else {
+            Pairs::default()
+        };
+        Table { pairs, hasher: Default::default(), ttls: None }
     }
 
     pub fn len(&self) -> usize {
-        self.pairs.len()
+        match &self.pairs {
+            Pairs::Packed(p) => p.pair_count(),
+            Pairs::Indexed { pairs, .. } => pairs.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.pairs.is_empty()
+        self.len() == 0
     }
 
-    fn position(&self, field: &[u8]) -> Option<usize> {
-        let pairs = &self.pairs;
-        let h = self.hasher.hash_one(field);
-        self.index.find(h, |&i| pairs[i as usize].field() == field).map(|&i| i as usize)
-    }
-
-    pub fn get(&self, field: &[u8]) -> Option<&Pair> {
-        self.position(field).map(|i| &self.pairs[i])
-    }
-
-    /// Add the pair, or replace the one with its field in place; true when it is new.
-    pub fn insert(&mut self, pair: Pair) -> bool {
-        if let Some(i) = self.position(pair.field()) {
-            self.pairs[i] = pair;
-            return false;
+    /// The value of `field`.
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match &self.pairs {
+            Pairs::Packed(p) => p.find_pair(field).map(|(_, v)| p.data_at(v.start)),
+            Pairs::Indexed { pairs, index } => {
+                let h = self.hasher.hash_one(field);
+                index.find(h, |&i| pairs[i as usize].field() == field).map(|&i| pairs[i as usize].value())
+            }
         }
-        let (pairs, hasher) = (&self.pairs, &self.hasher);
-        let h = hasher.hash_one(pair.field());
-        self.index.insert_unique(h, pairs.len() as u32, |&i| hasher.hash_one(pairs[i as usize].field()));
-        self.pairs.push(pair);
-        true
+    }
+
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// Add the pair, or replace the value of its field in place; true when it is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        let hasher = &self.hasher;
+        match &mut self.pairs {
+            Pairs::Packed(p) => {
+                if let Some((_, v)) = p.find_pair(field) {
+                    p.put(v, value);
+                    return false;
+                }
+                if p.pair_count() < PACKED_TABLE_MAX {
+                    p.push_back(field);
+                    p.push_back(value);
+                    return true;
+                }
+                let mut t = Table::with_capacity(p.pair_count() + 1);
+                for (f, v) in p.pairs(0, p.pair_count()) {
+                    t.insert(f, v);
+                }
+                self.pairs = t.pairs;
+                self.hasher = t.hasher;
+                self.insert(field, value)
+            }
+            Pairs::Indexed { pairs, index } => {
+                let h = hasher.hash_one(field);
+                if let Some(&i) = index.find(h, |&i| pairs[i as usize].field() == field) {
+                    pairs[i as usize] = Pair::new(field, value);
+                    return false;
+                }
+                index.insert_unique(h, pairs.len() as u32, |&i| hasher.hash_one(pairs[i as usize].field()));
+                pairs.push(Pair::new(field, value));
+                true
+            }
+        }
     }
 
     /// Remove the pair of `field` (and its TTL), moving the last pair into its place; true
     /// when found.
     pub fn swap_remove(&mut self, field: &[u8]) -> bool {
-        let pairs = &self.pairs;
-        let h = self.hasher.hash_one(field);
-        let Ok(entry) = self.index.find_entry(h, |&i| pairs[i as usize].field() == field) else {
-            return false;
+        let found = match &mut self.pairs {
+            Pairs::Packed(p) => match p.find_pair(field) {
+                Some((span, _)) => {
+                    let last_value = p.entry_before(p.buf.len()).1;
+                    let last = p.entry_before(last_value).1;
+                    p.swap_remove_span(span, last, 2);
+                    true
+                }
+                None => false,
+            },
+            Pairs::Indexed { pairs, index } => {
+                let h = self.hasher.hash_one(field);
+                match index.find_entry(h, |&i| pairs[i as usize].field() == field) {
+                    Ok(entry) => {
+                        let (hole, _) = entry.remove();
+                        let last = pairs.len() - 1;
+                        pairs.swap_remove(hole as usize);
+                        if let Some(moved) = pairs.get(hole as usize) {
+                            let h = self.hasher.hash_one(moved.field());
+                            if let Some(slot) = index.find_mut(h, |&i| i as usize == last) {
+                                *slot = hole;
+                            }
+                        }
+                        true
+                    }
+                    Err(_) => false,
+                }
+            }
         };
-        let (hole, _) = entry.remove();
-        let last = self.pairs.len() - 1;
-        self.pairs.swap_remove(hole as usize);
-        if let Some(moved) = self.pairs.get(hole as usize) {
-            let h = self.hasher.hash_one(moved.field());
-            if let Some(slot) = self.index.find_mut(h, |&i| i as usize == last) {
-                *slot = hole;
+        if found {
+            if let Some(t) = self.ttls.as_deref_mut() {
+                t.clear(field);
             }
         }
-        if let Some(t) = self.ttls.as_deref_mut() {
-            t.clear(field);
+        found
+    }
+
+    /// The pair at position `i`.
+    pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        match &self.pairs {
+            Pairs::Packed(p) => p.pair_at(i),
+            Pairs::Indexed { pairs, .. } => pairs.get(i).map(Pair::parts),
         }
-        true
     }
 
-    pub fn get_index(&self, i: usize) -> Option<&Pair> {
-        self.pairs.get(i)
+    pub fn iter(&self) -> TableIter<'_> {
+        TableIter(match &self.pairs {
+            Pairs::Packed(p) => Walk::Packed(p.pairs(0, p.pair_count())),
+            Pairs::Indexed { pairs, .. } => Walk::Indexed(pairs.iter()),
+        })
     }
 
-    pub fn iter(&self) -> std::slice::Iter<'_, Pair> {
-        self.pairs.iter()
+    fn shrink_to_fit(&mut self) {
+        match &mut self.pairs {
+            Pairs::Packed(p) => p.buf.shrink_to_fit(),
+            Pairs::Indexed { pairs, index } => {
+                pairs.shrink_to_fit();
+                let hasher = &self.hasher;
+                index.shrink_to_fit(|&i| hasher.hash_one(pairs[i as usize].field()));
+            }
+        }
     }
 
     fn ttl(&self, field: &[u8]) -> Option<u64> {
@@ -177,17 +261,37 @@ impl Table {
     }
 }
 
+/// A [`Table`]'s pairs in order.
+pub struct TableIter<'a>(Walk<'a>);
+
+enum Walk<'a> {
+    Packed(PairIter<'a>),
+    Indexed(std::slice::Iter<'a, Pair>),
+}
+
+impl<'a> Iterator for TableIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            Walk::Packed(p) => p.next(),
+            Walk::Indexed(i) => i.next().map(Pair::parts),
+        }
+    }
+}
+
 impl PartialEq for Table {
     fn eq(&self, other: &Table) -> bool {
         self.len() == other.len()
-            && self.iter().all(|p| other.get(p.field()).is_some_and(|q| q.value() == p.value()))
-            && self.iter().all(|p| self.ttl(p.field()) == other.ttl(p.field()))
+            && self.iter().all(|(f, v)| other.get(f) == Some(v))
+            && self.iter().all(|(f, _)| self.ttl(f) == other.ttl(f))
     }
 }
 
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list().entries(&self.pairs).finish()?;
+        let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        f.debug_map().entries(self.iter().map(|(k, v)| (text(k), text(v)))).finish()?;
         if let Some(t) = &self.ttls {
             write!(f, " ttls {:?}", t.of)?;
         }
@@ -307,10 +411,12 @@ impl Hash {
         }
     }
 
-    /// Give back a listpack's spare capacity (a hash built whole: loaded, restored).
+    /// Give back spare capacity (a hash built whole: loaded, restored).
     pub fn shrink_to_fit(&mut self) {
-        if let Hash::Listpack(p) = self {
-            p.0.buf.shrink_to_fit();
+        match self {
+            Hash::Listpack(p) => p.0.buf.shrink_to_fit(),
+            Hash::Table(t) => t.shrink_to_fit(),
+            Hash::ListpackEx(_) => {}
         }
     }
 
@@ -342,7 +448,7 @@ impl Hash {
         match self {
             Hash::Listpack(p) => Box::new(p.iter()),
             Hash::ListpackEx(x) => Box::new(x.entries.iter().map(|(f, v, _)| (f.as_slice(), v.as_slice()))),
-            Hash::Table(t) => Box::new(t.iter().map(Pair::parts)),
+            Hash::Table(t) => Box::new(t.iter()),
         }
     }
 
@@ -353,10 +459,7 @@ impl Hash {
             Hash::ListpackEx(x) => {
                 Box::new(x.entries.iter().map(|(f, v, t)| (f.as_slice(), v.as_slice(), (*t != 0).then_some(*t))))
             }
-            Hash::Table(t) => Box::new(t.iter().map(move |p| {
-                let (f, v) = p.parts();
-                (f, v, t.ttl(f))
-            })),
+            Hash::Table(t) => Box::new(t.iter().map(move |(f, v)| (f, v, t.ttl(f)))),
         }
     }
 
@@ -372,7 +475,7 @@ impl Hash {
         match self {
             Hash::Listpack(p) => p.get(field),
             Hash::ListpackEx(x) => x.position(field).map(|i| x.entries[i].1.as_slice()),
-            Hash::Table(t) => t.get(field).map(Pair::value),
+            Hash::Table(t) => t.get(field),
         }
     }
 
@@ -390,7 +493,7 @@ impl Hash {
         match self {
             Hash::Listpack(p) => p.get(field).map(|_| None),
             Hash::ListpackEx(x) => x.position(field).map(|i| Some(x.entries[i].2).filter(|&t| t != 0)),
-            Hash::Table(t) => t.position(field).map(|_| t.ttl(field)),
+            Hash::Table(t) => t.get(field).map(|_| t.ttl(field)),
         }
     }
 
@@ -458,7 +561,7 @@ impl Hash {
                         ttls.clear(field);
                     }
                 }
-                t.insert(Pair::new(field, value))
+                t.insert(field, value)
             }
             _ => unreachable!("converted above"),
         }
@@ -494,7 +597,7 @@ impl Hash {
         match self {
             Hash::Listpack(p) => p.0.pair_at(i),
             Hash::ListpackEx(x) => x.entries.get(i).map(|(f, v, _)| (f.as_slice(), v.as_slice())),
-            Hash::Table(t) => t.get_index(i).map(Pair::parts),
+            Hash::Table(t) => t.get_index(i),
         }
     }
 
@@ -527,8 +630,7 @@ impl Hash {
         let mut n = 0;
         while next > 0 && n < count.max(1) {
             next -= 1;
-            if let Some(p) = t.get_index(next as usize) {
-                let (f, x) = p.parts();
+            if let Some((f, x)) = t.get_index(next as usize) {
                 if !is_past(t.ttl(f).unwrap_or(0), now) {
                     visit(f, x);
                 }
@@ -544,7 +646,7 @@ impl Hash {
             Hash::Listpack(p) => {
                 let mut t = Table::with_capacity(p.len());
                 for (f, x) in p.iter() {
-                    t.insert(Pair::new(f, x));
+                    t.insert(f, x);
                 }
                 t
             }
@@ -552,7 +654,7 @@ impl Hash {
                 let mut t = Table::with_capacity(x.entries.len());
                 let mut ttls = TableTtls { registered: x.registered, ..Default::default() };
                 for (f, v, when) in &x.entries {
-                    t.insert(Pair::new(f, v));
+                    t.insert(f, v);
                     if *when != 0 {
                         ttls.set(f, *when);
                     }
@@ -581,7 +683,7 @@ impl Hash {
         match self {
             Hash::ListpackEx(x) => x.retime(field, when),
             Hash::Table(t) => {
-                if t.position(field).is_none() {
+                if !t.contains(field) {
                     return false;
                 }
                 t.ttls.get_or_insert_with(Default::default).set(field, when);
@@ -692,7 +794,7 @@ impl Hash {
             let mut t = Table::with_capacity(entries.len());
             let mut ttls = TableTtls::default();
             for (f, v, when) in entries {
-                t.insert(Pair::new(&f, &v));
+                t.insert(&f, &v);
                 if when != 0 {
                     ttls.set(&f, when);
                 }
@@ -879,24 +981,38 @@ mod tests {
 
     #[test]
     fn table_matches_a_plain_map() {
-        let mut rng = fastrand::Rng::with_seed(3);
-        let mut t = Table::default();
-        let mut model = std::collections::HashMap::new();
-        for step in 0..20000 {
-            let field = format!("f{}", rng.u32(..500)).into_bytes();
-            if rng.u8(..3) == 0 {
-                assert_eq!(t.swap_remove(&field), model.remove(&field).is_some());
-            } else {
-                let value = vec![b'v'; rng.usize(..200)];
-                assert_eq!(t.insert(Pair::new(&field, &value)), model.insert(field, value).is_none());
-            }
-            assert_eq!(t.len(), model.len());
-            if step % 97 == 0 {
-                for (i, p) in t.iter().enumerate() {
-                    assert_eq!(model.get(p.field()).map(Vec::as_slice), Some(p.value()));
-                    assert_eq!(t.position(p.field()), Some(i));
+        // Fields from 50 names keep the table packed; from 500 it takes an index. The model
+        // is a vector with a swap-remove, as the table's order is.
+        for names in [50, 500] {
+            let mut rng = fastrand::Rng::with_seed(3);
+            let mut t = Table::default();
+            let mut model: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            for step in 0..20000 {
+                let field = format!("f{}", rng.u32(..names)).into_bytes();
+                let at = model.iter().position(|(f, _)| *f == field);
+                if rng.u8(..3) == 0 {
+                    assert_eq!(t.swap_remove(&field), at.is_some());
+                    if let Some(i) = at {
+                        model.swap_remove(i);
+                    }
+                } else {
+                    let value = vec![b'v'; rng.usize(..200)];
+                    assert_eq!(t.insert(&field, &value), at.is_none());
+                    match at {
+                        Some(i) => model[i].1 = value,
+                        None => model.push((field, value)),
+                    }
+                }
+                assert_eq!(t.len(), model.len());
+                if step % 97 == 0 {
+                    assert!(t.iter().eq(model.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))));
+                    for (i, (f, v)) in model.iter().enumerate() {
+                        assert_eq!(t.get(f), Some(v.as_slice()));
+                        assert_eq!(t.get_index(i), Some((f.as_slice(), v.as_slice())));
+                    }
                 }
             }
+            assert_eq!(matches!(t.pairs, Pairs::Packed(_)), names as usize <= PACKED_TABLE_MAX);
         }
     }
 }

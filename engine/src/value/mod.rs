@@ -4,6 +4,7 @@
 //! big one a "hashtable"), because OBJECT ENCODING, reply order and the RDB a snapshot
 //! writes all follow from it. Conversions happen at the thresholds in [`Limits`].
 
+mod compact;
 mod from_rdb;
 pub mod hash;
 pub mod list;
@@ -16,6 +17,7 @@ pub mod zset;
 
 use smallvec::SmallVec;
 
+pub use compact::CompactBytes;
 pub use from_rdb::FromRdbError;
 pub use hash::Hash;
 pub use list::List;
@@ -271,7 +273,7 @@ impl Value {
     /// of being copied (loading).
     pub fn from_logical_owned(v: Logical, limits: &Limits) -> Result<Value, String> {
         match v {
-            Logical::String(b) if b.len() > str::EMBSTR_MAX => Ok(Value::Str(Str::Raw(b))),
+            Logical::String(b) if b.len() > str::EMBSTR_MAX => Ok(Value::Str(Str::raw(b))),
             Logical::Stream(s) => Ok(Value::Stream(Box::new(Stream::from_stream_value(&s, limits)))),
             other => Value::from_logical(&other, limits),
         }

@@ -82,6 +82,11 @@ impl Packed {
         })
     }
 
+    /// The entries' data, front to back.
+    pub(super) fn data(&self) -> Data<'_> {
+        Data { p: self, off: 0 }
+    }
+
     /// Make room for `extra` more bytes: capacity doubles up to 8 KiB (a list node's
     /// budget), then grows only as needed, so a full buffer wastes little.
     pub(super) fn reserve(&mut self, extra: usize) {
@@ -157,6 +162,20 @@ impl Packed {
         self.settle();
     }
 
+    /// Remove the `entries` entries spanning `range` and move the entries from `tail` to
+    /// the end (as many) into their place: the order a hashtable's swap-remove leaves.
+    pub(super) fn swap_remove_span(&mut self, range: Range<usize>, tail: usize, entries: usize) {
+        if range.end < self.buf.len() {
+            let moved = self.buf[tail..].to_vec();
+            self.buf.truncate(tail);
+            self.buf.splice(range, moved);
+            self.count -= entries as u32;
+            self.settle();
+        } else {
+            self.remove_span(range, entries);
+        }
+    }
+
     /// Insert `items` as entries at byte offset `at` (an entry boundary).
     pub(super) fn insert_all(&mut self, at: usize, items: &[&[u8]]) {
         let size: usize = items.iter().map(|i| entry_size(i.len())).sum();
@@ -171,6 +190,24 @@ impl Packed {
             off += n;
         }
         self.count += items.len() as u32;
+    }
+}
+
+/// The data of a [`Packed`]'s entries, front to back.
+pub(super) struct Data<'a> {
+    p: &'a Packed,
+    off: usize,
+}
+
+impl<'a> Iterator for Data<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        (self.off < self.p.buf.len()).then(|| {
+            let (data, next) = self.p.entry(self.off);
+            self.off = next;
+            &self.p.buf[data]
+        })
     }
 }
 

@@ -9,7 +9,141 @@ use super::packed::Packed;
 use super::{sds, Limits, Sds};
 use crate::format::blob::{fmt_i64, parse_canonical_i64};
 
-pub type Table = IndexSet<Sds, foldhash::fast::RandomState>;
+/// Members a "hashtable" set keeps packed, without an index.
+const PACKED_TABLE_MAX: usize = 64;
+
+/// A "hashtable" set's members in the order SMEMBERS gives them; a removal moves the last
+/// member into the hole, so positions serve SSCAN and SRANDMEMBER. Up to
+/// [`PACKED_TABLE_MAX`] members sit packed in one buffer and are found by a walk, as a
+/// listpack's are: most such sets are small ones Redis 7.0 keeps as a hashtable because a
+/// member is not an integer, and an index and a 24-byte `Sds` per member cost more than
+/// the members themselves. Past that, an index.
+#[derive(Debug, Clone)]
+pub enum Table {
+    Packed(Members),
+    Indexed(IndexSet<Sds, foldhash::fast::RandomState>),
+}
+
+impl Default for Table {
+    fn default() -> Self {
+        Table::Packed(Members::default())
+    }
+}
+
+impl PartialEq for Table {
+    /// Same members, in any order.
+    fn eq(&self, other: &Table) -> bool {
+        self.len() == other.len() && self.iter().all(|m| other.contains(m))
+    }
+}
+
+impl Table {
+    pub fn with_capacity(n: usize) -> Table {
+        if n > PACKED_TABLE_MAX {
+            Table::Indexed(IndexSet::with_capacity_and_hasher(n, Default::default()))
+        } else {
+            Table::default()
+        }
+    }
+
+    fn from_members<'a>(members: impl Iterator<Item = &'a [u8]>, n: usize) -> Table {
+        let mut t = Table::with_capacity(n);
+        for m in members {
+            t.insert(m);
+        }
+        t
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Table::Packed(p) => p.len(),
+            Table::Indexed(t) => t.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn contains(&self, m: &[u8]) -> bool {
+        match self {
+            Table::Packed(p) => p.contains(m),
+            Table::Indexed(t) => t.contains(m),
+        }
+    }
+
+    /// Add a member; true when it is new.
+    pub fn insert(&mut self, m: &[u8]) -> bool {
+        match self {
+            Table::Packed(p) if p.len() < PACKED_TABLE_MAX => {
+                if p.contains(m) {
+                    return false;
+                }
+                p.push(m);
+                true
+            }
+            Table::Packed(p) => {
+                if p.contains(m) {
+                    return false;
+                }
+                let mut t = IndexSet::with_capacity_and_hasher(p.len() + 1, Default::default());
+                t.extend(p.iter().map(sds));
+                t.insert(sds(m));
+                *self = Table::Indexed(t);
+                true
+            }
+            Table::Indexed(t) => t.insert(sds(m)),
+        }
+    }
+
+    /// Remove a member, moving the last one into its place; true when it was there.
+    pub fn swap_remove(&mut self, m: &[u8]) -> bool {
+        match self {
+            Table::Packed(p) => p.swap_remove(m),
+            Table::Indexed(t) => t.swap_remove(m),
+        }
+    }
+
+    pub fn get_index(&self, i: usize) -> Option<&[u8]> {
+        match self {
+            Table::Packed(p) => p.get(i),
+            Table::Indexed(t) => t.get_index(i).map(|e| e.as_slice()),
+        }
+    }
+
+    pub fn iter(&self) -> TableIter<'_> {
+        TableIter(match self {
+            Table::Packed(p) => Walk::Packed(p.0.data()),
+            Table::Indexed(t) => Walk::Indexed(t.iter()),
+        })
+    }
+
+    fn shrink_to_fit(&mut self) {
+        match self {
+            Table::Packed(p) => p.0.buf.shrink_to_fit(),
+            Table::Indexed(t) => t.shrink_to_fit(),
+        }
+    }
+}
+
+/// A [`Table`]'s members in order.
+pub struct TableIter<'a>(Walk<'a>);
+
+enum Walk<'a> {
+    Packed(super::packed::Data<'a>),
+    Indexed(indexmap::set::Iter<'a, Sds>),
+}
+
+impl<'a> Iterator for TableIter<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        match &mut self.0 {
+            Walk::Packed(e) => e.next(),
+            Walk::Indexed(i) => i.next().map(|e| e.as_slice()),
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Set {
@@ -165,6 +299,18 @@ impl Members {
         self.0.remove_matching(m, 0, 1) == 1
     }
 
+    /// Remove `m`, moving the last member into its place.
+    fn swap_remove(&mut self, m: &[u8]) -> bool {
+        let Some((data, start)) = self.0.entries().find(|(data, _)| &self.0.buf[data.clone()] == m) else {
+            return false;
+        };
+        let end = self.0.entry(start).1;
+        debug_assert!(data.end <= end);
+        let tail = self.0.entry_before(self.0.buf.len()).1;
+        self.0.swap_remove_span(start..end, tail, 1);
+        true
+    }
+
     fn get(&self, i: usize) -> Option<&[u8]> {
         (i < self.len()).then(|| self.0.data_at(self.0.offset_of(i)))
     }
@@ -185,7 +331,7 @@ impl Set {
         } else if size_hint <= limits.set_max_listpack_entries {
             Set::Listpack(Members::default())
         } else {
-            Set::Table(Table::with_capacity_and_hasher(size_hint, Default::default()))
+            Set::Table(Table::with_capacity(size_hint))
         }
     }
 
@@ -230,7 +376,7 @@ impl Set {
         match self {
             Set::Intset(v) => v.iter().map(|i| fmt_i64(i, &mut [0u8; 20]).to_vec()).collect(),
             Set::Listpack(v) => v.iter().map(|e| e.to_vec()).collect(),
-            Set::Table(t) => t.iter().map(|e| e.to_vec()).collect(),
+            Set::Table(t) => t.iter().map(<[u8]>::to_vec).collect(),
         }
     }
 
@@ -273,7 +419,7 @@ impl Set {
                 self.convert_to_table();
                 self.insert(m, limits)
             }
-            Set::Table(t) => t.insert(sds(m)),
+            Set::Table(t) => t.insert(m),
         }
     }
 
@@ -297,7 +443,7 @@ impl Set {
             _ => None,
         };
         let table = match self {
-            Set::Table(t) => Some(t.iter().map(|e| Cow::Borrowed(e.as_slice()))),
+            Set::Table(t) => Some(t.iter().map(Cow::Borrowed)),
             _ => None,
         };
         ints.into_iter().flatten().chain(strs.into_iter().flatten()).chain(table.into_iter().flatten())
@@ -308,7 +454,7 @@ impl Set {
         match self {
             Set::Intset(v) => v.get(i).map(|n| Cow::Owned(fmt_i64(n, &mut [0u8; 20]).to_vec())),
             Set::Listpack(v) => v.get(i).map(Cow::Borrowed),
-            Set::Table(t) => t.get_index(i).map(|e| Cow::Borrowed(e.as_slice())),
+            Set::Table(t) => t.get_index(i).map(Cow::Borrowed),
         }
     }
 
@@ -335,7 +481,7 @@ impl Set {
         while next > 0 && n < count.max(1) {
             next -= 1;
             if let Some(m) = t.get_index(next as usize) {
-                visit(Cow::Borrowed(m.as_slice()));
+                visit(Cow::Borrowed(m));
             }
             n += 1;
         }
@@ -352,10 +498,13 @@ impl Set {
     }
 
     pub fn convert_to_table(&mut self) {
-        let t: Table = match self {
+        let t = match self {
             Set::Table(_) => return,
-            Set::Intset(v) => v.iter().map(|i| sds(fmt_i64(i, &mut [0u8; 20]))).collect(),
-            Set::Listpack(v) => v.iter().map(sds).collect(),
+            Set::Intset(v) => {
+                let members: Vec<Sds> = v.iter().map(|i| sds(fmt_i64(i, &mut [0u8; 20]))).collect();
+                Table::from_members(members.iter().map(|m| m.as_slice()), members.len())
+            }
+            Set::Listpack(v) => Table::from_members(v.iter(), v.len()),
         };
         *self = Set::Table(t);
     }
@@ -471,6 +620,40 @@ mod tests {
         long.insert(b"123456789", &l);
         assert_eq!(long.encoding(), "hashtable");
         assert_eq!(Set::create(b"x", 10, &l).encoding(), "hashtable");
+    }
+
+    #[test]
+    fn table_matches_a_vector_with_swap_remove() {
+        // Members from 50 names keep the table packed; from 500 it takes an index.
+        for names in [50, 500] {
+            let mut rng = fastrand::Rng::with_seed(5);
+            let mut t = Table::default();
+            let mut model: Vec<Vec<u8>> = Vec::new();
+            for step in 0..20000 {
+                let m = format!("member:{}", rng.u32(..names)).into_bytes();
+                let at = model.iter().position(|x| *x == m);
+                if rng.u8(..3) == 0 {
+                    assert_eq!(t.swap_remove(&m), at.is_some());
+                    if let Some(i) = at {
+                        model.swap_remove(i);
+                    }
+                } else {
+                    assert_eq!(t.insert(&m), at.is_none());
+                    if at.is_none() {
+                        model.push(m);
+                    }
+                }
+                assert_eq!(t.len(), model.len());
+                if step % 97 == 0 {
+                    assert!(t.iter().eq(model.iter().map(Vec::as_slice)));
+                    for (i, m) in model.iter().enumerate() {
+                        assert!(t.contains(m));
+                        assert_eq!(t.get_index(i), Some(m.as_slice()));
+                    }
+                }
+            }
+            assert_eq!(matches!(t, Table::Packed(_)), names as usize <= PACKED_TABLE_MAX);
+        }
     }
 
     #[test]
