@@ -247,9 +247,9 @@ impl Table {
 
     fn shrink_to_fit(&mut self) {
         match &mut self.pairs {
-            Pairs::Packed(p) => p.buf.shrink_to_fit(),
+            Pairs::Packed(p) => p.fit(),
             Pairs::Indexed { pairs, index } => {
-                pairs.shrink_to_fit();
+                super::fit(pairs);
                 let hasher = &self.hasher;
                 index.shrink_to_fit(|&i| hasher.hash_one(pairs[i as usize].field()));
             }
@@ -414,7 +414,7 @@ impl Hash {
     /// Give back spare capacity (a hash built whole: loaded, restored).
     pub fn shrink_to_fit(&mut self) {
         match self {
-            Hash::Listpack(p) => p.0.buf.shrink_to_fit(),
+            Hash::Listpack(p) => p.0.fit(),
             Hash::Table(t) => t.shrink_to_fit(),
             Hash::ListpackEx(_) => {}
         }

@@ -259,7 +259,7 @@ impl List {
         let neighbour = if at == 0 { self.nodes.front_mut() } else { self.nodes.back_mut() };
         if let Some(n) = neighbour {
             if n.buf.capacity() - n.buf.len() > 64 {
-                n.buf.shrink_to_fit();
+                n.fit();
             }
         }
         if self.nodes.len() == self.nodes.capacity() {
@@ -272,10 +272,10 @@ impl List {
     /// Trim spare capacity at both ends (after a bulk build).
     pub(crate) fn seal_ends(&mut self) {
         if let Some(n) = self.nodes.front_mut() {
-            n.buf.shrink_to_fit();
+            n.fit();
         }
         if let Some(n) = self.nodes.back_mut() {
-            n.buf.shrink_to_fit();
+            n.fit();
         }
     }
 

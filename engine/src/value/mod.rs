@@ -29,6 +29,19 @@ pub use zset::Zset;
 use crate::format::logical::Logical;
 use crate::format::rdb::LogicalType;
 
+/// Give back a vector's spare capacity for real: move its elements into a block of their
+/// exact size. `shrink_to_fit` asks the allocator to shrink in place, and mimalloc keeps
+/// a block that would shrink by less than half at its grown size, so a value built by
+/// doubling kept up to twice its bytes (measured: 117 MB over 376,579 blocks of 0.5-1 KB
+/// loading the small-keys file).
+pub(crate) fn fit<T>(v: &mut Vec<T>) {
+    if v.capacity() > v.len() {
+        let mut exact = Vec::with_capacity(v.len());
+        exact.append(v);
+        *v = exact;
+    }
+}
+
 /// Bytes of a key or element: inline up to 16 bytes, on the heap beyond.
 pub type Sds = SmallVec<[u8; 16]>;
 

@@ -97,6 +97,11 @@ impl Packed {
         }
     }
 
+    /// Give back all spare capacity (a buffer built whole).
+    pub(super) fn fit(&mut self) {
+        super::fit(&mut self.buf);
+    }
+
     /// Give back capacity that a removal left well unused.
     pub(super) fn settle(&mut self) {
         if self.buf.capacity() > 256 && self.buf.len() < self.buf.capacity() / 4 {

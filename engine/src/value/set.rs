@@ -120,7 +120,7 @@ impl Table {
 
     fn shrink_to_fit(&mut self) {
         match self {
-            Table::Packed(p) => p.0.buf.shrink_to_fit(),
+            Table::Packed(p) => p.0.fit(),
             Table::Indexed(t) => t.shrink_to_fit(),
         }
     }
@@ -266,9 +266,9 @@ impl Ints {
 
     fn shrink_to_fit(&mut self) {
         match self {
-            Ints::W16(v) => v.shrink_to_fit(),
-            Ints::W32(v) => v.shrink_to_fit(),
-            Ints::W64(v) => v.shrink_to_fit(),
+            Ints::W16(v) => super::fit(v),
+            Ints::W32(v) => super::fit(v),
+            Ints::W64(v) => super::fit(v),
         }
     }
 }
@@ -492,7 +492,7 @@ impl Set {
     pub fn shrink_to_fit(&mut self) {
         match self {
             Set::Intset(v) => v.shrink_to_fit(),
-            Set::Listpack(v) => v.0.buf.shrink_to_fit(),
+            Set::Listpack(v) => v.0.fit(),
             Set::Table(t) => t.shrink_to_fit(),
         }
     }

@@ -151,7 +151,7 @@ impl Pairs {
             p.push_back(m);
             p.push_back(&sc.to_le_bytes());
         }
-        p.buf.shrink_to_fit();
+        p.fit();
         Pairs(p)
     }
 
