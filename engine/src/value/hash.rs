@@ -10,10 +10,8 @@
 //! ([`Hash::registered`]): it decides what a snapshot, a rewrite and HGETALL do.
 
 use std::collections::{BTreeSet, HashMap};
-use std::hash::BuildHasher;
 
-use hashbrown::HashTable;
-
+use super::indexed::{Indexed, Keyed};
 use super::packed::{Packed, PairIter};
 use super::{sds, varint, Limits, Sds};
 
@@ -64,7 +62,6 @@ const PACKED_TABLE_MAX: usize = 64;
 #[derive(Clone, Default)]
 pub struct Table {
     pairs: Pairs,
-    hasher: foldhash::fast::RandomState,
     /// Field TTLs, when the hash has (or had) any.
     ttls: Option<Box<TableTtls>>,
 }
@@ -73,15 +70,18 @@ pub struct Table {
 enum Pairs {
     /// Two entries per pair.
     Packed(Packed),
-    /// A vector of pairs and an index of their positions by field. Unlike an IndexMap,
-    /// the index stores no hash per pair and 32-bit positions (a hash would need hundreds
-    /// of GB to pass 2^32 fields); hashes are recomputed from fields when it grows.
-    Indexed { pairs: Vec<Pair>, index: HashTable<u32> },
+    Indexed(Box<Indexed<Pair>>),
 }
 
 impl Default for Pairs {
     fn default() -> Self {
         Pairs::Packed(Packed::default())
+    }
+}
+
+impl Keyed for Pair {
+    fn key(&self) -> &[u8] {
+        self.field()
     }
 }
 
@@ -122,17 +122,17 @@ impl TableTtls {
 impl Table {
     pub fn with_capacity(n: usize) -> Table {
         let pairs = if n > PACKED_TABLE_MAX {
-            Pairs::Indexed { pairs: Vec::with_capacity(n), index: HashTable::with_capacity(n) }
+            Pairs::Indexed(Box::new(Indexed::with_capacity(n)))
         } else {
             Pairs::default()
         };
-        Table { pairs, hasher: Default::default(), ttls: None }
+        Table { pairs, ttls: None }
     }
 
     pub fn len(&self) -> usize {
         match &self.pairs {
             Pairs::Packed(p) => p.pair_count(),
-            Pairs::Indexed { pairs, .. } => pairs.len(),
+            Pairs::Indexed(t) => t.len(),
         }
     }
 
@@ -144,10 +144,7 @@ impl Table {
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.pairs {
             Pairs::Packed(p) => p.find_pair(field).map(|(_, v)| p.data_at(v.start)),
-            Pairs::Indexed { pairs, index } => {
-                let h = self.hasher.hash_one(field);
-                index.find(h, |&i| pairs[i as usize].field() == field).map(|&i| pairs[i as usize].value())
-            }
+            Pairs::Indexed(t) => t.get(field).map(Pair::value),
         }
     }
 
@@ -157,7 +154,6 @@ impl Table {
 
     /// Add the pair, or replace the value of its field in place; true when it is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        let hasher = &self.hasher;
         match &mut self.pairs {
             Pairs::Packed(p) => {
                 if let Some((_, v)) = p.find_pair(field) {
@@ -169,24 +165,15 @@ impl Table {
                     p.push_back(value);
                     return true;
                 }
-                let mut t = Table::with_capacity(p.pair_count() + 1);
+                let mut t = Indexed::with_capacity(p.pair_count() + 1);
                 for (f, v) in p.pairs(0, p.pair_count()) {
-                    t.insert(f, v);
+                    t.insert(Pair::new(f, v));
                 }
-                self.pairs = t.pairs;
-                self.hasher = t.hasher;
-                self.insert(field, value)
-            }
-            Pairs::Indexed { pairs, index } => {
-                let h = hasher.hash_one(field);
-                if let Some(&i) = index.find(h, |&i| pairs[i as usize].field() == field) {
-                    pairs[i as usize] = Pair::new(field, value);
-                    return false;
-                }
-                index.insert_unique(h, pairs.len() as u32, |&i| hasher.hash_one(pairs[i as usize].field()));
-                pairs.push(Pair::new(field, value));
+                t.insert(Pair::new(field, value));
+                self.pairs = Pairs::Indexed(Box::new(t));
                 true
             }
+            Pairs::Indexed(t) => t.insert(Pair::new(field, value)),
         }
     }
 
@@ -203,24 +190,7 @@ impl Table {
                 }
                 None => false,
             },
-            Pairs::Indexed { pairs, index } => {
-                let h = self.hasher.hash_one(field);
-                match index.find_entry(h, |&i| pairs[i as usize].field() == field) {
-                    Ok(entry) => {
-                        let (hole, _) = entry.remove();
-                        let last = pairs.len() - 1;
-                        pairs.swap_remove(hole as usize);
-                        if let Some(moved) = pairs.get(hole as usize) {
-                            let h = self.hasher.hash_one(moved.field());
-                            if let Some(slot) = index.find_mut(h, |&i| i as usize == last) {
-                                *slot = hole;
-                            }
-                        }
-                        true
-                    }
-                    Err(_) => false,
-                }
-            }
+            Pairs::Indexed(t) => t.swap_remove(field),
         };
         if found {
             if let Some(t) = self.ttls.as_deref_mut() {
@@ -234,25 +204,21 @@ impl Table {
     pub fn get_index(&self, i: usize) -> Option<(&[u8], &[u8])> {
         match &self.pairs {
             Pairs::Packed(p) => p.pair_at(i),
-            Pairs::Indexed { pairs, .. } => pairs.get(i).map(Pair::parts),
+            Pairs::Indexed(t) => t.items().get(i).map(Pair::parts),
         }
     }
 
     pub fn iter(&self) -> TableIter<'_> {
         TableIter(match &self.pairs {
             Pairs::Packed(p) => Walk::Packed(p.pairs(0, p.pair_count())),
-            Pairs::Indexed { pairs, .. } => Walk::Indexed(pairs.iter()),
+            Pairs::Indexed(t) => Walk::Indexed(t.items().iter()),
         })
     }
 
     fn shrink_to_fit(&mut self) {
         match &mut self.pairs {
             Pairs::Packed(p) => p.fit(),
-            Pairs::Indexed { pairs, index } => {
-                super::fit(pairs);
-                let hasher = &self.hasher;
-                index.shrink_to_fit(|&i| hasher.hash_one(pairs[i as usize].field()));
-            }
+            Pairs::Indexed(t) => t.fit(),
         }
     }
 

@@ -7,6 +7,7 @@
 mod compact;
 mod from_rdb;
 pub mod hash;
+mod indexed;
 pub mod list;
 mod packed;
 pub mod set;

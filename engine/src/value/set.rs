@@ -3,10 +3,9 @@
 
 use std::borrow::Cow;
 
-use indexmap::IndexSet;
-
+use super::indexed::{Indexed, Keyed};
 use super::packed::Packed;
-use super::{sds, Limits, Sds};
+use super::{sds, CompactBytes, Limits, Sds};
 use crate::format::blob::{fmt_i64, parse_canonical_i64};
 
 /// Members a "hashtable" set keeps packed, without an index.
@@ -16,17 +15,32 @@ const PACKED_TABLE_MAX: usize = 64;
 /// member into the hole, so positions serve SSCAN and SRANDMEMBER. Up to
 /// [`PACKED_TABLE_MAX`] members sit packed in one buffer and are found by a walk, as a
 /// listpack's are: most such sets are small ones Redis 7.0 keeps as a hashtable because a
-/// member is not an integer, and an index and a 24-byte `Sds` per member cost more than
-/// the members themselves. Past that, an index.
-#[derive(Debug, Clone)]
-pub enum Table {
+/// member is not an integer, and an index slot and 24 bytes per member cost more than the
+/// members themselves. Past that, an index.
+#[derive(Clone)]
+pub struct Table(Store);
+
+#[derive(Clone)]
+enum Store {
     Packed(Members),
-    Indexed(IndexSet<Sds, foldhash::fast::RandomState>),
+    Indexed(Box<Indexed<CompactBytes>>),
+}
+
+impl Keyed for CompactBytes {
+    fn key(&self) -> &[u8] {
+        self
+    }
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter().map(String::from_utf8_lossy)).finish()
+    }
 }
 
 impl Default for Table {
     fn default() -> Self {
-        Table::Packed(Members::default())
+        Table(Store::Packed(Members::default()))
     }
 }
 
@@ -40,7 +54,7 @@ impl PartialEq for Table {
 impl Table {
     pub fn with_capacity(n: usize) -> Table {
         if n > PACKED_TABLE_MAX {
-            Table::Indexed(IndexSet::with_capacity_and_hasher(n, Default::default()))
+            Table(Store::Indexed(Box::new(Indexed::with_capacity(n))))
         } else {
             Table::default()
         }
@@ -55,9 +69,9 @@ impl Table {
     }
 
     pub fn len(&self) -> usize {
-        match self {
-            Table::Packed(p) => p.len(),
-            Table::Indexed(t) => t.len(),
+        match &self.0 {
+            Store::Packed(p) => p.len(),
+            Store::Indexed(t) => t.len(),
         }
     }
 
@@ -66,62 +80,64 @@ impl Table {
     }
 
     pub fn contains(&self, m: &[u8]) -> bool {
-        match self {
-            Table::Packed(p) => p.contains(m),
-            Table::Indexed(t) => t.contains(m),
+        match &self.0 {
+            Store::Packed(p) => p.contains(m),
+            Store::Indexed(t) => t.get(m).is_some(),
         }
     }
 
     /// Add a member; true when it is new.
     pub fn insert(&mut self, m: &[u8]) -> bool {
-        match self {
-            Table::Packed(p) if p.len() < PACKED_TABLE_MAX => {
+        match &mut self.0 {
+            Store::Packed(p) if p.len() < PACKED_TABLE_MAX => {
                 if p.contains(m) {
                     return false;
                 }
                 p.push(m);
                 true
             }
-            Table::Packed(p) => {
+            Store::Packed(p) => {
                 if p.contains(m) {
                     return false;
                 }
-                let mut t = IndexSet::with_capacity_and_hasher(p.len() + 1, Default::default());
-                t.extend(p.iter().map(sds));
-                t.insert(sds(m));
-                *self = Table::Indexed(t);
+                let mut t = Indexed::with_capacity(p.len() + 1);
+                for e in p.iter() {
+                    t.insert(CompactBytes::new(e));
+                }
+                t.insert(CompactBytes::new(m));
+                self.0 = Store::Indexed(Box::new(t));
                 true
             }
-            Table::Indexed(t) => t.insert(sds(m)),
+            Store::Indexed(t) => t.insert(CompactBytes::new(m)),
         }
     }
 
     /// Remove a member, moving the last one into its place; true when it was there.
     pub fn swap_remove(&mut self, m: &[u8]) -> bool {
-        match self {
-            Table::Packed(p) => p.swap_remove(m),
-            Table::Indexed(t) => t.swap_remove(m),
+        match &mut self.0 {
+            Store::Packed(p) => p.swap_remove(m),
+            Store::Indexed(t) => t.swap_remove(m),
         }
     }
 
     pub fn get_index(&self, i: usize) -> Option<&[u8]> {
-        match self {
-            Table::Packed(p) => p.get(i),
-            Table::Indexed(t) => t.get_index(i).map(|e| e.as_slice()),
+        match &self.0 {
+            Store::Packed(p) => p.get(i),
+            Store::Indexed(t) => t.items().get(i).map(|e| e.as_slice()),
         }
     }
 
     pub fn iter(&self) -> TableIter<'_> {
-        TableIter(match self {
-            Table::Packed(p) => Walk::Packed(p.0.data()),
-            Table::Indexed(t) => Walk::Indexed(t.iter()),
+        TableIter(match &self.0 {
+            Store::Packed(p) => Walk::Packed(p.0.data()),
+            Store::Indexed(t) => Walk::Indexed(t.items().iter()),
         })
     }
 
     fn shrink_to_fit(&mut self) {
-        match self {
-            Table::Packed(p) => p.0.fit(),
-            Table::Indexed(t) => t.shrink_to_fit(),
+        match &mut self.0 {
+            Store::Packed(p) => p.0.fit(),
+            Store::Indexed(t) => t.fit(),
         }
     }
 }
@@ -131,7 +147,7 @@ pub struct TableIter<'a>(Walk<'a>);
 
 enum Walk<'a> {
     Packed(super::packed::Data<'a>),
-    Indexed(indexmap::set::Iter<'a, Sds>),
+    Indexed(std::slice::Iter<'a, CompactBytes>),
 }
 
 impl<'a> Iterator for TableIter<'a> {
@@ -652,7 +668,7 @@ mod tests {
                     }
                 }
             }
-            assert_eq!(matches!(t, Table::Packed(_)), names as usize <= PACKED_TABLE_MAX);
+            assert_eq!(matches!(t.0, Store::Packed(_)), names as usize <= PACKED_TABLE_MAX);
         }
     }
 
