@@ -119,7 +119,7 @@ pub fn reset_stats() {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::value::{sds, Limits, Stream};
+    use crate::value::{Limits, Stream};
 
     #[test]
     fn effort_as_redis_counts_it() {
@@ -135,7 +135,11 @@ mod tests {
         let mut st = Stream::default();
         let few = Limits { stream_node_max_entries: 5, ..limits };
         for i in 1..=1000u64 {
-            st.append(crate::format::rdb::StreamId { ms: i, seq: 0 }, vec![(sds(b"f"), sds(b"v"))], &few);
+            st.append(
+                crate::format::rdb::StreamId { ms: i, seq: 0 },
+                crate::value::stream::Fields::new([(&b"f"[..], &b"v"[..])]),
+                &few,
+            );
         }
         assert!(free_effort(&Value::Stream(Box::new(st))) > THRESHOLD);
     }

@@ -121,11 +121,8 @@ impl TableTtls {
 
 impl Table {
     pub fn with_capacity(n: usize) -> Table {
-        let pairs = if n > PACKED_TABLE_MAX {
-            Pairs::Indexed(Box::new(Indexed::with_capacity(n)))
-        } else {
-            Pairs::default()
-        };
+        let pairs =
+            if n > PACKED_TABLE_MAX { Pairs::Indexed(Box::new(Indexed::with_capacity(n))) } else { Pairs::default() };
         Table { pairs, ttls: None }
     }
 

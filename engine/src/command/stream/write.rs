@@ -6,7 +6,7 @@ use super::common::{
 use crate::command::{arg_i64, eq_ic, notify, Ctx, Reply};
 use crate::format::rdb::StreamId;
 use crate::value::stream::{id_incr, Fields, MAX_ID, MIN_ID};
-use crate::value::{sds, Stream, Value};
+use crate::value::{Stream, Value};
 
 #[derive(Default)]
 pub(super) struct AddTrimArgs {
@@ -163,7 +163,7 @@ pub(super) fn xadd(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     if total > (1 << 30) {
         return Reply::err("ERR Elements are too large to be stored");
     }
-    let fields: Fields = a[field_pos..].chunks_exact(2).map(|p| (sds(&p[0]), sds(&p[1]))).collect();
+    let fields = Fields::new(a[field_pos..].chunks_exact(2).map(|p| (p[0].as_slice(), p[1].as_slice())));
     s.append(id, fields, &limits);
     let trimmed = if t.trims() { s.trim(t.maxlen, t.minid, t.approx, t.limit) } else { 0 };
     let mut argv = a.to_vec();
