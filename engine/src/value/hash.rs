@@ -170,7 +170,7 @@ impl Table {
                 self.pairs = Pairs::Indexed(Box::new(t));
                 true
             }
-            Pairs::Indexed(t) => t.insert(Pair::new(field, value)),
+            Pairs::Indexed(t) => t.insert(Pair::new(field, value)).is_none(),
         }
     }
 
@@ -187,7 +187,7 @@ impl Table {
                 }
                 None => false,
             },
-            Pairs::Indexed(t) => t.swap_remove(field),
+            Pairs::Indexed(t) => t.swap_remove(field).is_some(),
         };
         if found {
             if let Some(t) = self.ttls.as_deref_mut() {

@@ -1,6 +1,6 @@
 //! Items in a vector with an index of their positions by key: a big hashtable set's
-//! members, a big hash's pairs. Positions are the order SMEMBERS and HGETALL give and
-//! what SSCAN, HSCAN and the random picks walk; a removal moves the last item into the
+//! members, a big hash's pairs, a skiplist zset's members and scores. Positions are the order SMEMBERS and HGETALL give and
+//! what SSCAN, HSCAN, ZSCAN and the random picks walk; a removal moves the last item into the
 //! hole. Unlike an IndexMap the index keeps no hash per item and 32-bit positions (past
 //! 2^32 items a value would take hundreds of GB); hashes are recomputed from keys when
 //! it grows.
@@ -40,36 +40,32 @@ impl<T: Keyed> Indexed<T> {
         self.index.find(h, |&i| items[i as usize].key() == key).map(|&i| &items[i as usize])
     }
 
-    /// Add `item`, or replace the one with its key in place; true when it is new.
-    pub(super) fn insert(&mut self, item: T) -> bool {
+    /// Add `item`, or replace the one with its key in place (which is returned).
+    pub(super) fn insert(&mut self, item: T) -> Option<T> {
         let (items, hasher) = (&mut self.items, &self.hasher);
         let h = hasher.hash_one(item.key());
         if let Some(&i) = self.index.find(h, |&i| items[i as usize].key() == item.key()) {
-            items[i as usize] = item;
-            return false;
+            return Some(std::mem::replace(&mut items[i as usize], item));
         }
         self.index.insert_unique(h, items.len() as u32, |&i| hasher.hash_one(items[i as usize].key()));
         items.push(item);
-        true
+        None
     }
 
-    /// Remove the item of `key`, moving the last one into its place; true when found.
-    pub(super) fn swap_remove(&mut self, key: &[u8]) -> bool {
+    /// Remove the item of `key` and return it, moving the last one into its place.
+    pub(super) fn swap_remove(&mut self, key: &[u8]) -> Option<T> {
         let items = &self.items;
         let h = self.hasher.hash_one(key);
-        let Ok(entry) = self.index.find_entry(h, |&i| items[i as usize].key() == key) else {
-            return false;
-        };
-        let (hole, _) = entry.remove();
+        let (hole, _) = self.index.find_entry(h, |&i| items[i as usize].key() == key).ok()?.remove();
         let last = self.items.len() - 1;
-        self.items.swap_remove(hole as usize);
+        let removed = self.items.swap_remove(hole as usize);
         if let Some(moved) = self.items.get(hole as usize) {
             let h = self.hasher.hash_one(moved.key());
             if let Some(slot) = self.index.find_mut(h, |&i| i as usize == last) {
                 *slot = hole;
             }
         }
-        true
+        Some(removed)
     }
 
     /// Give back spare capacity (a value built whole).

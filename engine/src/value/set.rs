@@ -108,7 +108,7 @@ impl Table {
                 self.0 = Store::Indexed(Box::new(t));
                 true
             }
-            Store::Indexed(t) => t.insert(CompactBytes::new(m)),
+            Store::Indexed(t) => t.insert(CompactBytes::new(m)).is_none(),
         }
     }
 
@@ -116,7 +116,7 @@ impl Table {
     pub fn swap_remove(&mut self, m: &[u8]) -> bool {
         match &mut self.0 {
             Store::Packed(p) => p.swap_remove(m),
-            Store::Indexed(t) => t.swap_remove(m),
+            Store::Indexed(t) => t.swap_remove(m).is_some(),
         }
     }
 

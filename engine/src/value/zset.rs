@@ -7,11 +7,11 @@
 //! by lex is first turned into a rank interval with [`Zset::partition_point`], then read
 //! with [`Zset::range`].
 
-use indexmap::IndexMap;
 use std::cmp::Ordering;
 
+use super::indexed::{Indexed, Keyed};
 use super::packed::{Packed, PairIter};
-use super::{sds, Limits, Sds};
+use super::{sds, CompactBytes, Limits, Sds};
 
 /// A score with the total order zsets use (never NaN).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -37,23 +37,47 @@ const TREE_NODE: usize = 256;
 
 type Tree = indexset::BTreeSet<(Score, Sds)>;
 
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SkipList {
-    /// Member → score; an IndexMap so ZSCAN can walk positions as SSCAN does.
-    pub dict: IndexMap<Sds, f64, foldhash::fast::RandomState>,
-    pub tree: Tree,
+    /// Member → score, by position so ZSCAN can walk positions as SSCAN does.
+    dict: Indexed<Scored>,
+    tree: Tree,
+}
+
+/// A member and its score, as the dict keeps them.
+#[derive(Clone)]
+struct Scored {
+    member: CompactBytes,
+    score: f64,
+}
+
+impl Keyed for Scored {
+    fn key(&self) -> &[u8] {
+        &self.member
+    }
 }
 
 impl Default for SkipList {
     fn default() -> Self {
-        SkipList { dict: IndexMap::default(), tree: Tree::with_maximum_node_size(TREE_NODE) }
+        SkipList::with_capacity(0)
     }
 }
 
 impl PartialEq for SkipList {
     /// The dict determines the tree; the tree's node layout is not content.
     fn eq(&self, other: &Self) -> bool {
-        self.dict == other.dict
+        self.len() == other.len()
+            && self
+                .dict
+                .items()
+                .iter()
+                .all(|e| other.score(&e.member).is_some_and(|s| s.to_bits() == e.score.to_bits()))
+    }
+}
+
+impl std::fmt::Debug for SkipList {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tree.iter().map(|(sc, m)| (String::from_utf8_lossy(m), sc.0))).finish()
     }
 }
 
@@ -64,10 +88,9 @@ impl SkipList {
     /// others (about 10 % of loading the bench RDB; the ascending tree's nodes are less
     /// full, about 5 % more memory there). None when a member repeats.
     pub fn from_distinct<M: AsRef<[u8]>>(items: &[(M, f64)]) -> Option<SkipList> {
-        let mut s = SkipList::default();
-        s.dict.reserve(items.len());
+        let mut s = SkipList::with_capacity(items.len());
         for (m, sc) in items {
-            if s.dict.insert(sds(m.as_ref()), *sc).is_some() {
+            if s.dict.insert(Scored { member: CompactBytes::new(m.as_ref()), score: *sc }).is_some() {
                 return None;
             }
         }
@@ -86,8 +109,25 @@ impl SkipList {
         Some(s)
     }
 
+    fn with_capacity(n: usize) -> SkipList {
+        SkipList { dict: Indexed::with_capacity(n), tree: Tree::with_maximum_node_size(TREE_NODE) }
+    }
+
+    fn len(&self) -> usize {
+        self.dict.len()
+    }
+
+    fn score(&self, m: &[u8]) -> Option<f64> {
+        self.dict.get(m).map(|e| e.score)
+    }
+
+    /// The member and score at position `i` of the dict.
+    fn at(&self, i: usize) -> Option<(&[u8], f64)> {
+        self.dict.items().get(i).map(|e| (e.member.as_slice(), e.score))
+    }
+
     fn insert(&mut self, m: &[u8], score: f64) -> bool {
-        let old = self.dict.insert(sds(m), score);
+        let old = self.dict.insert(Scored { member: CompactBytes::new(m), score }).map(|e| e.score);
         if let Some(old) = old {
             if Score(old) == Score(score) && old.to_bits() == score.to_bits() {
                 return false;
@@ -101,7 +141,7 @@ impl SkipList {
     fn remove(&mut self, m: &[u8]) -> bool {
         match self.dict.swap_remove(m) {
             Some(old) => {
-                self.tree.remove(&(Score(old), sds(m)));
+                self.tree.remove(&(Score(old.score), sds(m)));
                 true
             }
             None => false,
@@ -221,7 +261,7 @@ impl Zset {
     pub fn len(&self) -> usize {
         match self {
             Zset::Listpack(p) => p.len(),
-            Zset::Skiplist(s) => s.dict.len(),
+            Zset::Skiplist(s) => s.len(),
         }
     }
 
@@ -276,7 +316,7 @@ impl Zset {
     pub fn score(&self, m: &[u8]) -> Option<f64> {
         match self {
             Zset::Listpack(p) => p.0.find_pair(m).map(|(_, sc)| score_of(p.0.data_at(sc.start))),
-            Zset::Skiplist(s) => s.dict.get(m).copied(),
+            Zset::Skiplist(s) => s.score(m),
         }
     }
 
@@ -285,7 +325,7 @@ impl Zset {
         match self {
             Zset::Listpack(p) => p.iter().position(|(e, _)| e == m),
             Zset::Skiplist(s) => {
-                let score = *s.dict.get(m)?;
+                let score = s.score(m)?;
                 Some(s.tree.rank(&(Score(score), sds(m))))
             }
         }
@@ -417,13 +457,13 @@ impl Zset {
             self.iter().for_each(|(m, sc)| visit(m, sc));
             return 0;
         };
-        let len = s.dict.len() as u64;
+        let len = s.len() as u64;
         let mut next = if cursor == 0 || cursor > len { len } else { cursor };
         let mut n = 0;
         while next > 0 && n < count.max(1) {
             next -= 1;
-            if let Some((m, sc)) = s.dict.get_index(next as usize) {
-                visit(m, *sc);
+            if let Some((m, sc)) = s.at(next as usize) {
+                visit(m, sc);
             }
             n += 1;
         }
@@ -432,9 +472,9 @@ impl Zset {
 
     pub fn convert_to_skiplist(&mut self) {
         if let Zset::Listpack(p) = self {
-            let mut s = Box::<SkipList>::default();
+            let mut s = Box::new(SkipList::with_capacity(p.len()));
             for (m, sc) in p.iter() {
-                s.dict.insert(sds(m), sc);
+                s.dict.insert(Scored { member: CompactBytes::new(m), score: sc });
                 s.tree.insert((Score(sc), sds(m)));
             }
             *self = Zset::Skiplist(s);
@@ -444,8 +484,8 @@ impl Zset {
     /// Back to a listpack when small enough (zsetConvertToListpackIfNeeded, after stores).
     pub fn shrink_if_small(&mut self, limits: &Limits) {
         if let Zset::Skiplist(s) = self {
-            let longest = s.dict.keys().map(|m| m.len()).max().unwrap_or(0);
-            if s.dict.len() <= limits.zset_max_listpack_entries && longest <= limits.zset_max_listpack_value {
+            let longest = s.dict.items().iter().map(|e| e.member.len()).max().unwrap_or(0);
+            if s.len() <= limits.zset_max_listpack_entries && longest <= limits.zset_max_listpack_value {
                 let items = s.tree.iter().map(|(sc, m)| (m.as_slice(), listpack_score(sc.0, limits)));
                 *self = Zset::Listpack(Pairs::from_sorted(items));
             }
