@@ -89,17 +89,12 @@ impl Table {
     /// Add a member; true when it is new.
     pub fn insert(&mut self, m: &[u8]) -> bool {
         match &mut self.0 {
+            Store::Packed(p) if p.contains(m) => false,
             Store::Packed(p) if p.len() < PACKED_TABLE_MAX => {
-                if p.contains(m) {
-                    return false;
-                }
                 p.push(m);
                 true
             }
             Store::Packed(p) => {
-                if p.contains(m) {
-                    return false;
-                }
                 let mut t = Indexed::with_capacity(p.len() + 1);
                 for e in p.iter() {
                     t.insert(CompactBytes::new(e));
@@ -317,11 +312,10 @@ impl Members {
 
     /// Remove `m`, moving the last member into its place.
     fn swap_remove(&mut self, m: &[u8]) -> bool {
-        let Some((data, start)) = self.0.entries().find(|(data, _)| &self.0.buf[data.clone()] == m) else {
+        let Some((_, start)) = self.0.entries().find(|(data, _)| &self.0.buf[data.clone()] == m) else {
             return false;
         };
         let end = self.0.entry(start).1;
-        debug_assert!(data.end <= end);
         let tail = self.0.entry_before(self.0.buf.len()).1;
         self.0.swap_remove_span(start..end, tail, 1);
         true

@@ -58,7 +58,8 @@ impl Str {
     }
 
     /// A "raw" string of these bytes, whatever their length (BITOP, a loaded long string).
-    pub fn raw(b: Vec<u8>) -> Str {
+    pub fn raw(mut b: Vec<u8>) -> Str {
+        super::fit(&mut b);
         Str::Raw(b.into_boxed_slice())
     }
 
