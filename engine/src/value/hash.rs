@@ -180,9 +180,7 @@ impl Table {
         let found = match &mut self.pairs {
             Pairs::Packed(p) => match p.find_pair(field) {
                 Some((span, _)) => {
-                    let last_value = p.entry_before(p.buf.len()).1;
-                    let last = p.entry_before(last_value).1;
-                    p.swap_remove_span(span, last, 2);
+                    p.swap_remove_span(span, 2);
                     true
                 }
                 None => false,

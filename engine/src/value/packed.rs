@@ -167,10 +167,11 @@ impl Packed {
         self.settle();
     }
 
-    /// Remove the `entries` entries spanning `range` and move the entries from `tail` to
-    /// the end (as many) into their place: the order a hashtable's swap-remove leaves.
-    pub(super) fn swap_remove_span(&mut self, range: Range<usize>, tail: usize, entries: usize) {
+    /// Remove the `entries` entries spanning `range` and move the last `entries` entries
+    /// into their place: the order a hashtable's swap-remove leaves.
+    pub(super) fn swap_remove_span(&mut self, range: Range<usize>, entries: usize) {
         if range.end < self.buf.len() {
+            let tail = (0..entries).fold(self.buf.len(), |end, _| self.entry_before(end).1);
             let moved = self.buf[tail..].to_vec();
             self.buf.truncate(tail);
             self.buf.splice(range, moved);

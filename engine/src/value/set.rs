@@ -295,7 +295,7 @@ impl Members {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.0.entries().map(|(data, _)| &self.0.buf[data])
+        self.0.data()
     }
 
     fn contains(&self, m: &[u8]) -> bool {
@@ -316,8 +316,7 @@ impl Members {
             return false;
         };
         let end = self.0.entry(start).1;
-        let tail = self.0.entry_before(self.0.buf.len()).1;
-        self.0.swap_remove_span(start..end, tail, 1);
+        self.0.swap_remove_span(start..end, 1);
         true
     }
 
