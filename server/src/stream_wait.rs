@@ -92,7 +92,7 @@ impl Server {
             _ if read.group.is_some() => return Outcome::Error("UNBLOCKED the stream key no longer exists"),
             _ => return Outcome::Wait,
         };
-        let last = stream.last_entry().map(|(id, _)| *id);
+        let last = stream.last_entry().map(|(id, _)| id);
         let count = read.count.to_string().into_bytes();
         let arg = |s: &str| s.as_bytes().to_vec();
         match &read.group {

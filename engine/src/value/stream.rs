@@ -1,22 +1,26 @@
 //! Streams: entries ordered by ID, consumer groups with their pending entries lists.
 //!
-//! Redis keeps entries in listpack "nodes" of a radix tree. The engine keeps the entries
-//! in a B-tree by ID and only a summary of each node (how many entries, tombstones,
-//! bytes), because approximate trimming (`~`) removes whole nodes and XINFO reports them.
+//! Redis keeps entries in listpack "nodes" of a radix tree; so does the engine, in a B-tree
+//! of nodes by master ID, each one packed block of entries (about what Redis's listpack
+//! takes: an entry with its node's field names keeps its values only), with the size
+//! Redis's listpack would have, because approximate trimming (`~`) removes whole nodes and
+//! XINFO and MEMORY USAGE report them. An entry is found by a walk of its node (at most
+//! `stream-node-max-entries`), from either end.
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::{sds, varint, Limits, Sds};
+use super::{fit, sds, varint, Limits, Sds};
 use crate::format::blob::FlatWriter;
 use crate::format::listpack::ListpackWriter;
-use crate::format::logical::{canonical_stream_meta, StreamValue};
+use crate::format::logical::{canonical_stream_meta, Entry, StreamValue};
 use crate::format::rdb::{Consumer as RdbConsumer, Group as RdbGroup, Idmp, PendingEntry, StreamId, StreamMeta};
 use crate::format::Elem;
 
 /// An entry's field/value pairs in one block of their exact size: the number of pairs,
 /// then each field and value as its length and its bytes (lengths as varints). A vector of
 /// `(Sds, Sds)` took 48 bytes a pair and a heap block past 16 bytes each, more than four
-/// times what Redis's listpack nodes take.
+/// times what Redis's listpack nodes take. An entry is built as one (XADD, a load) and
+/// copied into its node.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Fields(Box<[u8]>);
 
@@ -40,9 +44,13 @@ impl Fields {
         Fields(buf.into_boxed_slice())
     }
 
+    pub fn as_ref(&self) -> FieldsRef<'_> {
+        FieldsRef { names: None, buf: &self.0 }
+    }
+
     /// Pairs.
     pub fn len(&self) -> usize {
-        varint::read(&self.0).0
+        self.as_ref().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -50,8 +58,62 @@ impl Fields {
     }
 
     pub fn iter(&self) -> FieldsIter<'_> {
-        let (left, at) = varint::read(&self.0);
-        FieldsIter { buf: &self.0, at, left }
+        self.as_ref().iter()
+    }
+}
+
+impl std::fmt::Debug for Fields {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.as_ref().fmt(f)
+    }
+}
+
+/// An entry's pairs where they are kept: a [`Fields`] block, or, for an entry with its
+/// node's field names (Redis's "same fields" flag), the values alone beside the node's names.
+#[derive(Clone, Copy)]
+pub struct FieldsRef<'a> {
+    names: Option<&'a [Sds]>,
+    buf: &'a [u8],
+}
+
+impl<'a> FieldsRef<'a> {
+    /// Pairs.
+    pub fn len(&self) -> usize {
+        match self.names {
+            Some(names) => names.len(),
+            None => varint::read(self.buf).0,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn iter(&self) -> FieldsIter<'a> {
+        match self.names {
+            Some(names) => FieldsIter { buf: self.buf, at: 0, left: names.len(), names: Some(names) },
+            None => {
+                let (left, at) = varint::read(self.buf);
+                FieldsIter { buf: self.buf, at, left, names: None }
+            }
+        }
+    }
+
+    /// The pairs at the start of `buf` (with `names`, the values alone) and the bytes they take.
+    fn parse(buf: &'a [u8], names: Option<&'a [Sds]>) -> (FieldsRef<'a>, usize) {
+        let mut it = FieldsRef { names, buf }.iter();
+        while it.next().is_some() {}
+        let end = it.at.min(buf.len());
+        (FieldsRef { names, buf: &buf[..end] }, end)
+    }
+}
+
+impl<'a> IntoIterator for FieldsRef<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+    type IntoIter = FieldsIter<'a>;
+
+    fn into_iter(self) -> FieldsIter<'a> {
+        self.iter()
     }
 }
 
@@ -64,26 +126,34 @@ impl<'a> IntoIterator for &'a Fields {
     }
 }
 
-impl std::fmt::Debug for Fields {
+impl PartialEq for FieldsRef<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl std::fmt::Debug for FieldsRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         f.debug_map().entries(self.iter().map(|(k, v)| (text(k), text(v)))).finish()
     }
 }
 
-/// The pairs of a [`Fields`], in order.
+/// The pairs of an entry, in order.
 pub struct FieldsIter<'a> {
     buf: &'a [u8],
     at: usize,
     left: usize,
+    names: Option<&'a [Sds]>,
 }
 
 impl<'a> FieldsIter<'a> {
     fn item(&mut self) -> &'a [u8] {
-        let (n, head) = varint::read(&self.buf[self.at..]);
-        let start = self.at + head;
-        self.at = start + n;
-        &self.buf[start..start + n]
+        let rest = self.buf.get(self.at..).unwrap_or_default();
+        let (n, head) = varint::read(rest);
+        let item = rest.get(head..head + n).unwrap_or_default();
+        self.at += head + n;
+        item
     }
 }
 
@@ -95,7 +165,11 @@ impl<'a> Iterator for FieldsIter<'a> {
             return None;
         }
         self.left -= 1;
-        Some((self.item(), self.item()))
+        let field = match self.names {
+            Some(names) => names[names.len() - 1 - self.left].as_slice(),
+            None => self.item(),
+        };
+        Some((field, self.item()))
     }
 }
 
@@ -125,7 +199,8 @@ pub fn id_decr(id: StreamId) -> Option<StreamId> {
     }
 }
 
-/// A summary of one Redis listpack node (keyed by its master ID, its first entry's ID).
+/// One node of entries, as Redis's listpack nodes (keyed by its master ID, its first
+/// entry's ID): the entries themselves, packed, and what Redis's listpack would take.
 #[derive(Debug, Clone, PartialEq)]
 struct Node {
     /// The last ID appended to the node (deleted or not).
@@ -138,7 +213,149 @@ struct Node {
     /// until the listpack outgrows it, that is what the node takes. 0 for a loaded node,
     /// allocated at its size.
     prealloc: usize,
+    /// The first entry's field names; an entry with the same names keeps its values only.
     master_fields: Vec<Sds>,
+    /// The entries in ID order, deleted ones too: a flag byte ([`DELETED`], [`SAME_FIELDS`]),
+    /// the ID as its distance from the master ID (milliseconds, then the sequence: from the
+    /// master's within its millisecond, whole after), the pairs (a [`Fields`] block, or the
+    /// values alone with [`SAME_FIELDS`]), then the length of all that as a varint written
+    /// backwards, so that the entries walk from the end too (XREVRANGE), as a listpack's do.
+    data: Vec<u8>,
+}
+
+/// An entry's flags in its node.
+const DELETED: u8 = 1;
+const SAME_FIELDS: u8 = 2;
+
+/// One entry as a node holds it.
+struct NodeEntry<'a> {
+    id: StreamId,
+    deleted: bool,
+    fields: FieldsRef<'a>,
+    /// Where its flag byte is in the node.
+    at: usize,
+    /// Where the next entry starts.
+    end: usize,
+}
+
+impl Node {
+    /// The entry at `at` (a flag byte), None at the end.
+    fn entry_at(&self, master: StreamId, at: usize) -> Option<NodeEntry<'_>> {
+        let flags = *self.data.get(at)?;
+        let mut pos = at + 1;
+        let (ms, n) = varint::read(&self.data[pos..]);
+        pos += n;
+        let (seq, n) = varint::read(&self.data[pos..]);
+        pos += n;
+        let id = if ms == 0 {
+            StreamId { ms: master.ms, seq: master.seq.wrapping_add(seq as u64) }
+        } else {
+            StreamId { ms: master.ms.wrapping_add(ms as u64), seq: seq as u64 }
+        };
+        let names = (flags & SAME_FIELDS != 0).then_some(self.master_fields.as_slice());
+        let (fields, n) = FieldsRef::parse(&self.data[pos..], names);
+        pos += n;
+        let end = pos + varint::len(pos - at);
+        Some(NodeEntry { id, deleted: flags & DELETED != 0, fields, at, end })
+    }
+
+    /// Where the entry ending at `end` starts (its length is written backwards before `end`).
+    fn start_before(&self, end: usize) -> usize {
+        let (mut len, mut shift, mut pos) = (0usize, 0u32, end);
+        while pos > 0 {
+            pos -= 1;
+            let b = self.data[pos];
+            len |= usize::from(b & 0x7f).checked_shl(shift).unwrap_or(0);
+            shift += 7;
+            if b & 0x80 == 0 {
+                break;
+            }
+        }
+        pos.saturating_sub(len)
+    }
+
+    /// Every entry, deleted ones too, in order.
+    fn walk(&self, master: StreamId) -> impl Iterator<Item = NodeEntry<'_>> + '_ {
+        let mut at = 0;
+        std::iter::from_fn(move || {
+            let e = self.entry_at(master, at)?;
+            at = e.end;
+            Some(e)
+        })
+    }
+
+    /// Add an entry after the last (`master` is the node's key; `same`: the entry has the
+    /// node's field names).
+    fn push(&mut self, master: StreamId, id: StreamId, fields: &Fields, same: bool) {
+        let start = self.data.len();
+        let ms = id.ms.wrapping_sub(master.ms) as usize;
+        let seq = if ms == 0 { id.seq.wrapping_sub(master.seq) } else { id.seq } as usize;
+        self.data.push(if same { SAME_FIELDS } else { 0 });
+        push_varint(&mut self.data, ms);
+        push_varint(&mut self.data, seq);
+        if same {
+            for (_, v) in fields.iter() {
+                push_varint(&mut self.data, v.len());
+                self.data.extend_from_slice(v);
+            }
+        } else {
+            self.data.extend_from_slice(&fields.0);
+        }
+        let len = self.data.len() - start;
+        let mut b = [0u8; 10];
+        let w = varint::write(&mut b, len);
+        self.data.extend(b[..w].iter().rev());
+    }
+}
+
+/// The live entries of one node with IDs in `start..=end`, from either end.
+struct NodeRange<'a> {
+    node: &'a Node,
+    master: StreamId,
+    start: StreamId,
+    end: StreamId,
+    /// The unread bytes of the node.
+    front: usize,
+    back: usize,
+}
+
+impl<'a> Iterator for NodeRange<'a> {
+    type Item = (StreamId, FieldsRef<'a>);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        while self.front < self.back {
+            let e = self.node.entry_at(self.master, self.front)?;
+            self.front = e.end;
+            if e.id > self.end {
+                self.front = self.back;
+            } else if !e.deleted && e.id >= self.start {
+                return Some((e.id, e.fields));
+            }
+        }
+        None
+    }
+}
+
+impl DoubleEndedIterator for NodeRange<'_> {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        while self.back > self.front {
+            let at = self.node.start_before(self.back);
+            let e = self.node.entry_at(self.master, at)?;
+            self.back = at;
+            if e.id < self.start {
+                self.back = self.front;
+            } else if !e.deleted && e.id <= self.end {
+                return Some((e.id, e.fields));
+            }
+        }
+        None
+    }
+}
+
+fn push_varint(out: &mut Vec<u8>, n: usize) {
+    let mut b = [0u8; 10];
+    let w = varint::write(&mut b, n);
+    out.extend_from_slice(&b[..w]);
 }
 
 /// Redis's STREAM_LISTPACK_MAX_PRE_ALLOCATE.
@@ -221,8 +438,10 @@ impl Group {
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Stream {
-    entries: BTreeMap<StreamId, Fields>,
+    /// The entries, in nodes by master ID.
     nodes: BTreeMap<StreamId, Node>,
+    /// Live entries.
+    len: usize,
     pub last_id: StreamId,
     pub first_id: StreamId,
     pub max_deleted_id: StreamId,
@@ -243,39 +462,49 @@ fn lp_int(v: i64) -> usize {
 
 impl Stream {
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.len == 0
     }
 
-    pub fn get(&self, id: StreamId) -> Option<&Fields> {
-        self.entries.get(&id)
+    /// The live entry with `id`.
+    fn find(&self, id: StreamId) -> Option<NodeEntry<'_>> {
+        let (&master, node) = self.nodes.range(..=id).next_back()?;
+        node.walk(master).take_while(|e| e.id <= id).find(|e| e.id == id && !e.deleted)
+    }
+
+    pub fn get(&self, id: StreamId) -> Option<FieldsRef<'_>> {
+        self.find(id).map(|e| e.fields)
     }
 
     pub fn contains(&self, id: StreamId) -> bool {
-        self.entries.contains_key(&id)
+        self.find(id).is_some()
     }
 
     /// Entries with IDs in `start..=end`, forward.
-    pub fn range(&self, start: StreamId, end: StreamId) -> impl DoubleEndedIterator<Item = (&StreamId, &Fields)> {
-        let ok = start <= end;
-        let (s, e) = if ok { (start, end) } else { (MIN_ID, MIN_ID) };
-        self.entries.range(s..=e).filter(move |_| ok)
+    pub fn range(&self, start: StreamId, end: StreamId) -> impl DoubleEndedIterator<Item = (StreamId, FieldsRef<'_>)> {
+        // The node holding `start` may begin before it.
+        let nodes = match self.nodes.range(..=start).next_back() {
+            _ if start > end => self.nodes.range(MIN_ID..MIN_ID),
+            Some((&first, _)) => self.nodes.range(first..=end),
+            None => self.nodes.range(start..=end),
+        };
+        nodes.flat_map(move |(&master, node)| NodeRange { node, master, start, end, front: 0, back: node.data.len() })
     }
 
     /// Every entry, by ID.
-    pub fn entries(&self) -> impl DoubleEndedIterator<Item = (&StreamId, &Fields)> {
-        self.entries.iter()
+    pub fn entries(&self) -> impl DoubleEndedIterator<Item = (StreamId, FieldsRef<'_>)> {
+        self.range(MIN_ID, MAX_ID)
     }
 
-    pub fn first_entry(&self) -> Option<(&StreamId, &Fields)> {
-        self.entries.first_key_value()
+    pub fn first_entry(&self) -> Option<(StreamId, FieldsRef<'_>)> {
+        self.entries().next()
     }
 
-    pub fn last_entry(&self) -> Option<(&StreamId, &Fields)> {
-        self.entries.last_key_value()
+    pub fn last_entry(&self) -> Option<(StreamId, FieldsRef<'_>)> {
+        self.entries().next_back()
     }
 
     /// Radix-tree keys (listpack nodes).
@@ -309,6 +538,10 @@ impl Stream {
         let master = match (reuse, tail) {
             (true, Some((k, _, _))) => k,
             _ => {
+                // The node before is full: its block at its size.
+                if let Some(mut last) = self.nodes.last_entry() {
+                    fit(&mut last.get_mut().data);
+                }
                 let master_fields: Vec<Sds> = fields.iter().map(|(f, _)| sds(f)).collect();
                 let bytes = 7
                     + lp_int(0) * 2
@@ -319,7 +552,8 @@ impl Stream {
                     0 => NODE_PREALLOC_MAX,
                     max => max.min(NODE_PREALLOC_MAX),
                 };
-                self.nodes.insert(id, Node { last: id, live: 0, deleted: 0, bytes, prealloc, master_fields });
+                let node = Node { last: id, live: 0, deleted: 0, bytes, prealloc, master_fields, data: Vec::new() };
+                self.nodes.insert(id, node);
                 id
             }
         };
@@ -339,33 +573,36 @@ impl Stream {
             node.bytes += b;
             node.live += 1;
             node.last = id;
+            node.push(master, id, &fields, same);
         }
-        self.entries.insert(id, fields);
+        self.len += 1;
         self.entries_added += 1;
         self.last_id = id;
-        if self.entries.len() == 1 {
+        if self.len == 1 {
             self.first_id = id;
         }
     }
 
     /// Delete one entry (a tombstone in its node; an emptied node goes). True if it was there.
     pub fn delete(&mut self, id: StreamId) -> bool {
-        if self.entries.remove(&id).is_none() {
+        let Some((&master, node)) = self.nodes.range_mut(..=id).next_back() else { return false };
+        let Some(at) = node.walk(master).take_while(|e| e.id <= id).find(|e| e.id == id && !e.deleted).map(|e| e.at)
+        else {
             return false;
+        };
+        node.data[at] |= DELETED;
+        node.live -= 1;
+        node.deleted += 1;
+        if node.live == 0 {
+            self.nodes.remove(&master);
         }
-        if let Some((&master, node)) = self.nodes.range_mut(..=id).next_back() {
-            node.live -= 1;
-            node.deleted += 1;
-            if node.live == 0 {
-                self.nodes.remove(&master);
-            }
-        }
+        self.len -= 1;
         true
     }
 
     /// After deletions: the recorded first ID follows the first live entry.
     pub fn refresh_first_id(&mut self) {
-        self.first_id = self.entries.first_key_value().map(|(k, _)| *k).unwrap_or_default();
+        self.first_id = self.first_entry().map(|(id, _)| id).unwrap_or_default();
     }
 
     /// The first ID counting tombstones (what Redis propagates for an approximate MINID),
@@ -379,7 +616,7 @@ impl Stream {
     pub fn trim(&mut self, maxlen: Option<u64>, minid: Option<StreamId>, approx: bool, limit: u64) -> u64 {
         let mut deleted = 0u64;
         while let Some((&master, node)) = self.nodes.first_key_value() {
-            let len = self.entries.len() as u64;
+            let len = self.len as u64;
             if let Some(m) = maxlen {
                 if len <= m {
                     break;
@@ -394,41 +631,38 @@ impl Stream {
                 (None, Some(min)) => node.last < min,
                 _ => false,
             };
-            let node_last = node.last;
             if remove_node {
-                let ids: Vec<StreamId> = self.entries.range(master..=node_last).map(|(k, _)| *k).collect();
-                for id in ids {
-                    self.entries.remove(&id);
-                }
                 self.nodes.remove(&master);
+                self.len -= entries as usize;
                 deleted += entries;
                 continue;
             }
             if approx {
                 break;
             }
+            let live: Vec<(usize, StreamId)> = node.walk(master).filter(|e| !e.deleted).map(|e| (e.at, e.id)).collect();
             let mut from_node = 0u64;
-            let ids: Vec<StreamId> = self.entries.range(master..=node_last).map(|(k, _)| *k).collect();
-            for id in ids {
-                let stop = match (maxlen, minid) {
-                    (Some(m), _) => self.entries.len() as u64 <= m,
-                    (None, Some(min)) => id >= min,
-                    _ => true,
-                };
-                if stop {
-                    break;
+            if let Some(node) = self.nodes.get_mut(&master) {
+                for (at, id) in live {
+                    let stop = match (maxlen, minid) {
+                        (Some(m), _) => self.len as u64 <= m,
+                        (None, Some(min)) => id >= min,
+                        _ => true,
+                    };
+                    if stop {
+                        break;
+                    }
+                    node.data[at] |= DELETED;
+                    self.len -= 1;
+                    from_node += 1;
                 }
-                self.entries.remove(&id);
-                from_node += 1;
-            }
-            if let Some(n) = self.nodes.get_mut(&master) {
-                n.live -= from_node;
-                n.deleted += from_node;
+                node.live -= from_node;
+                node.deleted += from_node;
             }
             deleted += from_node;
             break;
         }
-        if self.entries.is_empty() {
+        if self.len == 0 {
             self.first_id = MIN_ID;
         } else if deleted > 0 {
             self.refresh_first_id();
@@ -438,7 +672,7 @@ impl Stream {
 
     /// Whether a deleted entry may lie in `start..=end` (streamRangeHasTombstones).
     pub fn range_has_tombstones(&self, start: StreamId, end: StreamId) -> bool {
-        if self.entries.is_empty() || self.max_deleted_id == MIN_ID || self.first_id > self.max_deleted_id {
+        if self.len == 0 || self.max_deleted_id == MIN_ID || self.first_id > self.max_deleted_id {
             return false;
         }
         start <= self.max_deleted_id && self.max_deleted_id <= end
@@ -451,7 +685,7 @@ impl Stream {
         if self.entries_added == 0 {
             return Some(0);
         }
-        if self.entries.is_empty() && id <= self.last_id {
+        if self.len == 0 && id <= self.last_id {
             return Some(added);
         }
         if id == self.last_id {
@@ -459,7 +693,7 @@ impl Stream {
         } else if id > self.last_id {
             return None;
         }
-        let len = self.entries.len() as i64;
+        let len = self.len as i64;
         if self.max_deleted_id == MIN_ID || self.max_deleted_id < self.first_id {
             if id < self.first_id {
                 return Some(added.wrapping_sub(len));
@@ -485,11 +719,8 @@ impl Stream {
 
     /// The persistence view (RDB save, DUMP, digest, AOF rewrite).
     pub fn to_stream_value(&self) -> StreamValue {
-        let entries = self
-            .entries
-            .iter()
-            .map(|(id, f)| (*id, f.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect()))
-            .collect();
+        let entries =
+            self.entries().map(|(id, f)| (id, f.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect())).collect();
         let groups = self
             .groups
             .iter()
@@ -522,7 +753,7 @@ impl Stream {
         StreamValue {
             entries,
             meta: StreamMeta {
-                length: self.entries.len() as u64,
+                length: self.len as u64,
                 last_id: self.last_id,
                 first_id: Some(self.first_id),
                 max_deleted_id: Some(self.max_deleted_id),
@@ -538,12 +769,22 @@ impl Stream {
         let mut meta = v.meta.clone();
         canonical_stream_meta(&mut meta, &v.entries);
         let mut s = Stream::default();
-        for (id, fields) in &v.entries {
+        // Entries go in ID order, the last of equal IDs kept (a damaged file's may not be
+        // in order; Redis's loader takes them).
+        let mut entries: Vec<&Entry> = v.entries.iter().collect();
+        if !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+            entries.sort_by_key(|e| e.0);
+            entries.reverse();
+            entries.dedup_by_key(|e| e.0);
+            entries.reverse();
+        }
+        for (id, fields) in entries {
             s.append(*id, Fields::new(fields.iter().map(|(f, x)| (f.as_slice(), x.as_slice()))), limits);
         }
         // A loaded listpack is allocated at its size.
         for n in s.nodes.values_mut() {
             n.prealloc = 0;
+            fit(&mut n.data);
         }
         s.last_id = meta.last_id;
         s.first_id = meta.first_id.unwrap_or_default();
@@ -650,6 +891,91 @@ mod tests {
         assert_eq!(s.first_id, id(6, 0));
         assert!(s.delete(id(6, 0)));
         assert_eq!(s.first_id_with_tombstones(), id(7, 0));
+    }
+
+    /// (op, ms step, seq, field-name choice, value length, range bounds)
+    type Op = (u8, u8, u8, bool, u16, (u16, u16));
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+    proptest::proptest! {
+        /// Appends (same or other field names, IDs across milliseconds), deletions and
+        /// trims against a map of IDs, read forward, backward and by ranges.
+        #[test]
+        fn entries_match_a_btreemap(ops in proptest::collection::vec(
+            (0u8..10, 0u8..3, 0u8..3, proptest::bool::ANY, 0u16..300, (0u16..200, 0u16..200)), 0..300)) {
+            let limits = Limits { stream_node_max_entries: 7, ..Limits::default() };
+            let mut s = Stream::default();
+            let mut model: BTreeMap<StreamId, Pairs> = BTreeMap::new();
+            let mut next = id(1, 0);
+            let mut n = 0u64;
+            let ops: Vec<Op> = ops;
+            for (op, step, seq, same, vlen, (a, b)) in ops {
+                let at = |x: u16| id(u64::from(x) / 2, u64::from(x) % 2);
+                match op {
+                    0..=5 => {
+                        n += 1;
+                        let value = vec![b'v'; usize::from(vlen)];
+                        let name: &[u8] = if same { b"f" } else { b"other" };
+                        let pairs: Pairs = if op == 5 {
+                            vec![(b"f".to_vec(), value.clone()), (n.to_string().into_bytes(), b"x".to_vec())]
+                        } else {
+                            vec![(name.to_vec(), value)]
+                        };
+                        s.append(next, Fields::new(pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))), &limits);
+                        model.insert(next, pairs);
+                        next = if step == 0 { id(next.ms, next.seq + 1 + u64::from(seq)) } else { id(next.ms + u64::from(step) * 70, u64::from(seq)) };
+                    }
+                    6 | 7 => {
+                        let target = model.keys().nth(usize::from(a) % model.len().max(1)).copied().unwrap_or(at(a));
+                        proptest::prop_assert_eq!(s.delete(target), model.remove(&target).is_some());
+                    }
+                    8 => {
+                        let keep = u64::from(a % 20);
+                        s.trim(Some(keep), None, b % 2 == 0, 0);
+                        proptest::prop_assert!(s.len() >= keep.min(model.len() as u64) as usize);
+                        while model.len() > s.len() {
+                            model.pop_first();
+                        }
+                    }
+                    _ => {
+                        let (lo, hi) = (at(a), at(b));
+                        let want: Vec<_> = if lo <= hi { model.range(lo..=hi).map(|(k, _)| *k).collect() } else { vec![] };
+                        proptest::prop_assert_eq!(s.range(lo, hi).map(|(k, _)| k).collect::<Vec<_>>(), want.clone());
+                        proptest::prop_assert_eq!(s.range(lo, hi).rev().map(|(k, _)| k).collect::<Vec<_>>(), want.into_iter().rev().collect::<Vec<_>>());
+                    }
+                }
+                proptest::prop_assert_eq!(s.len(), model.len());
+                let got: Vec<Entry> = s.entries().map(|(k, f)| (k, f.iter().map(|(x, y)| (x.to_vec(), y.to_vec())).collect())).collect();
+                let want: Vec<Entry> = model.iter().map(|(k, v)| (*k, v.clone())).collect();
+                proptest::prop_assert_eq!(&got, &want);
+                let mut back: Vec<StreamId> = s.entries().rev().map(|(k, _)| k).collect();
+                back.reverse();
+                proptest::prop_assert_eq!(back, model.keys().copied().collect::<Vec<_>>());
+                // Both ends at once meet without losing or repeating an entry.
+                let mut it = s.entries();
+                let mut both = Vec::new();
+                let mut tail = Vec::new();
+                loop {
+                    match (it.next(), it.next_back()) {
+                        (Some(x), Some(y)) => { both.push(x.0); tail.push(y.0); }
+                        (Some(x), None) => { both.push(x.0); break; }
+                        _ => break,
+                    }
+                }
+                both.extend(tail.into_iter().rev());
+                proptest::prop_assert_eq!(both, model.keys().copied().collect::<Vec<_>>());
+                for k in model.keys() {
+                    proptest::prop_assert!(s.contains(*k));
+                    proptest::prop_assert!(s.get(*k).is_some_and(|f| f.iter().eq(model[k].iter().map(|(x, y)| (x.as_slice(), y.as_slice())))));
+                }
+                if let Some((first, _)) = model.first_key_value() {
+                    proptest::prop_assert_eq!(s.first_entry().map(|(k, _)| k), Some(*first));
+                    proptest::prop_assert_eq!(s.last_entry().map(|(k, _)| k), model.last_key_value().map(|(k, _)| *k));
+                }
+                let round = Stream::from_stream_value(&s.to_stream_value(), &limits);
+                proptest::prop_assert!(round.entries().eq(s.entries()));
+            }
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use crate::command::catalog::ServerVersion;
 use crate::command::{err_arg, parse_i64, Ctx, ExpireMode, Reply};
 use crate::format::rdb::StreamId;
-use crate::value::stream::{id_decr, id_incr, Consumer, Fields, Group, Nack, MAX_ID, MIN_ID};
+use crate::value::stream::{id_decr, id_incr, Consumer, FieldsRef, Group, Nack, MAX_ID, MIN_ID};
 use crate::value::{sds, Stream, Value};
 
 pub(super) fn invalid_id() -> Reply {
@@ -89,7 +89,7 @@ pub(super) fn id_arg(id: StreamId) -> Vec<u8> {
     id.to_string().into_bytes()
 }
 
-pub(super) fn entry_reply(id: StreamId, fields: &Fields) -> Reply {
+pub(super) fn entry_reply(id: StreamId, fields: FieldsRef<'_>) -> Reply {
     let mut fv = Vec::with_capacity(fields.len() * 2);
     for (f, v) in fields {
         fv.push(Reply::bulk(f));

@@ -129,14 +129,14 @@ pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>], redis62: bool, activity: b
     }
     if !full {
         m.push(field("groups", Reply::Int(s.groups.len() as i64)));
-        m.push(field("first-entry", s.first_entry().map_or(Reply::Nil, |(id, f)| entry_reply(*id, f))));
-        m.push(field("last-entry", s.last_entry().map_or(Reply::Nil, |(id, f)| entry_reply(*id, f))));
+        m.push(field("first-entry", s.first_entry().map_or(Reply::Nil, |(id, f)| entry_reply(id, f))));
+        m.push(field("last-entry", s.last_entry().map_or(Reply::Nil, |(id, f)| entry_reply(id, f))));
         return Reply::Map(m);
     }
     let limit = if count == 0 { usize::MAX } else { count as usize };
     m.push(field(
         "entries",
-        Reply::Array(s.range(MIN_ID, MAX_ID).take(limit).map(|(id, f)| entry_reply(*id, f)).collect()),
+        Reply::Array(s.range(MIN_ID, MAX_ID).take(limit).map(|(id, f)| entry_reply(id, f)).collect()),
     ));
     let groups = s
         .groups

@@ -59,9 +59,9 @@ pub(super) fn range_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], rev: bool) -> Repl
     let limit = if count < 0 { usize::MAX } else { count as usize };
     let it = s.range(start, end);
     let out: Vec<Reply> = if rev {
-        it.rev().take(limit).map(|(id, f)| entry_reply(*id, f)).collect()
+        it.rev().take(limit).map(|(id, f)| entry_reply(id, f)).collect()
     } else {
-        it.take(limit).map(|(id, f)| entry_reply(*id, f)).collect()
+        it.take(limit).map(|(id, f)| entry_reply(id, f)).collect()
     };
     Reply::Array(out)
 }
@@ -229,13 +229,13 @@ pub(super) fn xread(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 /// XREAD of one stream: entries after `gt`, or None when there are none.
 pub(super) fn read_plain(ctx: &mut Ctx<'_>, key: &[u8], gt: StreamId, count: usize) -> Option<Reply> {
     let Ok(Some(s)) = read_stream(ctx, key) else { return None };
-    let last = s.last_entry().map(|(id, _)| *id)?;
+    let last = s.last_entry().map(|(id, _)| id)?;
     if last <= gt {
         return None;
     }
     let start = id_incr(gt).unwrap_or(MIN_ID);
     let limit = if count == 0 { usize::MAX } else { count };
-    Some(Reply::Array(s.range(start, MAX_ID).take(limit).map(|(id, f)| entry_reply(*id, f)).collect()))
+    Some(Reply::Array(s.range(start, MAX_ID).take(limit).map(|(id, f)| entry_reply(id, f)).collect()))
 }
 
 /// Redis 7.2+'s XREADGROUP makes its consumer (and marks it seen) whether or not there is
@@ -275,7 +275,7 @@ pub(super) fn read_group(
     let gt = if history {
         gt
     } else {
-        let last = s.last_entry().map(|(id, _)| *id)?;
+        let last = s.last_entry().map(|(id, _)| id)?;
         if last <= g.last_id {
             return None;
         }
@@ -316,7 +316,7 @@ pub(super) fn read_group(
             }
             reply = Reply::Array(out);
         } else {
-            let served: Vec<StreamId> = s.range(start, MAX_ID).take(limit).map(|(id, _)| *id).collect();
+            let served: Vec<StreamId> = s.range(start, MAX_ID).take(limit).map(|(id, _)| id).collect();
             let mut out = Vec::with_capacity(served.len());
             let mut moved = false;
             for id in served {

@@ -288,7 +288,7 @@ pub(super) fn xsetid(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Ok(None) => return no_such_key(),
         Ok(Some(s)) => s,
     };
-    if let Some((&top, _)) = s.last_entry() {
+    if let Some((top, _)) = s.last_entry() {
         if id < top {
             return Reply::err("ERR The ID specified in XSETID is smaller than the target stream top item");
         }
