@@ -162,7 +162,7 @@ fn stream(v: &Value, meta: &Value, line: usize) -> Result<StreamValue, ToolError
         idmp,
     };
     let mut meta = meta;
-    ferrokv::logical::canonical_stream_meta(&mut meta, &entries);
+    ferrokv::logical::canonical_stream_meta(&mut meta, entries.first().map(|e| e.0));
     Ok(StreamValue { entries, meta })
 }
 

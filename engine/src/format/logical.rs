@@ -110,7 +110,7 @@ impl Logical {
                     .map(|e| e.map(|e| (e.id, e.fields.into_iter().map(|(f, v)| (bytes(f), bytes(v))).collect())))
                     .collect::<Result<_, _>>()?;
                 let mut meta = owned_meta(&s.meta);
-                canonical_stream_meta(&mut meta, &entries);
+                canonical_stream_meta(&mut meta, entries.first().map(|e| e.0));
                 Logical::Stream(Box::new(StreamValue { entries, meta }))
             }
             LogicalType::Module => {
@@ -140,8 +140,8 @@ fn own(e: &Elem<'_>) -> Elem<'static> {
 /// stream reads the same whatever RDB version held it: first ID = first entry (0-0 when
 /// empty), max deleted ID 0-0, entries added = length, entries read estimated from the
 /// group's last ID (-1 when it cannot be known), consumer active time = seen time.
-pub fn canonical_stream_meta(m: &mut StreamMeta<'static>, entries: &[Entry]) {
-    let first = *m.first_id.get_or_insert_with(|| entries.first().map(|e| e.0).unwrap_or_default());
+pub fn canonical_stream_meta(m: &mut StreamMeta<'static>, first_entry: Option<StreamId>) {
+    let first = *m.first_id.get_or_insert_with(|| first_entry.unwrap_or_default());
     m.max_deleted_id.get_or_insert_with(StreamId::default);
     let added = *m.entries_added.get_or_insert(m.length);
     let (len, last) = (m.length, m.last_id);

@@ -224,15 +224,19 @@ impl<W: Write> KeySink for RdbSink<W> {
 /// Redis 7.4 listpackex as itself (type 25 with the time it is registered under), the
 /// rest from its element view.
 pub fn encode_value(enc: &Encoder, value: &Value, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
-    let mut logical = value.to_logical_in_order();
-    if let crate::format::logical::Logical::Stream(s) = &mut logical {
+    if let Value::Stream(st) = value {
+        // Written from its nodes: a copy of a big stream's entries as vectors took ten
+        // times the stream.
+        let mut meta = st.meta();
         if enc.target == Target::Redis62 {
             // The engine writes RDB 9 only when it stands in for Redis 6.2, whose streams
             // have no entries-added or max-deleted-id: nothing is dropped.
-            s.meta.entries_added = None;
-            s.meta.max_deleted_id = None;
+            meta.entries_added = None;
+            meta.max_deleted_id = None;
         }
+        return enc.stream_of(st.entries().map(|(id, f)| (id, f.iter())), &meta, out, losses);
     }
+    let logical = value.to_logical_in_order();
     match (value, &logical) {
         (Value::Hash(h), crate::format::logical::Logical::Hash(fields))
             if enc.target == Target::Redis74 && matches!(**h, crate::value::Hash::ListpackEx(_)) =>

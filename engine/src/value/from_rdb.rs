@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use super::str::EMBSTR_MAX;
-use super::{Hash, Limits, List, Set, Str, Value, Zset};
+use super::{Hash, Limits, List, Set, Str, Stream, Value, Zset};
 use crate::format::blob::{fmt_i64, itoa_buf};
 use crate::format::logical::Logical;
 use crate::format::rdb::{LogicalType, Value as RdbValue, ValueType};
@@ -223,7 +223,19 @@ pub fn from_rdb_checked(v: &RdbValue<'_>, limits: &Limits, deep: bool) -> Result
             h.shrink_to_fit();
             Value::Hash(Box::new(h))
         }
-        LogicalType::Stream | LogicalType::Module => {
+        LogicalType::Stream => {
+            let s = v.stream()?;
+            if deep && s.meta.groups.iter().any(pending_without_consumer) {
+                return Err(FormatError::new(0, "Stream CG PEL entry without consumer").into());
+            }
+            match Stream::from_rdb(&s, limits)? {
+                Some(st) => Value::Stream(Box::new(st)),
+                None => {
+                    Value::from_logical_owned(Logical::from_value(v)?, limits).map_err(FromRdbError::Unsupported)?
+                }
+            }
+        }
+        LogicalType::Module => {
             let logical = Logical::from_value(v)?;
             if let (true, Logical::Stream(s)) = (deep, &logical) {
                 if s.meta.groups.iter().any(pending_without_consumer) {

@@ -12,9 +12,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::{fit, sds, varint, Limits, Sds};
 use crate::format::blob::FlatWriter;
 use crate::format::listpack::ListpackWriter;
-use crate::format::logical::{canonical_stream_meta, Entry, StreamValue};
-use crate::format::rdb::{Consumer as RdbConsumer, Group as RdbGroup, Idmp, PendingEntry, StreamId, StreamMeta};
+use crate::format::logical::{canonical_stream_meta, owned_meta, Entry, StreamValue};
+use crate::format::rdb::{
+    Consumer as RdbConsumer, Group as RdbGroup, Idmp, PendingEntry, Stream as RdbStream, StreamId, StreamMeta,
+};
 use crate::format::Elem;
+use crate::format::FormatError;
 
 /// An entry's field/value pairs in one block of their exact size: the number of pairs,
 /// then each field and value as its length and its bytes (lengths as varints). A vector of
@@ -140,6 +143,7 @@ impl std::fmt::Debug for FieldsRef<'_> {
 }
 
 /// The pairs of an entry, in order.
+#[derive(Clone)]
 pub struct FieldsIter<'a> {
     buf: &'a [u8],
     at: usize,
@@ -309,6 +313,7 @@ impl Node {
 }
 
 /// The live entries of one node with IDs in `start..=end`, from either end.
+#[derive(Clone)]
 struct NodeRange<'a> {
     node: &'a Node,
     master: StreamId,
@@ -484,7 +489,11 @@ impl Stream {
     }
 
     /// Entries with IDs in `start..=end`, forward.
-    pub fn range(&self, start: StreamId, end: StreamId) -> impl DoubleEndedIterator<Item = (StreamId, FieldsRef<'_>)> {
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+    ) -> impl DoubleEndedIterator<Item = (StreamId, FieldsRef<'_>)> + Clone {
         // The node holding `start` may begin before it.
         let nodes = match self.nodes.range(..=start).next_back() {
             _ if start > end => self.nodes.range(MIN_ID..MIN_ID),
@@ -495,7 +504,7 @@ impl Stream {
     }
 
     /// Every entry, by ID.
-    pub fn entries(&self) -> impl DoubleEndedIterator<Item = (StreamId, FieldsRef<'_>)> {
+    pub fn entries(&self) -> impl DoubleEndedIterator<Item = (StreamId, FieldsRef<'_>)> + Clone {
         self.range(MIN_ID, MAX_ID)
     }
 
@@ -717,10 +726,16 @@ impl Stream {
 
     // ------------------------------------------------------------ persistence
 
-    /// The persistence view (RDB save, DUMP, digest, AOF rewrite).
+    /// The persistence view (DUMP, digest, AOF rewrite; an RDB save writes the entries
+    /// from the nodes with [`Stream::meta`]).
     pub fn to_stream_value(&self) -> StreamValue {
         let entries =
             self.entries().map(|(id, f)| (id, f.iter().map(|(a, b)| (a.to_vec(), b.to_vec())).collect())).collect();
+        StreamValue { entries, meta: self.meta() }
+    }
+
+    /// Everything but the entries, as the persistence view has it.
+    pub fn meta(&self) -> StreamMeta<'static> {
         let groups = self
             .groups
             .iter()
@@ -750,24 +765,21 @@ impl Stream {
                 nacked: g.pel.iter().filter(|(_, n)| n.consumer.is_none()).map(|(id, _)| *id).collect(),
             })
             .collect();
-        StreamValue {
-            entries,
-            meta: StreamMeta {
-                length: self.len as u64,
-                last_id: self.last_id,
-                first_id: Some(self.first_id),
-                max_deleted_id: Some(self.max_deleted_id),
-                entries_added: Some(self.entries_added),
-                groups,
-                idmp: self.idmp.clone(),
-            },
+        StreamMeta {
+            length: self.len as u64,
+            last_id: self.last_id,
+            first_id: Some(self.first_id),
+            max_deleted_id: Some(self.max_deleted_id),
+            entries_added: Some(self.entries_added),
+            groups,
+            idmp: self.idmp.clone(),
         }
     }
 
     /// Build from the persistence view, with nodes laid out as appends would make them.
     pub fn from_stream_value(v: &StreamValue, limits: &Limits) -> Stream {
         let mut meta = v.meta.clone();
-        canonical_stream_meta(&mut meta, &v.entries);
+        canonical_stream_meta(&mut meta, v.entries.first().map(|e| e.0));
         let mut s = Stream::default();
         // Entries go in ID order, the last of equal IDs kept (a damaged file's may not be
         // in order; Redis's loader takes them).
@@ -781,16 +793,43 @@ impl Stream {
         for (id, fields) in entries {
             s.append(*id, Fields::new(fields.iter().map(|(f, x)| (f.as_slice(), x.as_slice()))), limits);
         }
+        s.loaded(&meta);
+        s
+    }
+
+    /// Build from a stream of an RDB file entry by entry, without a copy of it whole; None
+    /// when its entries are not in ID order (a damaged file's: [`Stream::from_stream_value`]
+    /// sorts them).
+    pub fn from_rdb(v: &RdbStream<'_>, limits: &Limits) -> Result<Option<Stream>, FormatError> {
+        let mut meta = owned_meta(&v.meta);
+        canonical_stream_meta(&mut meta, v.entries().next().transpose()?.map(|e| e.id));
+        let mut s = Stream::default();
+        let mut prev = None;
+        for e in v.entries() {
+            let e = e?;
+            if prev.is_some_and(|p| e.id <= p) {
+                return Ok(None);
+            }
+            prev = Some(e.id);
+            let pairs: Vec<_> = e.fields.iter().map(|(f, x)| (f.to_bytes(), x.to_bytes())).collect();
+            s.append(e.id, Fields::new(pairs.iter().map(|(f, x)| (f.as_ref(), x.as_ref()))), limits);
+        }
+        s.loaded(&meta);
+        Ok(Some(s))
+    }
+
+    /// After a load's appends: nodes at their size, and the rest from the metadata.
+    fn loaded(&mut self, meta: &StreamMeta<'static>) {
         // A loaded listpack is allocated at its size.
-        for n in s.nodes.values_mut() {
+        for n in self.nodes.values_mut() {
             n.prealloc = 0;
             fit(&mut n.data);
         }
-        s.last_id = meta.last_id;
-        s.first_id = meta.first_id.unwrap_or_default();
-        s.max_deleted_id = meta.max_deleted_id.unwrap_or_default();
-        s.entries_added = meta.entries_added.unwrap_or(meta.length);
-        s.idmp = meta.idmp.clone();
+        self.last_id = meta.last_id;
+        self.first_id = meta.first_id.unwrap_or_default();
+        self.max_deleted_id = meta.max_deleted_id.unwrap_or_default();
+        self.entries_added = meta.entries_added.unwrap_or(meta.length);
+        self.idmp = meta.idmp.clone();
         for g in &meta.groups {
             let mut group = Group::new(g.last_delivered, g.entries_read.unwrap_or(-1));
             for p in &g.pending {
@@ -811,15 +850,11 @@ impl Stream {
                 }
                 group.consumers.insert(name, consumer);
             }
-            s.groups.insert(sds(&g.name.to_bytes()), group);
+            self.groups.insert(sds(&g.name.to_bytes()), group);
         }
-        s
     }
 }
 
-/// Nodes of a rax holding `keys` (sorted, distinct, equal length) below a node at `depth`
-/// bytes: a compressed node for a shared prefix, a branching node where keys differ, and
-/// an empty leaf node per key.
 /// Nodes of a rax holding `ids` as 16-byte big-endian keys (1 for an empty one).
 pub fn rax_nodes_of(ids: impl Iterator<Item = StreamId>) -> usize {
     let keys: Vec<[u8; 16]> = ids
@@ -836,6 +871,9 @@ pub fn rax_nodes_of(ids: impl Iterator<Item = StreamId>) -> usize {
     rax_size(&keys, 0)
 }
 
+/// Nodes of a rax holding `keys` (sorted, distinct, equal length) below a node at `depth`
+/// bytes: a compressed node for a shared prefix, a branching node where keys differ, and
+/// an empty leaf node per key.
 fn rax_size(keys: &[[u8; 16]], depth: usize) -> usize {
     if depth == 16 {
         return 1;

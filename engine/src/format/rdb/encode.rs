@@ -15,7 +15,7 @@ use crate::format::listpack::ListpackWriter;
 use crate::format::logical::{Field, Logical, StreamValue};
 use crate::format::ziplist::ZiplistWriter;
 
-use super::stream::StreamId;
+use super::stream::{StreamId, StreamMeta};
 use super::types::{Dialect, Family};
 
 /// A version to write for.
@@ -493,41 +493,52 @@ impl Encoder {
     }
 
     fn stream(&self, s: &StreamValue, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
+        let entries =
+            s.entries.iter().map(|(id, fields)| (*id, fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))));
+        self.stream_of(entries, &s.meta, out, losses)
+    }
+
+    /// A stream from its live entries in ID order (walked twice a node: its extent, then
+    /// its listpack) and its metadata, so a held stream is written without a copy of it.
+    pub fn stream_of<'e, I, P>(&self, entries: I, m: &StreamMeta<'_>, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8
+    where
+        I: Iterator<Item = (StreamId, P)> + Clone,
+        P: Iterator<Item = (&'e [u8], &'e [u8])> + Clone,
+    {
         let version = self.target.stream_version();
-        let m = &s.meta;
+        let first_entry = entries.clone().next().map(|e| e.0);
+        let size = |fields: P| {
+            fields
+                .map(|(f, v)| {
+                    <ListpackWriter as FlatWriter>::entry_size(f) + <ListpackWriter as FlatWriter>::entry_size(v)
+                })
+                .sum::<usize>()
+                + 8
+        };
         // Nodes: a master entry from the node's first entry, SAMEFIELDS where fields match.
         // A node closes at stream-node-max-entries or once it passes stream-node-max-bytes.
         let mut nodes: Vec<(StreamId, Vec<u8>)> = Vec::new();
-        let mut i = 0;
-        while i < s.entries.len() {
-            let start = i;
-            let mut bytes = 0;
-            while i < s.entries.len()
-                && i - start < self.limits.stream_node_entries
-                && (i == start || bytes < self.limits.stream_node_bytes)
-            {
-                bytes += s.entries[i]
-                    .1
-                    .iter()
-                    .map(|(f, v)| {
-                        <ListpackWriter as FlatWriter>::entry_size(f) + <ListpackWriter as FlatWriter>::entry_size(v)
-                    })
-                    .sum::<usize>()
-                    + 8;
-                i += 1;
+        let mut rest = entries;
+        while let Some((master, master_fields)) = rest.clone().next() {
+            let mut extent = rest.clone();
+            let (mut count, mut bytes) = (0, 0);
+            while count < self.limits.stream_node_entries && (count == 0 || bytes < self.limits.stream_node_bytes) {
+                let Some((_, fields)) = extent.next() else { break };
+                bytes += size(fields);
+                count += 1;
             }
-            let (master, master_fields) = (s.entries[start].0, &s.entries[start].1);
+            let names: Vec<&[u8]> = master_fields.map(|(f, _)| f).collect();
             let mut w = ListpackWriter::new();
-            w.push_int((i - start) as i64);
+            w.push_int(count as i64);
             w.push_int(0);
-            w.push_int(master_fields.len() as i64);
-            for (f, _) in master_fields {
+            w.push_int(names.len() as i64);
+            for f in &names {
                 w.push(f);
             }
             w.push_int(0);
-            for (id, fields) in &s.entries[start..i] {
-                let same =
-                    fields.len() == master_fields.len() && fields.iter().zip(master_fields).all(|(a, b)| a.0 == b.0);
+            for (id, fields) in rest.by_ref().take(count) {
+                let n = fields.clone().count();
+                let same = n == names.len() && fields.clone().zip(&names).all(|((f, _), m)| f == *m);
                 w.push_int(if same { 2 } else { 0 });
                 w.push_int(id.ms.wrapping_sub(master.ms) as i64);
                 w.push_int(id.seq.wrapping_sub(master.seq) as i64);
@@ -535,14 +546,14 @@ impl Encoder {
                     for (_, v) in fields {
                         w.push(v);
                     }
-                    w.push_int(fields.len() as i64 + 3);
+                    w.push_int(n as i64 + 3);
                 } else {
-                    w.push_int(fields.len() as i64);
+                    w.push_int(n as i64);
                     for (f, v) in fields {
                         w.push(f);
                         w.push(v);
                     }
-                    w.push_int(2 * fields.len() as i64 + 4);
+                    w.push_int(2 * n as i64 + 4);
                 }
             }
             nodes.push((master, w.finish()));
@@ -559,7 +570,7 @@ impl Encoder {
         put_len(out, m.last_id.ms);
         put_len(out, m.last_id.seq);
         if version >= 2 {
-            let first = m.first_id.or_else(|| s.entries.first().map(|e| e.0)).unwrap_or_default();
+            let first = m.first_id.or(first_entry).unwrap_or_default();
             put_len(out, first.ms);
             put_len(out, first.seq);
             let md = m.max_deleted_id.unwrap_or_default();
