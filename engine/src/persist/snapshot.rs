@@ -224,17 +224,26 @@ impl<W: Write> KeySink for RdbSink<W> {
 /// Redis 7.4 listpackex as itself (type 25 with the time it is registered under), the
 /// rest from its element view.
 pub fn encode_value(enc: &Encoder, value: &Value, out: &mut Vec<u8>, losses: &mut Vec<Loss>) -> u8 {
-    if let Value::Stream(st) = value {
-        // Written from its nodes: a copy of a big stream's entries as vectors took ten
-        // times the stream.
-        let mut meta = st.meta();
-        if enc.target == Target::Redis62 {
-            // The engine writes RDB 9 only when it stands in for Redis 6.2, whose streams
-            // have no entries-added or max-deleted-id: nothing is dropped.
-            meta.entries_added = None;
-            meta.max_deleted_id = None;
+    // Lists, streams and the big forms are written from the value itself: the element view
+    // is a copy of every element as a vector, several times the value (ten for a stream).
+    match value {
+        Value::List(l) => return enc.list_of(l.iter(), out),
+        Value::Set(s) if s.encoding() == "hashtable" => return enc.set_table(s.len(), s.iter(), out),
+        Value::Zset(z) if z.encoding() == "skiplist" => return enc.zset_table(z.len(), z.iter().rev(), out),
+        Value::Hash(h) if h.encoding() == "hashtable" && !h.has_field_ttls() => {
+            return enc.hash_table(h.len(), h.iter(), out)
         }
-        return enc.stream_of(st.entries().map(|(id, f)| (id, f.iter())), &meta, out, losses);
+        Value::Stream(st) => {
+            let mut meta = st.meta();
+            if enc.target == Target::Redis62 {
+                // The engine writes RDB 9 only when it stands in for Redis 6.2, whose
+                // streams have no entries-added or max-deleted-id: nothing is dropped.
+                meta.entries_added = None;
+                meta.max_deleted_id = None;
+            }
+            return enc.stream_of(st.entries().map(|(id, f)| (id, f.iter())), &meta, out, losses);
+        }
+        _ => {}
     }
     let logical = value.to_logical_in_order();
     match (value, &logical) {

@@ -301,8 +301,13 @@ impl Encoder {
     }
 
     fn list(&self, items: &[Vec<u8>], out: &mut Vec<u8>) -> u8 {
-        // Quicklist nodes of at most list-max-listpack-size bytes: ziplists in a type 14
-        // before 7.0, PACKED listpack containers in a type 18 after.
+        self.list_of(items.iter().map(Vec::as_slice), out)
+    }
+
+    /// A list from its items in order: quicklist nodes of at most list-max-listpack-size
+    /// bytes, ziplists in a type 14 before 7.0, PACKED listpack containers in a type 18
+    /// after, with PLAIN nodes for items at the packed threshold.
+    pub fn list_of<'i>(&self, items: impl Iterator<Item = &'i [u8]>, out: &mut Vec<u8>) -> u8 {
         let max = (self.limits.list_node_bytes, self.limits.list_node_entries);
         if !self.target.has_listpacks() {
             let nodes = pack_nodes::<ZiplistWriter>(items, max);
@@ -312,19 +317,18 @@ impl Encoder {
             }
             return 14;
         }
-        // PACKED runs between PLAIN nodes for elements at the packed threshold.
         let plain = self.limits.list_plain_bytes;
         let mut nodes: Vec<(u64, Vec<u8>)> = Vec::new();
-        for run in items.split_inclusive(|it| it.len() >= plain) {
-            let (packed, big) = match run.last() {
-                Some(last) if last.len() >= plain => (&run[..run.len() - 1], Some(last)),
-                _ => (run, None),
-            };
-            nodes.extend(pack_nodes::<ListpackWriter>(packed, max).into_iter().map(|n| (2, n)));
-            if let Some(big) = big {
-                nodes.push((1, big.clone()));
+        let mut packer = NodePacker::<ListpackWriter>::new(max);
+        for item in items {
+            if item.len() >= plain {
+                nodes.extend(packer.take().into_iter().map(|n| (2, n)));
+                nodes.push((1, item.to_vec()));
+            } else if let Some(full) = packer.push(item) {
+                nodes.push((2, full));
             }
         }
+        nodes.extend(packer.take().into_iter().map(|n| (2, n)));
         put_len(out, nodes.len() as u64);
         for (container, n) in &nodes {
             put_len(out, *container);
@@ -349,15 +353,18 @@ impl Encoder {
         }
     }
 
+    /// A set in its hashtable form (type 2) from its `len` members.
+    pub fn set_table<B: AsRef<[u8]>>(&self, len: usize, members: impl Iterator<Item = B>, out: &mut Vec<u8>) -> u8 {
+        put_len(out, len as u64);
+        for m in members {
+            self.s(out, m.as_ref());
+        }
+        2
+    }
+
     fn set(&self, members: &[Vec<u8>], form: Option<Form>, out: &mut Vec<u8>) -> u8 {
         let l = &self.limits;
-        let table = |out: &mut Vec<u8>| {
-            put_len(out, members.len() as u64);
-            for m in members {
-                self.s(out, m);
-            }
-            2
-        };
+        let table = |out: &mut Vec<u8>| self.set_table(members.len(), members.iter(), out);
         match form {
             Some(Form::Table) => return table(out),
             Some(Form::Listpack) if self.target.has_set_listpack() && !members.is_empty() => {
@@ -397,9 +404,19 @@ impl Encoder {
             self.s(out, &self.flat(items));
             return if self.target.has_listpacks() { 17 } else { 12 };
         }
-        // ZSET_2: highest score first, binary doubles.
-        put_len(out, members.len() as u64);
-        for (m, s) in members.iter().rev() {
+        self.zset_table(members.len(), members.iter().rev().map(|(m, s)| (m.as_slice(), *s)), out)
+    }
+
+    /// A zset in its skiplist form (ZSET_2, type 5) from its `len` members, highest score
+    /// first; scores as binary doubles.
+    pub fn zset_table<'m>(
+        &self,
+        len: usize,
+        descending: impl Iterator<Item = (&'m [u8], f64)>,
+        out: &mut Vec<u8>,
+    ) -> u8 {
+        put_len(out, len as u64);
+        for (m, s) in descending {
             self.s(out, m);
             out.extend_from_slice(&s.to_le_bytes());
         }
@@ -431,10 +448,20 @@ impl Encoder {
             self.s(out, &self.flat(fields.iter().flat_map(|f| [f.field.as_slice(), f.value.as_slice()])));
             return if self.target.has_listpacks() { 16 } else { 13 };
         }
-        put_len(out, fields.len() as u64);
-        for f in fields {
-            self.s(out, &f.field);
-            self.s(out, &f.value);
+        self.hash_table(fields.len(), fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice())), out)
+    }
+
+    /// A hash without field TTLs in its hashtable form (type 4) from its `len` pairs.
+    pub fn hash_table<'f>(
+        &self,
+        len: usize,
+        pairs: impl Iterator<Item = (&'f [u8], &'f [u8])>,
+        out: &mut Vec<u8>,
+    ) -> u8 {
+        put_len(out, len as u64);
+        for (f, v) in pairs {
+            self.s(out, f);
+            self.s(out, v);
         }
         4
     }
@@ -638,23 +665,42 @@ impl Encoder {
 }
 
 /// Split `items` into flat nodes of at most `max` bytes (a node holds at least one item).
-fn pack_nodes<W: FlatWriter>(items: &[Vec<u8>], (max, max_entries): (usize, usize)) -> Vec<Vec<u8>> {
-    let mut nodes = Vec::new();
-    let mut cur = W::default();
-    let mut count = 0;
-    for it in items {
-        let full = (max_entries > 0 && count >= max_entries) || cur.len() + W::entry_size(it) + 1 > max;
-        if !cur.is_empty() && full {
-            nodes.push(std::mem::take(&mut cur).finish());
-            count = 0;
-        }
-        cur.push(it);
-        count += 1;
-    }
-    if !cur.is_empty() {
-        nodes.push(cur.finish());
-    }
+fn pack_nodes<'i, W: FlatWriter>(items: impl Iterator<Item = &'i [u8]>, max: (usize, usize)) -> Vec<Vec<u8>> {
+    let mut packer = NodePacker::<W>::new(max);
+    let mut nodes: Vec<Vec<u8>> = items.filter_map(|it| packer.push(it)).collect();
+    nodes.extend(packer.take());
     nodes
+}
+
+/// Fills flat nodes of at most `max` bytes and `max_entries` items (0: any number) one item
+/// at a time, a node holding at least one.
+struct NodePacker<W: FlatWriter> {
+    cur: W,
+    count: usize,
+    max: usize,
+    max_entries: usize,
+}
+
+impl<W: FlatWriter> NodePacker<W> {
+    fn new((max, max_entries): (usize, usize)) -> Self {
+        NodePacker { cur: W::default(), count: 0, max, max_entries }
+    }
+
+    /// Add `item`; the node it closed, if it did not fit.
+    fn push(&mut self, item: &[u8]) -> Option<Vec<u8>> {
+        let full = (self.max_entries > 0 && self.count >= self.max_entries)
+            || self.cur.len() + W::entry_size(item) + 1 > self.max;
+        let closed = if !self.cur.is_empty() && full { self.take() } else { None };
+        self.cur.push(item);
+        self.count += 1;
+        closed
+    }
+
+    /// The node being filled, if it holds anything.
+    fn take(&mut self) -> Option<Vec<u8>> {
+        self.count = 0;
+        (!self.cur.is_empty()).then(|| std::mem::take(&mut self.cur).finish())
+    }
 }
 
 // ---------------------------------------------------------------- DUMP payloads
