@@ -81,14 +81,24 @@ impl<W: Write> RespBaseWriter<W> {
     }
 
     /// `cmd key e1 e2 ...` in batches; each item writes `per_item` bulks.
-    fn batched<I, F>(&mut self, cmd: &[u8], key: &[u8], items: I, per_item: usize, mut put: F) -> io::Result<()>
+    /// `len` items in commands of at most AOF_REWRITE_ITEMS_PER_CMD.
+    fn batched<I, F>(
+        &mut self,
+        cmd: &[u8],
+        key: &[u8],
+        len: usize,
+        items: I,
+        per_item: usize,
+        mut put: F,
+    ) -> io::Result<()>
     where
-        I: ExactSizeIterator,
+        I: Iterator,
         F: FnMut(&mut Self, I::Item),
     {
-        let mut left = items.len();
+        let mut left = len;
         let mut in_cmd = 0;
-        for it in items {
+        // The counts are written ahead: `len` items go, however many come.
+        for it in items.take(len) {
             if in_cmd == 0 {
                 let n = left.min(AOF_REWRITE_ITEMS_PER_CMD);
                 self.count(2 + n * per_item);
@@ -106,17 +116,17 @@ impl<W: Write> RespBaseWriter<W> {
         Ok(())
     }
 
-    pub fn list<'e>(&mut self, key: &[u8], items: impl ExactSizeIterator<Item = &'e [u8]>) -> io::Result<()> {
-        self.batched(b"RPUSH", key, items, 1, |w, e| w.bulk(e))
+    pub fn list<'e>(&mut self, key: &[u8], len: usize, items: impl Iterator<Item = &'e [u8]>) -> io::Result<()> {
+        self.batched(b"RPUSH", key, len, items, 1, |w, e| w.bulk(e))
     }
 
-    pub fn set<'e>(&mut self, key: &[u8], members: impl ExactSizeIterator<Item = &'e [u8]>) -> io::Result<()> {
-        self.batched(b"SADD", key, members, 1, |w, e| w.bulk(e))
+    pub fn set<B: AsRef<[u8]>>(&mut self, key: &[u8], len: usize, members: impl Iterator<Item = B>) -> io::Result<()> {
+        self.batched(b"SADD", key, len, members, 1, |w, e| w.bulk(e.as_ref()))
     }
 
     /// ZADD with scores as `%.17g`.
-    pub fn zset<'e>(&mut self, key: &[u8], items: impl ExactSizeIterator<Item = (&'e [u8], f64)>) -> io::Result<()> {
-        self.batched(b"ZADD", key, items, 2, |w, (m, s)| {
+    pub fn zset<'e>(&mut self, key: &[u8], len: usize, items: impl Iterator<Item = (&'e [u8], f64)>) -> io::Result<()> {
+        self.batched(b"ZADD", key, len, items, 2, |w, (m, s)| {
             w.bulk(fmt_double(s).as_bytes());
             w.bulk(m);
         })
@@ -125,9 +135,10 @@ impl<W: Write> RespBaseWriter<W> {
     pub fn hash<'e>(
         &mut self,
         key: &[u8],
-        fields: impl ExactSizeIterator<Item = (&'e [u8], &'e [u8])>,
+        len: usize,
+        fields: impl Iterator<Item = (&'e [u8], &'e [u8])>,
     ) -> io::Result<()> {
-        self.batched(b"HMSET", key, fields, 2, |w, (f, v)| {
+        self.batched(b"HMSET", key, len, fields, 2, |w, (f, v)| {
             w.bulk(f);
             w.bulk(v);
         })
@@ -144,16 +155,33 @@ impl<W: Write> RespBaseWriter<W> {
 
     /// XADD per entry, then XSETID and the consumer groups.
     pub fn stream(&mut self, key: &[u8], st: &StreamValue) -> io::Result<()> {
+        let entries =
+            st.entries.iter().map(|(id, fields)| (*id, fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice()))));
+        self.stream_of(key, entries, &st.meta)
+    }
+
+    /// [`Self::stream`] from the live entries in ID order and the stream's metadata.
+    fn stream_of<'f, P>(
+        &mut self,
+        key: &[u8],
+        entries: impl Iterator<Item = (StreamId, P)>,
+        meta: &StreamMeta<'_>,
+    ) -> io::Result<()>
+    where
+        P: Iterator<Item = (&'f [u8], &'f [u8])>,
+    {
         let mut res = Ok(());
         let mut emit = |args: &[&[u8]]| {
             if res.is_ok() {
                 res = self.command(args);
             }
         };
-        for (id, fields) in &st.entries {
-            stream_entry(key, *id, fields.iter().map(|(f, v)| (f.as_slice(), v.as_slice())), &mut emit);
+        let mut any = false;
+        for (id, fields) in entries {
+            any = true;
+            stream_entry(key, id, fields, &mut emit);
         }
-        stream_tail(key, &st.meta, !st.entries.is_empty(), &mut emit);
+        stream_tail(key, meta, any, &mut emit);
         res
     }
 
@@ -186,22 +214,13 @@ impl<W: Write> RespBaseWriter<W> {
     pub fn value(&mut self, key: &[u8], v: &Value, expire_ms: Option<i64>) -> io::Result<()> {
         match v {
             Value::Str(s) => self.string(key, &s.as_bytes())?,
-            Value::List(l) => self.list(key, l.iter())?,
-            Value::Set(s) => {
-                let members = s.members();
-                self.set(key, members.iter().map(Vec::as_slice))?
-            }
-            Value::Zset(z) => {
-                let items: Vec<(&[u8], f64)> = z.iter().collect();
-                self.zset(key, items.into_iter())?
-            }
+            Value::List(l) => self.list(key, l.len(), l.iter())?,
+            Value::Set(s) => self.set(key, s.len(), s.iter())?,
+            Value::Zset(z) => self.zset(key, z.len(), z.iter())?,
             // Redis takes the per-field form whenever the hash is registered for expiry.
             Value::Hash(h) if h.registered().is_some() => self.hash_with_ttls(key, h.iter_with_ttl())?,
-            Value::Hash(h) => {
-                let fields: Vec<(&[u8], &[u8])> = h.iter().collect();
-                self.hash(key, fields.into_iter())?
-            }
-            Value::Stream(st) => self.stream(key, &st.to_stream_value())?,
+            Value::Hash(h) => self.hash(key, h.len(), h.iter())?,
+            Value::Stream(st) => self.stream_of(key, st.entries().map(|(id, f)| (id, f.iter())), &st.meta())?,
         }
         match expire_ms {
             Some(t) => self.pexpireat(key, t),
@@ -214,16 +233,16 @@ impl<W: Write> RespBaseWriter<W> {
         let unsupported = |what: &str| Err(io::Error::new(io::ErrorKind::InvalidData, what.to_string()));
         match v {
             Logical::String(s) => self.string(key, s)?,
-            Logical::List(items) => self.list(key, items.iter().map(Vec::as_slice))?,
-            Logical::Set(members) => self.set(key, members.iter().map(Vec::as_slice))?,
-            Logical::Zset(items) => self.zset(key, items.iter().map(|(m, s)| (m.as_slice(), *s)))?,
+            Logical::List(items) => self.list(key, items.len(), items.iter().map(Vec::as_slice))?,
+            Logical::Set(members) => self.set(key, members.len(), members.iter())?,
+            Logical::Zset(items) => self.zset(key, items.len(), items.iter().map(|(m, s)| (m.as_slice(), *s)))?,
             Logical::Hash(fields) => {
                 if fields.iter().any(|f| f.expire_ms.is_some()) {
                     let ttls =
                         fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice(), f.expire_ms.map(|t| t as u64)));
                     self.hash_with_ttls(key, ttls)?
                 } else {
-                    self.hash(key, fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice())))?
+                    self.hash(key, fields.len(), fields.iter().map(|f| (f.field.as_slice(), f.value.as_slice())))?
                 }
             }
             Logical::Stream(st) => self.stream(key, st)?,
