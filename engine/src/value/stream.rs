@@ -47,13 +47,14 @@ impl Fields {
         Fields(buf.into_boxed_slice())
     }
 
-    pub fn as_ref(&self) -> FieldsRef<'_> {
+    /// The pairs as a stored entry's are read.
+    pub fn view(&self) -> FieldsRef<'_> {
         FieldsRef { names: None, buf: &self.0 }
     }
 
     /// Pairs.
     pub fn len(&self) -> usize {
-        self.as_ref().len()
+        self.view().len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -61,13 +62,13 @@ impl Fields {
     }
 
     pub fn iter(&self) -> FieldsIter<'_> {
-        self.as_ref().iter()
+        self.view().iter()
     }
 }
 
 impl std::fmt::Debug for Fields {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        self.as_ref().fmt(f)
+        self.view().fmt(f)
     }
 }
 
