@@ -264,7 +264,7 @@ impl<W: Write> RespBaseWriter<W> {
 }
 
 fn stream_id(id: StreamId) -> Vec<u8> {
-    id.to_string().into_bytes()
+    id.to_bytes()
 }
 
 /// `XADD key id field value ...`: one stream entry.

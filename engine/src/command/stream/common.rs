@@ -82,11 +82,11 @@ pub(super) fn parse_interval(b: &[u8], missing_seq: u64, start: bool) -> Result<
 }
 
 pub(super) fn id_bulk(id: StreamId) -> Reply {
-    Reply::Bulk(id.to_string().into_bytes())
+    Reply::Bulk(id.to_bytes())
 }
 
 pub(super) fn id_arg(id: StreamId) -> Vec<u8> {
-    id.to_string().into_bytes()
+    id.to_bytes()
 }
 
 pub(super) fn entry_reply(id: StreamId, fields: FieldsRef<'_>) -> Reply {

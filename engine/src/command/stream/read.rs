@@ -58,13 +58,19 @@ pub(super) fn range_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], rev: bool) -> Repl
     }
     let limit = if count < 0 { usize::MAX } else { count as usize };
     let it = s.range(start, end);
-    let out: Vec<Reply> = if rev {
-        it.rev().take(limit).map(|(id, f)| entry_reply(id, f)).collect()
+    // The range cannot tell its length: room for what a usual COUNT asks, beyond that the
+    // vector grows (a narrow range of a big stream without COUNT reserves no more).
+    let mut out: Vec<Reply> = Vec::with_capacity(limit.min(s.len()).min(RESERVE_MAX));
+    if rev {
+        out.extend(it.rev().take(limit).map(|(id, f)| entry_reply(id, f)));
     } else {
-        it.take(limit).map(|(id, f)| entry_reply(id, f)).collect()
-    };
+        out.extend(it.take(limit).map(|(id, f)| entry_reply(id, f)));
+    }
     Reply::Array(out)
 }
+
+/// Replies reserved up front for a range.
+const RESERVE_MAX: usize = 128;
 
 /// The options of XREAD / XREADGROUP, up to STREAMS (the server blocks with them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -39,6 +39,20 @@ impl std::fmt::Display for StreamId {
     }
 }
 
+impl StreamId {
+    /// `ms-seq`, the Display form, as bytes (a reply writes one per entry: without the
+    /// formatting machinery, which took a twentieth of an XRANGE).
+    pub fn to_bytes(self) -> Vec<u8> {
+        let (mut a, mut b) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let (ms, seq) = (a.format(self.ms).as_bytes(), b.format(self.seq).as_bytes());
+        let mut out = Vec::with_capacity(ms.len() + 1 + seq.len());
+        out.extend_from_slice(ms);
+        out.push(b'-');
+        out.extend_from_slice(seq);
+        out
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingEntry {
     pub id: StreamId,
