@@ -98,6 +98,17 @@ pub(super) fn entry_reply(id: StreamId, fields: FieldsRef<'_>) -> Reply {
     Reply::Array(vec![id_bulk(id), Reply::Array(fv)])
 }
 
+/// Replies reserved up front for a range, which cannot tell its length (a narrow range of a
+/// big stream must not reserve the stream).
+const RESERVE_MAX: usize = 128;
+
+/// Up to `limit` entries of `entries` as replies.
+pub(super) fn entries_reply<'a>(entries: impl Iterator<Item = (StreamId, FieldsRef<'a>)>, limit: usize) -> Reply {
+    let mut out = Vec::with_capacity(limit.min(RESERVE_MAX));
+    out.extend(entries.take(limit).map(|(id, f)| entry_reply(id, f)));
+    Reply::Array(out)
+}
+
 pub(super) fn read_stream<'c>(ctx: &'c mut Ctx<'_>, key: &[u8]) -> Result<Option<&'c mut Stream>, Reply> {
     match ctx.lookup_read(key) {
         None => Ok(None),

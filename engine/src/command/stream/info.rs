@@ -1,10 +1,11 @@
 //! XINFO STREAM / GROUPS / CONSUMERS / HELP.
 
 use super::common::{
-    check_subcommand, entry_reply, help_reply, id_bulk, no_such_key, read_stream, subcommand_syntax, tracks_activity,
+    check_subcommand, entries_reply, entry_reply, help_reply, id_bulk, no_such_key, read_stream, subcommand_syntax,
+    tracks_activity,
 };
 use crate::command::{arg_i64, eq_ic, err_arg, Ctx, Reply};
-use crate::value::stream::{Group, MAX_ID, MIN_ID};
+use crate::value::stream::Group;
 use crate::value::Stream;
 
 pub(super) const XINFO_SUBCOMMANDS: &[(&str, i32)] = &[("consumers", 4), ("groups", 3), ("stream", -3), ("help", 2)];
@@ -133,11 +134,8 @@ pub(super) fn xinfo_stream(s: &Stream, a: &[Vec<u8>], redis62: bool, activity: b
         m.push(field("last-entry", s.last_entry().map_or(Reply::Nil, |(id, f)| entry_reply(id, f))));
         return Reply::Map(m);
     }
-    let limit = if count == 0 { usize::MAX } else { count as usize };
-    m.push(field(
-        "entries",
-        Reply::Array(s.range(MIN_ID, MAX_ID).take(limit).map(|(id, f)| entry_reply(id, f)).collect()),
-    ));
+    let limit = if count == 0 { s.len() } else { (count as usize).min(s.len()) };
+    m.push(field("entries", entries_reply(s.entries(), limit)));
     let groups = s
         .groups
         .iter()

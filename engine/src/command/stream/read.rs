@@ -1,7 +1,7 @@
 //! XLEN, XRANGE, XREVRANGE, XREAD and XREADGROUP.
 
 use super::common::{
-    consumer_seen, createconsumer_argv, entry_reply, id_arg, id_bulk, parse_id_generic, parse_interval,
+    consumer_seen, createconsumer_argv, entries_reply, entry_reply, id_arg, id_bulk, parse_id_generic, parse_interval,
     parse_strict_id, read_stream, setid_argv, tracks_activity, write_stream, xclaim_argv,
 };
 use crate::command::{arg_i64, eq_ic, err_arg, notify, parse_i64, Ctx, Reply};
@@ -56,21 +56,14 @@ pub(super) fn range_generic(ctx: &mut Ctx<'_>, a: &[Vec<u8>], rev: bool) -> Repl
     if count == 0 {
         return Reply::NilArray;
     }
-    let limit = if count < 0 { usize::MAX } else { count as usize };
+    let limit = if count < 0 { s.len() } else { (count as usize).min(s.len()) };
     let it = s.range(start, end);
-    // The range cannot tell its length: room for what a usual COUNT asks, beyond that the
-    // vector grows (a narrow range of a big stream without COUNT reserves no more).
-    let mut out: Vec<Reply> = Vec::with_capacity(limit.min(s.len()).min(RESERVE_MAX));
     if rev {
-        out.extend(it.rev().take(limit).map(|(id, f)| entry_reply(id, f)));
+        entries_reply(it.rev(), limit)
     } else {
-        out.extend(it.take(limit).map(|(id, f)| entry_reply(id, f)));
+        entries_reply(it, limit)
     }
-    Reply::Array(out)
 }
-
-/// Replies reserved up front for a range.
-const RESERVE_MAX: usize = 128;
 
 /// The options of XREAD / XREADGROUP, up to STREAMS (the server blocks with them).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -240,8 +233,8 @@ pub(super) fn read_plain(ctx: &mut Ctx<'_>, key: &[u8], gt: StreamId, count: usi
         return None;
     }
     let start = id_incr(gt).unwrap_or(MIN_ID);
-    let limit = if count == 0 { usize::MAX } else { count };
-    Some(Reply::Array(s.range(start, MAX_ID).take(limit).map(|(id, f)| entry_reply(id, f)).collect()))
+    let limit = if count == 0 { s.len() } else { count.min(s.len()) };
+    Some(entries_reply(s.range(start, MAX_ID), limit))
 }
 
 /// Redis 7.2+'s XREADGROUP makes its consumer (and marks it seen) whether or not there is
