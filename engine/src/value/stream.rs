@@ -289,6 +289,11 @@ impl Node {
         })
     }
 
+    /// The live entry with `id` in this node.
+    fn find(&self, master: StreamId, id: StreamId) -> Option<NodeEntry<'_>> {
+        self.walk(master).take_while(|e| e.id <= id).find(|e| e.id == id && !e.deleted)
+    }
+
     /// Add an entry after the last (`master` is the node's key; `same`: the entry has the
     /// node's field names).
     fn push(&mut self, master: StreamId, id: StreamId, fields: &Fields, same: bool) {
@@ -478,7 +483,7 @@ impl Stream {
     /// The live entry with `id`.
     fn find(&self, id: StreamId) -> Option<NodeEntry<'_>> {
         let (&master, node) = self.nodes.range(..=id).next_back()?;
-        node.walk(master).take_while(|e| e.id <= id).find(|e| e.id == id && !e.deleted)
+        node.find(master, id)
     }
 
     pub fn get(&self, id: StreamId) -> Option<FieldsRef<'_>> {
@@ -596,10 +601,7 @@ impl Stream {
     /// Delete one entry (a tombstone in its node; an emptied node goes). True if it was there.
     pub fn delete(&mut self, id: StreamId) -> bool {
         let Some((&master, node)) = self.nodes.range_mut(..=id).next_back() else { return false };
-        let Some(at) = node.walk(master).take_while(|e| e.id <= id).find(|e| e.id == id && !e.deleted).map(|e| e.at)
-        else {
-            return false;
-        };
+        let Some(at) = node.find(master, id).map(|e| e.at) else { return false };
         node.data[at] |= DELETED;
         node.live -= 1;
         node.deleted += 1;
