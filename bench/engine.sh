@@ -32,6 +32,28 @@ load_one() {
     stop_server
 }
 
+# populate_one SERVER: SERVER (redis-server or ours) empty, then `DEBUG POPULATE 1000000`
+# (keys `key:N`, values `value:N`); prints the growth per key of "used_memory rss" (INFO's
+# used_memory; VmRSS of /proc/PID/status, the same for both servers).
+populate_one() {
+    local bin=$1 u0 r0 u1 r1
+    PORT=$(free_port)
+    mkdir -p "$WORK/populate"
+    "$bin" --port "$PORT" --bind 127.0.0.1 --dir "$WORK/populate" --save "" --appendonly no \
+        --enable-debug-command yes --logfile "$WORK/populate/server.log" &
+    RPID=$!
+    wait_loaded
+    u0=$(info used_memory memory)
+    r0=$(awk '/VmRSS/{print $2 * 1024}' /proc/$RPID/status)
+    redis-cli -p "$PORT" DEBUG POPULATE 1000000 > /dev/null
+    u1=$(info used_memory memory)
+    r1=$(awk '/VmRSS/{print $2 * 1024}' /proc/$RPID/status)
+    awk -v a="$u0" -v b="$u1" -v c="$r0" -v d="$r1" 'BEGIN{printf "%.1f %.1f", (b-a)/1e6, (d-c)/1e6}'
+    stop_server
+}
+read -r -a POP_REDIS <<< "$(populate_one redis-server)"
+read -r -a POP_OURS <<< "$(populate_one target/release/ferrokv-server)"
+
 # load_rows RDB: redis-server 7.0 and ferrokv-server loading the file at boot, the same way:
 # two table rows (time, peak RSS, used_memory, keys).
 load_rows() {
@@ -65,14 +87,20 @@ Library throughput: \`Engine::execute\` (argv in, reply out, one thread) over 1 
 | HSET | $(val engine_hset) |
 | ZADD | $(val engine_zadd) |
 
-Memory for 1 M small string keys (\`key:N\` = \`value:N\`; Redis made them with \`DEBUG POPULATE 1000000\`):
+Memory for 1 M small string keys (\`key:N\` = \`value:N\`, made by \`DEBUG POPULATE 1000000\` in each server):
 
 | | bytes per key |
 |---|---:|
-| ferrokv, growth of the process RSS | $(val mem_ours_rss_per_key) |
-| redis-server 7.0, growth of \`used_memory\` | $(val mem_redis_used_memory_per_key) |
-| redis-server 7.0, growth of \`used_memory_rss\` | $(val mem_redis_rss_per_key) |
-| ratio ours / Redis used_memory (target <= 1.0) | $(val mem_ratio_vs_used_memory) |
+| ferrokv-server, \`DEBUG POPULATE\`: growth of \`used_memory\` | ${POP_OURS[0]} |
+| ferrokv-server, \`DEBUG POPULATE\`: growth of the RSS | ${POP_OURS[1]} |
+| redis-server 7.0, \`DEBUG POPULATE\`: growth of \`used_memory\` | ${POP_REDIS[0]} |
+| redis-server 7.0, \`DEBUG POPULATE\`: growth of the RSS | ${POP_REDIS[1]} |
+| ratio ferrokv-server's RSS / Redis's used_memory (target <= 1.0) | $(awk -v a="${POP_OURS[1]}" -v b="${POP_REDIS[0]}" 'BEGIN{printf "%.2f", a/b}') |
+| the library alone (\`Engine::execute\` of SET in the bench process, glibc's malloc): growth of the RSS | $(val mem_ours_rss_per_key) |
+
+The servers are measured the same way (each its own allocator: mimalloc here, jemalloc in
+Redis; the RSS from \`/proc/PID/status\`). The last row is the engine library in the benchmark
+process: glibc's malloc, and the argument vectors the loop formats and frees on the same heap.
 
 Loading at startup (the files of the tables above): each server started on the file, timed
 from its start to \`loading:0\` in INFO, peak RSS from \`/proc/PID/status\` (VmHWM), then

@@ -1,4 +1,4 @@
-//! Library throughput and memory per key, against a real redis-server 7.0 in the same run.
+//! Library throughput and memory per key.
 //!
 //! `cargo bench -p ferrokv --bench engine` (part of `make bench`). Prints one line per
 //! measurement, `name value unit`, which bench/run.sh puts in docs/benchmarks.md.
@@ -6,12 +6,12 @@
 //! - commands/s of `Engine::execute` (argv in, reply out) for SET/GET/LPUSH/HSET/ZADD over
 //!   1 M keys `key:N`;
 //! - memory for 1 M small string keys (`key:N` = `value:N`, what `DEBUG POPULATE 1000000`
-//!   makes): our process's RSS growth against redis-server's `used_memory` and RSS growth.
+//!   makes) set through the library: this process's RSS growth (bench/engine.sh measures
+//!   both servers' `DEBUG POPULATE` beside it).
 
 use std::time::Instant;
 
 use ferrokv::{Config, Engine, Session};
-use ferrokv_testkit::Server;
 
 const N: usize = 1_000_000;
 
@@ -37,11 +37,6 @@ fn rate(engine: &mut Engine, make: impl Fn(usize) -> Vec<Vec<u8>>) -> f64 {
     N as f64 / t.elapsed().as_secs_f64()
 }
 
-fn info_field(server: &Server, field: &str) -> u64 {
-    let info = server.cli(&["INFO", "memory"]);
-    info.lines().find_map(|l| l.strip_prefix(&format!("{field}:"))).and_then(|v| v.trim().parse().ok()).unwrap_or(0)
-}
-
 fn main() {
     // Memory first, in a fresh process: memory freed by an earlier engine would be reused
     // without growing the RSS.
@@ -56,17 +51,7 @@ fn main() {
     assert_eq!(engine.keyspace().len(), N);
     drop(engine);
 
-    // Redis: the same keys and values through DEBUG POPULATE.
-    let server = Server::start();
-    let (used0, rss0) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
-    server.cli(&["DEBUG", "POPULATE", &N.to_string()]);
-    let (used1, rss1) = (info_field(&server, "used_memory"), info_field(&server, "used_memory_rss"));
-    drop(server);
-    let per = |b: u64| b as f64 / N as f64;
-    println!("mem_ours_rss_per_key {:.1} bytes", per(ours));
-    println!("mem_redis_used_memory_per_key {:.1} bytes", per(used1 - used0));
-    println!("mem_redis_rss_per_key {:.1} bytes", per(rss1.saturating_sub(rss0)));
-    println!("mem_ratio_vs_used_memory {:.2} x", per(ours) / per(used1 - used0));
+    println!("mem_ours_rss_per_key {:.1} bytes", ours as f64 / N as f64);
 
     // Throughput.
     let mut engine = Engine::in_memory(Config::default());
