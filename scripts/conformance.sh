@@ -6,9 +6,11 @@
 #   REDIS_SRC  the extracted suite (required; a developer step, see docs/conformance.md)
 #   UNITS      units to run (default: the issue's 14)
 #   PROFILE    minimal (default) | nodebug | full
+#   VERSION    the --redis-version ferrokv stands in as (default: its own, 7.0); with
+#              REDIS_SRC a 7.4.1 tree and VERSION=7.4, Redis 7.4.1's suite
 set -euo pipefail
 cd "$(dirname "$0")/.."
-: "${REDIS_SRC:?set REDIS_SRC to an extracted redis 7.0.15 tree (docs/conformance.md)}"
+: "${REDIS_SRC:?set REDIS_SRC to an extracted redis 7.0.15 (or 7.4.1) tree (docs/conformance.md)}"
 RUNNER=${RUNNER:-../shared/tools/run-redis-tests.sh}
 [ -x "$RUNNER" ] || { echo "conformance: $RUNNER not found (../shared beside the checkout)" >&2; exit 2; }
 UNITS=${UNITS:-"unit/type/string unit/type/incr unit/type/list unit/type/hash unit/type/set unit/type/zset
@@ -26,7 +28,7 @@ WORK=$(mktemp -d)
 PORT=$(python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])')
 # DEBUG on, as Redis's own test configuration (tests/assets/default.conf) has it.
 target/release/ferrokv-server --port "$PORT" --save "" --appendonly no --enable-debug-command yes --dir "$WORK" \
-    > "$WORK/server.log" &
+    ${VERSION:+--redis-version "$VERSION"} > "$WORK/server.log" &
 PID=$!
 trap 'kill $PID 2>/dev/null; wait $PID 2>/dev/null; rm -rf "$WORK"' EXIT
 until redis-cli -p "$PORT" PING 2>/dev/null | grep -q PONG; do sleep 0.05; done

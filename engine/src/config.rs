@@ -110,6 +110,39 @@ impl Config {
         self.version == ServerVersion::Redis62
     }
 
+    /// What a key the server deletes itself is propagated as (SPOP emptying its set,
+    /// RESTORE REPLACE with a TTL already past): UNLINK under lazyfree-lazy-server-del from
+    /// Redis 7.2 on, DEL in 7.0 and before.
+    pub fn server_del_command(&self) -> &'static [u8] {
+        if self.lazyfree_lazy_server_del && self.version.behaves_as() >= ServerVersion::Redis72 {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        }
+    }
+
+    /// What GETDEL is propagated as: UNLINK under lazyfree-lazy-user-del in 6.2 and 7.0,
+    /// DEL from 7.2 on (the deletion there is always synchronous).
+    pub fn getdel_command(&self) -> &'static [u8] {
+        if self.lazyfree_lazy_user_del && self.version.behaves_as() < ServerVersion::Redis72 {
+            b"UNLINK"
+        } else {
+            b"DEL"
+        }
+    }
+
+    /// Whether a propagated transaction's MULTI says no database, so its SELECT comes
+    /// after it (Redis 7.2 on) rather than before it.
+    pub fn dbless_multi(&self) -> bool {
+        self.version.behaves_as() >= ServerVersion::Redis72
+    }
+
+    /// Whether SET with PXAT is propagated as the client wrote it (Redis 7.2 on) rather
+    /// than rewritten to `SET key value PXAT ms`.
+    pub fn set_pxat_verbatim(&self) -> bool {
+        self.version.behaves_as() >= ServerVersion::Redis72
+    }
+
     /// What this version's SAVE and DUMP write (Valkey 7.2 and 8.0 write RDB 11 as Redis
     /// 7.2 does).
     pub fn rdb_target(&self) -> Target {

@@ -19,6 +19,7 @@
 use crate::command::{self, Argv, Command, Ctx, Effects, ExpireMode, Reply, Stats};
 use crate::config::Config;
 use crate::keyspace::{Clock, CycleReport, ExpireCycle, Keyspace, SnapshotWalker};
+use crate::persist::feed::NO_DB;
 use crate::persist::load::{self, Replayer};
 use crate::persist::{self, AofEvent, Failure, PersistError, Persistence, RewriteJob, RewrittenBase};
 use crate::value::Value;
@@ -480,9 +481,9 @@ impl Engine {
         // Redis 7.0 writes it: one command left is not in a MULTI).
         let for_aof = (!replicas_only.is_empty()).then(|| {
             let kept = all.iter().enumerate().filter(|(i, _)| !replicas_only.contains(i));
-            wrap_unit(kept.map(|(_, op)| op.clone()).collect())
+            wrap_unit(kept.map(|(_, op)| op.clone()).collect(), self.cfg.dbless_multi())
         });
-        let ops = wrap_unit(all);
+        let ops = wrap_unit(all, self.cfg.dbless_multi());
         if !ops.is_empty() {
             let now = self.clock.now_ms();
             if let Err(f) = self.persist.feed_split(for_aof.as_deref().unwrap_or(&ops), &ops, now) {
@@ -580,14 +581,14 @@ impl Engine {
     }
 }
 
-/// Redis 7.0's propagatePendingCommands: one command goes alone, several go inside
-/// MULTI/EXEC (MULTI in the first command's database).
-pub fn wrap_unit(ops: Vec<(usize, Argv)>) -> Vec<(usize, Argv)> {
+/// Redis's propagatePendingCommands: one command goes alone, several go inside MULTI/EXEC.
+/// Redis 7.0 sends MULTI in the first command's database (a SELECT before it); 7.2 on
+/// sends MULTI and EXEC in none ([`NO_DB`]), so a SELECT comes inside the transaction.
+pub fn wrap_unit(ops: Vec<(usize, Argv)>, dbless_multi: bool) -> Vec<(usize, Argv)> {
     if ops.len() <= 1 {
         return ops;
     }
-    let first = ops[0].0;
-    let last = ops[ops.len() - 1].0;
+    let (first, last) = if dbless_multi { (NO_DB, NO_DB) } else { (ops[0].0, ops[ops.len() - 1].0) };
     let mut out = Vec::with_capacity(ops.len() + 2);
     out.push((first, vec![b"MULTI".to_vec()]));
     out.extend(ops);

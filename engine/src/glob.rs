@@ -7,13 +7,13 @@
 /// Whether `s` matches `pattern`.
 pub fn matches(pattern: &[u8], s: &[u8]) -> bool {
     let mut skip_longer = false;
-    match_at(pattern, s, false, &mut skip_longer)
+    match_at(pattern, s, false, &mut skip_longer, 0)
 }
 
 /// [`matches`] ignoring ASCII case.
 pub fn matches_nocase(pattern: &[u8], s: &[u8]) -> bool {
     let mut skip_longer = false;
-    match_at(pattern, s, true, &mut skip_longer)
+    match_at(pattern, s, true, &mut skip_longer, 0)
 }
 
 /// The byte at `i`, or the NUL terminator past the end.
@@ -42,9 +42,17 @@ fn same(a: u8, b: u8, nocase: bool) -> bool {
     }
 }
 
+/// Stars nested deeper than this match nothing: each takes a frame of the stack, and a
+/// pattern of a million stars would overflow it (Redis 6.2.16, 7.2.6 and 7.4.1 stop at
+/// the same depth; 7.0.15, without the limit, could crash).
+const MAX_NESTING: usize = 1000;
+
 /// `skip_longer`: a `*` found no match for the rest of the pattern anywhere in the rest of
 /// the string, so earlier stars need not try longer spans (Redis's skipLongerMatches).
-fn match_at(pattern: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool) -> bool {
+fn match_at(pattern: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: usize) -> bool {
+    if nesting > MAX_NESTING {
+        return false;
+    }
     let (mut p, mut i) = (0usize, 0usize);
     // Redis counts lengths down and may step back one before the pattern's end.
     let mut plen = pattern.len() as isize;
@@ -60,7 +68,7 @@ fn match_at(pattern: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool) -> b
                 }
                 let rest = &pattern[p + 1..];
                 while i < s.len() {
-                    if match_at(rest, &s[i..], nocase, skip_longer) {
+                    if match_at(rest, &s[i..], nocase, skip_longer, nesting + 1) {
                         return true;
                     }
                     if *skip_longer {
@@ -147,6 +155,17 @@ fn match_at(pattern: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool) -> b
 #[cfg(test)]
 mod tests {
     use super::{matches, matches_nocase};
+
+    #[test]
+    fn stars_nested_past_the_limit_match_nothing() {
+        // Redis 7.4.1's regression test: 50,000 `*?` against 50,000 bytes, no match and no
+        // overflow; within the limit the same shape matches.
+        let key = vec![b'a'; 50_000];
+        assert!(!matches(&b"*?".repeat(50_000), &key));
+        assert!(!matches(&b"*?".repeat(1_000_000), &key));
+        assert!(matches(&b"*?".repeat(1_000), &key));
+        assert!(!matches(&b"*?".repeat(1_001), &key));
+    }
 
     #[test]
     fn redis_glob() {

@@ -109,6 +109,10 @@ pub struct Client {
     pub tracking: Option<crate::tracking::ClientTracking>,
     /// The command that waits for CLIENT PAUSE to end.
     pub postponed: Option<ferrokv::command::Argv>,
+    /// Push messages to this client from its own running command, held until the
+    /// command's reply is written (Redis 7.2 on: a PUBLISH to itself inside MULTI or a
+    /// script comes after EXEC's or EVAL's reply). Some only while such a command runs.
+    pub pushes_after_reply: Option<Vec<u8>>,
 }
 
 /// What a read from the socket gave.
@@ -179,8 +183,18 @@ impl Client {
             reply_skip_next: false,
             tracking: None,
             postponed: None,
+            pushes_after_reply: None,
             unsent_error: None,
             replied_as_replica: false,
+        }
+    }
+
+    /// Where a push message to this client goes: after the running command's reply when
+    /// it is held for that, else the output buffer.
+    pub fn push_out(&mut self) -> &mut Vec<u8> {
+        match &mut self.pushes_after_reply {
+            Some(held) => held,
+            None => &mut self.out,
         }
     }
 

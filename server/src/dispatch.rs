@@ -8,6 +8,7 @@ use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::Argv;
 use ferrokv::Reply;
 
+use crate::blocking::Op;
 use crate::client::Client;
 use crate::cmd::{self, Found, Run};
 use crate::server::Server;
@@ -98,6 +99,13 @@ impl Server {
             return;
         }
         let mark = c.out.len();
+        // From 7.2 a push to itself waits for the command's reply, except for the commands
+        // whose reply is a push (SUBSCRIBE and its kin).
+        let hold_pushes = self.engine.config().version.behaves_as() >= ServerVersion::Redis72
+            && !crate::cmd::pubsub::replies_with_push(found.name);
+        if hold_pushes {
+            c.pushes_after_reply = Some(Vec::new());
+        }
         let mut reply = self.call(c, found, argv);
         for line in std::mem::take(&mut self.engine.effects_mut().log) {
             crate::log::verbose(&line);
@@ -112,6 +120,9 @@ impl Server {
         self.count_reply(&reply);
         if !std::mem::take(&mut c.raw_reply) {
             c.reply(&reply);
+        }
+        if let Some(held) = c.pushes_after_reply.take() {
+            c.out.extend_from_slice(&held);
         }
         if c.tracking.is_some() || self.tracking.has_pending() {
             self.tracking_after_command(c, found.name);
@@ -128,7 +139,8 @@ impl Server {
             _ => Instant::now(),
         };
         if top {
-            self.time.set_ms(self.wall.unix_ms(start));
+            self.command_us = self.wall.unix_us(start);
+            self.time.set_ms(self.command_us / 1000);
         }
         self.call_depth += 1;
         if !self.monitors.is_empty() && crate::monitor::shown_before(found.name) {
@@ -158,18 +170,27 @@ impl Server {
                 // client's (its command's, or EXEC's), not a script's.
                 let scripted = self.engine.effects().from_script;
                 c.session.reply_limit = if scripted { 0 } else { self.cfg.obuf_limits.of(c).hard };
+                let in_background = self.flushes_in_background(c, found.name, argv, top, scripted);
+                self.engine.effects_mut().flush_in_background = in_background;
                 let r = if c.in_exec {
                     // Inside EXEC: one propagation unit, flushed by EXEC.
                     self.engine.call_spec(&mut c.session, spec, argv)
                 } else {
                     self.engine.execute_spec(&mut c.session, spec, argv)
                 };
+                self.engine.effects_mut().flush_in_background = false;
                 self.touch_modified(c);
                 self.deliver_events(Some(c));
                 if found.name == "flushall" && !r.is_error() {
                     self.after_flushall();
                 }
-                r
+                if in_background && !r.is_error() {
+                    // Answered when the lazyfree thread has freed the keys.
+                    self.park(c, Op::Flush { job: ferrokv::keyspace::lazyfree::last_job() }, Vec::new(), None);
+                    Reply::Nil
+                } else {
+                    r
+                }
             }
         };
         self.call_depth -= 1;
@@ -202,6 +223,20 @@ impl Server {
             self.note_slow(c, argv, micros);
         }
         reply
+    }
+
+    /// Redis 7.4 runs a synchronous FLUSHALL / FLUSHDB of a client that may block as an
+    /// asynchronous one, the client answered once the keys are freed: not in MULTI, a
+    /// script or for a client that may not block.
+    fn flushes_in_background(&self, c: &Client, name: &str, argv: &[Vec<u8>], top: bool, scripted: bool) -> bool {
+        if !matches!(name, "flushall" | "flushdb") || self.engine.config().version != ServerVersion::Redis74 {
+            return false;
+        }
+        let sync = match argv.get(1) {
+            Some(mode) => mode.eq_ignore_ascii_case(b"sync"),
+            None => !self.engine.config().lazyfree_lazy_user_flush,
+        };
+        sync && argv.len() <= 2 && top && !scripted && !c.in_exec && !c.deny_blocking && !c.master
     }
 
     pub(crate) fn count_reply(&mut self, r: &Reply) {

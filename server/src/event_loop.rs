@@ -87,6 +87,7 @@ impl Server {
             time,
             fresh: None,
             wall: WallAnchor::now(),
+            command_us: 0,
             call_depth: 0,
             busy_round: false,
         };
@@ -128,6 +129,10 @@ impl Server {
             }
             if self.eviction.pending {
                 timeout = Duration::ZERO;
+            }
+            if self.serve_flush_waits() {
+                // A blocking FLUSHALL waits for the lazyfree thread: look again soon.
+                timeout = timeout.min(Duration::from_millis(1));
             }
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {

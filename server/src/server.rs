@@ -100,6 +100,9 @@ pub struct Server {
     pub(crate) fresh: Option<Instant>,
     /// Wall time from monotonic readings, so a command reads one clock, not two.
     pub(crate) wall: WallAnchor,
+    /// The top-level command's start in unix microseconds (Redis's cached ustime, which
+    /// TIME answers from 7.2 on: the same within a script or a transaction).
+    pub(crate) command_us: i64,
     /// Nesting of [`Server::call`]: EXEC's and scripts' commands share their caller's time.
     pub(crate) call_depth: u32,
     /// Inside a round served while a script is busy (or a load runs): the master's

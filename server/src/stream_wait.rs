@@ -15,6 +15,7 @@
 //! XGROUP CREATECONSUMER) are those of a served XREADGROUP. COUNT is the client's, or 1000
 //! when it gave none (Redis's XREAD_BLOCKED_DEFAULT_COUNT).
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::format::rdb::StreamId;
 use ferrokv::value::Value;
 use ferrokv::Reply;
@@ -36,8 +37,9 @@ impl Server {
         if ids.is_empty() {
             return;
         }
-        if self.key_is_expired(db, key) {
-            // Deleted as a read would, so the XREADGROUP clients learn it is gone.
+        if self.key_is_expired(db, key) && self.engine.config().version.behaves_as() < ServerVersion::Redis72 {
+            // Deleted as a read would, so the XREADGROUP clients learn it is gone (7.2 on,
+            // a reader's own command finds it expired: stream_outcome).
             self.expire_now(db, key);
         }
         for id in ids {
@@ -86,30 +88,45 @@ impl Server {
 
     /// Decide what a blocked reader gets from `key` as it is now.
     fn stream_outcome(&self, db: usize, key: &[u8], read: &StreamRead, after: Option<StreamId>) -> Outcome {
-        let stream = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
-            Some(Value::Stream(s)) => s,
-            // XREAD waits for the key to come back; XREADGROUP's group is gone with it.
-            _ if read.group.is_some() => return Outcome::Error("UNBLOCKED the stream key no longer exists"),
-            _ => return Outcome::Wait,
-        };
-        let last = stream.last_entry().map(|(id, _)| id);
         let count = read.count.to_string().into_bytes();
         let arg = |s: &str| s.as_bytes().to_vec();
+        let group_read = |group: &[u8], consumer: &[u8]| {
+            let mut argv =
+                vec![arg("XREADGROUP"), arg("GROUP"), group.to_vec(), consumer.to_vec(), arg("COUNT"), count.clone()];
+            if read.noack {
+                argv.push(arg("NOACK"));
+            }
+            argv.extend([arg("STREAMS"), key.to_vec(), arg(">")]);
+            argv
+        };
+        // From 7.2 a reader whose key or group went away runs its command again, which
+        // answers the error (NOGROUP, WRONGTYPE) as it would have at first.
+        let rerun = self.engine.config().version.behaves_as() >= ServerVersion::Redis72;
+        let live = || !self.key_is_expired(db, key);
+        let stream = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+            Some(Value::Stream(s)) if live() => s,
+            _ => {
+                return match &read.group {
+                    // XREAD waits for the key to come back; XREADGROUP's group is gone with it.
+                    None => Outcome::Wait,
+                    Some((group, consumer)) if rerun => Outcome::Serve(group_read(group, consumer)),
+                    Some(_) => Outcome::Error("UNBLOCKED the stream key no longer exists"),
+                };
+            }
+        };
+        let last = stream.last_entry().map(|(id, _)| id);
         match &read.group {
             Some((group, consumer)) => {
                 let Some(g) = stream.groups.get(group.as_slice()) else {
+                    if rerun {
+                        return Outcome::Serve(group_read(group, consumer));
+                    }
                     return Outcome::Error("NOGROUP the consumer group this client was blocked on no longer exists");
                 };
                 if last.is_none_or(|l| l <= g.last_id) {
                     return Outcome::Wait;
                 }
-                let mut argv =
-                    vec![arg("XREADGROUP"), arg("GROUP"), group.clone(), consumer.clone(), arg("COUNT"), count];
-                if read.noack {
-                    argv.push(arg("NOACK"));
-                }
-                argv.extend([arg("STREAMS"), key.to_vec(), arg(">")]);
-                Outcome::Serve(argv)
+                Outcome::Serve(group_read(group, consumer))
             }
             None => {
                 let after = after.unwrap_or(StreamId { ms: 0, seq: 0 });

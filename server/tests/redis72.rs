@@ -5,7 +5,7 @@
 //! the default 7.0 they are unknown, as in Redis 7.0 (always).
 
 mod support;
-use support::{shared_bin, start_shared, Ours};
+use support::{assert_same_replies, shared_bin, start_shared, with_shared_and_ours, Ours};
 
 use ferrokv_testkit::{Client, Server as Redis, TempDir};
 
@@ -136,15 +136,8 @@ const SESSION: &[&[&str]] = &[
     &["CLIENT", "CAPA"],
 ];
 
-/// Every reply equal, each shown (cut short) with its command when not.
 fn assert_same(theirs: &[Vec<u8>], mine: &[Vec<u8>], tag: &str) {
-    assert_eq!(theirs.len(), mine.len(), "{tag}: reply count");
-    let shown = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(400)]).into_owned();
-    for (i, (t, m)) in theirs.iter().zip(mine).enumerate() {
-        let what = SESSION.get(i).map(|c| c.join(" ")).unwrap_or_else(|| format!("reply {i} after the session"));
-        let what: String = format!("#{i} {}", what.chars().take(120).collect::<String>());
-        assert!(t == m, "{tag}: {what}\n  theirs: {}\n  ours:   {}", shown(t), shown(m));
-    }
+    assert_same_replies(SESSION, theirs, mine, tag);
 }
 
 fn run(port: u16) -> Vec<Vec<u8>> {
@@ -206,32 +199,27 @@ fn as_redis_7_4() {
 #[test]
 #[ignore = "needs ../shared/bin (make compat)"]
 fn as_valkey_8_0() {
-    let Some(bin) = shared_bin("valkey-server-8.0.1") else {
-        eprintln!("skipped: ../shared/bin/valkey-server-8.0.1 is absent");
-        return;
-    };
-    let (d1, d2) = (TempDir::new("vk8-real"), TempDir::new("vk8-ours"));
-    let real = start_shared(&bin, d1.path(), &[]);
-    let ours = Ours::start(d2.path(), &["--redis-version", "valkey-8.0"]);
-    assert_same(&run(real.port), &run(ours.port), "valkey 8.0");
-    let identity = |port: u16| {
-        let mut c = Client::connect(port);
-        let hello = c.call(&argv(&["HELLO", "3"]));
-        let hello = String::from_utf8_lossy(&hello);
-        // server and version, the first two pairs of the map.
-        let head: Vec<&str> = hello.split("\r\n").skip(1).take(8).collect();
-        let info = String::from_utf8_lossy(&c.call(&argv(&["INFO", "server"]))).into_owned();
-        let fields = ["redis_version", "server_name", "valkey_version", "server_mode", "redis_mode"];
-        let kept: Vec<String> = info
-            .lines()
-            .filter(|l| l.split(':').next().is_some_and(|k| fields.contains(&k)))
-            .map(str::to_string)
-            .collect();
-        (head.join(" "), kept)
-    };
-    let ours_identity = identity(ours.port);
-    assert!(ours_identity.1.iter().any(|l| l == "valkey_version:8.0.1"), "{ours_identity:?}");
-    assert_eq!(ours_identity, identity(real.port));
+    with_shared_and_ours("valkey-server-8.0.1", &[], "valkey-8.0", |real, ours| {
+        assert_same(&run(real), &run(ours), "valkey 8.0");
+        let identity = |port: u16| {
+            let mut c = Client::connect(port);
+            let hello = c.call(&argv(&["HELLO", "3"]));
+            let hello = String::from_utf8_lossy(&hello);
+            // server and version, the first two pairs of the map.
+            let head: Vec<&str> = hello.split("\r\n").skip(1).take(8).collect();
+            let info = String::from_utf8_lossy(&c.call(&argv(&["INFO", "server"]))).into_owned();
+            let fields = ["redis_version", "server_name", "valkey_version", "server_mode", "redis_mode"];
+            let kept: Vec<String> = info
+                .lines()
+                .filter(|l| l.split(':').next().is_some_and(|k| fields.contains(&k)))
+                .map(str::to_string)
+                .collect();
+            (head.join(" "), kept)
+        };
+        let ours_identity = identity(ours);
+        assert!(ours_identity.1.iter().any(|l| l == "valkey_version:8.0.1"), "{ours_identity:?}");
+        assert_eq!(ours_identity, identity(real));
+    });
 }
 
 /// NO-TOUCH: reads leave OBJECT IDLETIME growing; TOUCH still touches.

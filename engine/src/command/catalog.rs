@@ -123,6 +123,14 @@ impl ServerVersion {
         self == ServerVersion::Redis62
     }
 
+    /// Redis 7.4, or Valkey 8.0, which has its additions: CLIENT KILL MAXAGE, HSCAN
+    /// NOVALUES, XREAD's `+`, `os.clock()` in scripts, XREAD / XREADGROUP with BLOCK in a
+    /// script answering as a timeout rather than an error, and XREADGROUP propagating the
+    /// group's last ID after every read that moves it.
+    pub fn since_redis74(self) -> bool {
+        matches!(self, ServerVersion::Redis74 | ServerVersion::Valkey80)
+    }
+
     /// Whether BITCOUNT and BITPOS check their range arguments before looking the key up
     /// (Redis 7.4, and Valkey 8.0, which took the change).
     pub fn checks_bit_ranges_first(self) -> bool {

@@ -75,6 +75,10 @@ pub struct Effects {
     pub ready: Vec<(usize, Sds)>,
     /// The commands run for a Lua script (SORT then orders a set's output, as Redis).
     pub from_script: bool,
+    /// A synchronous FLUSHALL / FLUSHDB frees the keys on the lazyfree thread, its client
+    /// waiting for the thread (Redis 7.4's blocking flush). Set by the server around one
+    /// command.
+    pub flush_in_background: bool,
     /// Lines for the server's log at verbose level (why a RESTORE payload was refused, as
     /// Redis logs it).
     pub log: Vec<String>,

@@ -1,8 +1,8 @@
 //! Hash commands.
 
 use super::long_double::LongDouble;
+use super::set::{NoValues, ScanOpts};
 use super::{arg_i64, eq_ic, notify, parse_i64, Ctx, ExpireMode, Reply, Spec};
-use crate::glob;
 use crate::value::hash::FieldState;
 use crate::value::{Hash, Value};
 
@@ -419,40 +419,29 @@ pub fn parse_scan_cursor(b: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-/// HSCAN key cursor [MATCH pattern] [COUNT count]
+/// HSCAN key cursor [MATCH pattern] [COUNT count] [NOVALUES]
 fn hscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let Some(cursor) = parse_scan_cursor(&a[2]) else {
         return Reply::err("ERR invalid cursor");
     };
     let now = ctx.now;
+    let novalues = NoValues::of(ctx.cfg.version, true);
     let hash = match read_hash(ctx, &a[1]) {
         Ok(Some(h)) => h,
         Ok(None) => return Reply::Array(vec![Reply::bulk(b"0"), Reply::Array(Vec::new())]),
         Err(e) => return e,
     };
-    let (mut count, mut pattern) = (10i64, None::<&[u8]>);
-    let mut i = 3;
-    while i < a.len() {
-        let more = i + 1 < a.len();
-        if eq_ic(&a[i], "count") && more {
-            count = match arg_i64(&a[i + 1]) {
-                Ok(c) if c >= 1 => c,
-                Ok(_) => return Reply::syntax(),
-                Err(e) => return e,
-            };
-        } else if eq_ic(&a[i], "match") && more {
-            pattern = Some(&a[i + 1]).filter(|p| p.as_slice() != b"*").map(|p| p.as_slice());
-        } else {
-            return Reply::syntax();
-        }
-        i += 2;
-    }
+    let opts = match ScanOpts::parse(&a[3..], novalues) {
+        Ok(o) => o,
+        Err(e) => return e,
+    };
     let mut out = Vec::new();
-    let count = usize::try_from(count).unwrap_or(usize::MAX);
-    let next = hash.scan(cursor, count, now, |f: &[u8], v: &[u8]| {
-        if pattern.is_none_or(|p| glob::matches(p, f)) {
+    let next = hash.scan(cursor, opts.count, now, |f: &[u8], v: &[u8]| {
+        if opts.matches(f) {
             out.push(Reply::bulk(f));
-            out.push(Reply::bulk(v));
+            if !opts.no_values {
+                out.push(Reply::bulk(v));
+            }
         }
     });
     Reply::Array(vec![Reply::Bulk(next.to_string().into_bytes()), Reply::Array(out)])

@@ -435,6 +435,8 @@ fn scan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             pattern = (a[i + 1].as_slice() != b"*").then_some(a[i + 1].as_slice());
         } else if eq_ic(&a[i], "type") && more {
             type_name = Some(&a[i + 1]);
+        } else if eq_ic(&a[i], "novalues") && ctx.cfg.version.since_redis74() {
+            return Reply::err("ERR NOVALUES option can only be used in HSCAN");
         } else {
             return Reply::syntax();
         }
@@ -493,6 +495,9 @@ fn flush_mode_ok(a: &[Vec<u8>]) -> bool {
 /// Whether a FLUSHALL/FLUSHDB frees in the background: ASYNC, or neither word and
 /// lazyfree-lazy-user-flush on.
 fn flush_async(ctx: &Ctx<'_>, a: &[Vec<u8>]) -> bool {
+    if ctx.fx.flush_in_background {
+        return true;
+    }
     match a.get(1) {
         Some(mode) => eq_ic(mode, "async"),
         None => ctx.cfg.lazyfree_lazy_user_flush,
@@ -586,7 +591,6 @@ fn swapdb(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
 // ------------------------------------------------------------ OBJECT
 
 const OBJECT_HELP: &[&str] = &[
-    "OBJECT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "ENCODING <key>",
     "    Return the kind of internal representation used in order to store the value",
     "    associated with a <key>.",
@@ -599,8 +603,6 @@ const OBJECT_HELP: &[&str] = &[
     "REFCOUNT <key>",
     "    Return the number of references of the value associated with the specified",
     "    <key>.",
-    "HELP",
-    "    Prints this help.",
 ];
 
 /// Redis's refcount for shared small integers.
@@ -617,7 +619,7 @@ fn object(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return Reply::error(format!("ERR wrong number of arguments for 'object|{sub}' command"));
     }
     if sub == "help" {
-        return Reply::Array(OBJECT_HELP.iter().map(|s| Reply::simple(s)).collect());
+        return Reply::help("OBJECT", OBJECT_HELP, ctx.cfg.version);
     }
     let lru_now = ctx.lru;
     let (lfu, now, decay) = (ctx.cfg.lfu, ctx.now, ctx.cfg.lfu_decay_time);

@@ -55,6 +55,23 @@ impl LongDouble {
         LongDouble::Finite { neg, mant: mant53 << shift, exp: exp - shift }
     }
 
+    /// The nearest double (a timeout: Redis reads it as a long double, then scales it).
+    pub fn to_f64(self) -> f64 {
+        match self {
+            LongDouble::Finite { neg, mant, exp } => {
+                let v = (mant as f64) * 2f64.powi(exp.clamp(-2200, 2200) as i32);
+                if neg {
+                    -v
+                } else {
+                    v
+                }
+            }
+            LongDouble::Inf { neg: true } => f64::NEG_INFINITY,
+            LongDouble::Inf { neg: false } => f64::INFINITY,
+            LongDouble::NaN => f64::NAN,
+        }
+    }
+
     /// Redis's string2ld: strtold over the whole argument, refusing leading spaces, NaN,
     /// and results that overflow or underflow to zero.
     pub fn parse(b: &[u8]) -> Option<LongDouble> {

@@ -110,6 +110,24 @@ impl Reply {
         Reply::Simple(Cow::Borrowed(s))
     }
 
+    /// A HELP subcommand's reply, as Redis's addReplyHelp makes it: the usage line of
+    /// `command`, `lines`, then the HELP entry (worded "Prints" before 7.2, "Print" after).
+    pub fn help(command: &str, lines: &[&'static str], version: crate::command::catalog::ServerVersion) -> Reply {
+        use crate::command::catalog::ServerVersion;
+        let usage = format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+        let last = if version.behaves_as() >= ServerVersion::Redis72 {
+            "    Print this help."
+        } else {
+            "    Prints this help."
+        };
+        let mut out = Vec::with_capacity(lines.len() + 3);
+        out.push(Reply::Simple(usage.into()));
+        out.extend(lines.iter().map(|l| Reply::simple(l)));
+        out.push(Reply::simple("HELP"));
+        out.push(Reply::simple(last));
+        Reply::Array(out)
+    }
+
     pub fn bulk(b: &[u8]) -> Reply {
         Reply::Bulk(b.to_vec())
     }

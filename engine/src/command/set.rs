@@ -338,8 +338,7 @@ fn spop_count(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         ctx.db_delete(key);
         ctx.notify(notify::GENERIC, "del", key);
         // Redis's SPOP propagates the deletion as the server's deletions are made.
-        let del: &[u8] = if ctx.cfg.lazyfree_lazy_server_del { b"UNLINK" } else { b"DEL" };
-        ctx.rewrite(vec![del.to_vec(), key.clone()]);
+        ctx.rewrite(vec![ctx.cfg.server_del_command().to_vec(), key.clone()]);
         ctx.signal_modified(key);
         return Reply::Set(bulks(all.iter()));
     }
@@ -569,18 +568,56 @@ pub fn parse_cursor(b: &[u8]) -> Option<u64> {
     Some(if neg { v.wrapping_neg() } else { v })
 }
 
-/// SSCAN/ZSCAN options: COUNT and MATCH.
+/// What a scan makes of NOVALUES.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum NoValues {
+    /// The version has no such option: a syntax error.
+    Unknown,
+    /// Redis 7.4 knows it, but only for HSCAN.
+    Refused,
+    /// HSCAN in Redis 7.4 and Valkey 8.0: fields without their values.
+    Accepted,
+}
+
+impl NoValues {
+    /// What `version`'s `command` (hscan, sscan, zscan, scan) makes of it.
+    pub fn of(version: crate::command::catalog::ServerVersion, hscan: bool) -> NoValues {
+        match (version.since_redis74(), hscan) {
+            (false, _) => NoValues::Unknown,
+            (true, false) => NoValues::Refused,
+            (true, true) => NoValues::Accepted,
+        }
+    }
+
+    /// Err for NOVALUES where it does not belong; Ok(true) where it is taken.
+    pub fn take(self) -> Result<bool, Reply> {
+        match self {
+            NoValues::Unknown => Err(Reply::syntax()),
+            NoValues::Refused => Err(Reply::err("ERR NOVALUES option can only be used in HSCAN")),
+            NoValues::Accepted => Ok(true),
+        }
+    }
+}
+
+/// HSCAN/SSCAN/ZSCAN options: COUNT, MATCH and (HSCAN) NOVALUES.
 pub struct ScanOpts {
     pub count: usize,
     pub pattern: Option<Vec<u8>>,
+    /// NOVALUES was given.
+    pub no_values: bool,
 }
 
 impl ScanOpts {
-    pub fn parse(args: &[Vec<u8>]) -> Result<ScanOpts, Reply> {
-        let mut o = ScanOpts { count: 10, pattern: None };
+    pub fn parse(args: &[Vec<u8>], novalues: NoValues) -> Result<ScanOpts, Reply> {
+        let mut o = ScanOpts { count: 10, pattern: None, no_values: false };
         let mut i = 0;
         while i < args.len() {
             let more = args.len() - i >= 2;
+            if eq_ic(&args[i], "novalues") {
+                o.no_values = novalues.take()?;
+                i += 1;
+                continue;
+            }
             if eq_ic(&args[i], "count") && more {
                 let n = arg_i64(&args[i + 1])?;
                 if n < 1 {
@@ -611,12 +648,13 @@ fn sscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let Some(cursor) = parse_cursor(&a[2]) else {
         return Reply::err("ERR invalid cursor");
     };
+    let novalues = NoValues::of(ctx.cfg.version, false);
     let s = match set_ref(ctx, &a[1]) {
         Ok(Some(s)) => s,
         Ok(None) => return scan_reply(0, Vec::new()),
         Err(e) => return e,
     };
-    let opts = match ScanOpts::parse(&a[3..]) {
+    let opts = match ScanOpts::parse(&a[3..], novalues) {
         Ok(o) => o,
         Err(e) => return e,
     };
@@ -668,8 +706,11 @@ mod tests {
         assert_eq!(propagated(&mut e, "SPOP s 1").len(), 1);
         assert_eq!(propagated(&mut e, "SPOP s 5"), vec!["DEL s".to_string()]);
         assert!(propagated(&mut e, "SPOP s 5").is_empty());
-        // With lazyfree-lazy-server-del, as Redis's SPOP: UNLINK.
+        // With lazyfree-lazy-server-del, Redis 7.2's SPOP sends UNLINK; 7.0's DEL.
         e.cfg.lazyfree_lazy_server_del = true;
+        propagated(&mut e, "SADD s a b");
+        assert_eq!(propagated(&mut e, "SPOP s 5"), vec!["DEL s".to_string()]);
+        e.cfg.set_version(crate::command::catalog::ServerVersion::Redis74);
         propagated(&mut e, "SADD s a b");
         assert_eq!(propagated(&mut e, "SPOP s 5"), vec!["UNLINK s".to_string()]);
     }

@@ -199,7 +199,17 @@ fn set_generic(
     ctx.notify(notify::STRING, "set", key);
     if let Some(ms) = when {
         ctx.set_expire(key, ms);
-        ctx.rewrite(vec![b"SET".to_vec(), key.to_vec(), val.to_vec(), b"PXAT".to_vec(), ms.to_string().into_bytes()]);
+        // From 7.2 a PXAT goes out as written, GET and all.
+        let pxat = matches!(o.expire, Some((_, Unit::Millis, false)));
+        if !(pxat && ctx.cfg.set_pxat_verbatim()) {
+            ctx.rewrite(vec![
+                b"SET".to_vec(),
+                key.to_vec(),
+                val.to_vec(),
+                b"PXAT".to_vec(),
+                ms.to_string().into_bytes(),
+            ]);
+        }
         ctx.notify(notify::GENERIC, "expire", key);
     } else if o.get {
         // Propagated without its GET arguments.
@@ -251,7 +261,7 @@ fn getdel(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         return old;
     }
     if ctx.db_delete(key) {
-        ctx.rewrite(vec![b"DEL".to_vec(), key.to_vec()]);
+        ctx.rewrite(vec![ctx.cfg.getdel_command().to_vec(), key.to_vec()]);
         ctx.notify(notify::GENERIC, "del", key);
         ctx.dirty += 1;
     }

@@ -19,7 +19,10 @@ pub const THRESHOLD: usize = 64;
 
 static PENDING: AtomicU64 = AtomicU64::new(0);
 static FREED: AtomicU64 = AtomicU64::new(0);
-static WORKER: OnceLock<Option<Sender<(Garbage, u64)>>> = OnceLock::new();
+/// Jobs handed to the thread, and the last one it finished (it takes them in order).
+static SUBMITTED: AtomicU64 = AtomicU64::new(0);
+static COMPLETED: AtomicU64 = AtomicU64::new(0);
+static WORKER: OnceLock<Option<Sender<(Garbage, u64, u64)>>> = OnceLock::new();
 
 /// What the thread frees: a value, or an emptied database's keys.
 type Garbage = Box<dyn Send>;
@@ -75,25 +78,41 @@ pub fn free_keys(keys: Vec<Slot>) {
 }
 
 fn send(garbage: Garbage, objects: u64) {
-    let Some(tx) = worker() else { return };
+    let job = SUBMITTED.fetch_add(1, Ordering::AcqRel) + 1;
+    let Some(tx) = worker() else {
+        COMPLETED.fetch_max(job, Ordering::AcqRel);
+        return;
+    };
     PENDING.fetch_add(objects, Ordering::Relaxed);
-    if tx.send((garbage, objects)).is_err() {
+    if tx.send((garbage, objects, job)).is_err() {
         // The thread is gone: what was handed back is freed here when the error drops.
         PENDING.fetch_sub(objects, Ordering::Relaxed);
+        COMPLETED.fetch_max(job, Ordering::AcqRel);
     }
+}
+
+/// The last job handed to the thread (0: none yet).
+pub fn last_job() -> u64 {
+    SUBMITTED.load(Ordering::Acquire)
+}
+
+/// Whether the thread has finished job `job` (and every one before it).
+pub fn job_done(job: u64) -> bool {
+    COMPLETED.load(Ordering::Acquire) >= job
 }
 
 /// The thread, started at first use; None when it cannot be started (everything is then
 /// freed on the spot).
-fn worker() -> Option<&'static Sender<(Garbage, u64)>> {
+fn worker() -> Option<&'static Sender<(Garbage, u64, u64)>> {
     WORKER
         .get_or_init(|| {
-            let (tx, rx) = channel::<(Garbage, u64)>();
+            let (tx, rx) = channel::<(Garbage, u64, u64)>();
             let spawned = std::thread::Builder::new().name("lazyfree".into()).spawn(move || {
-                for (garbage, objects) in rx {
+                for (garbage, objects, job) in rx {
                     drop(garbage);
                     PENDING.fetch_sub(objects, Ordering::Relaxed);
                     FREED.fetch_add(objects, Ordering::Relaxed);
+                    COMPLETED.fetch_max(job, Ordering::AcqRel);
                 }
             });
             spawned.ok().map(|_| tx)

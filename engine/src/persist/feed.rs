@@ -4,6 +4,10 @@
 
 use crate::command::Argv;
 
+/// The database of a propagated command that says none (7.2's MULTI and EXEC): no SELECT
+/// goes before it.
+pub const NO_DB: usize = usize::MAX;
+
 #[derive(Debug, Clone)]
 pub struct AofFeed {
     /// Database of the last command written; None at the start of a file.
@@ -37,7 +41,7 @@ impl AofFeed {
                 self.last_ts = secs;
             }
         }
-        if self.selected != Some(db) {
+        if db != NO_DB && self.selected != Some(db) {
             let d = db.to_string();
             out.extend_from_slice(format!("*2\r\n$6\r\nSELECT\r\n${}\r\n{d}\r\n", d.len()).as_bytes());
             self.selected = Some(db);

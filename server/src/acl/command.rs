@@ -22,7 +22,6 @@ const NO_ACL_FILE: &str =
                            configuration file set) in order to store users in the Redis configuration.";
 
 const HELP: &[&str] = &[
-    "ACL <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CAT [<category>]",
     "    List all commands that belong to <category>, or all command categories",
     "    when no category is specified.",
@@ -49,8 +48,6 @@ const HELP: &[&str] = &[
     "    List all the registered usernames.",
     "WHOAMI",
     "    Return the current connection username.",
-    "HELP",
-    "    Prints this help.",
 ];
 
 /// `acl-pubsub-default`: new users and `reset` get every channel when `allchannels`.
@@ -89,7 +86,7 @@ pub fn acl(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"genpass" if a.len() <= 3 => genpass(a.get(2)),
         b"log" if a.len() <= 3 => log(s, a.get(2)),
         b"dryrun" => dryrun(s, &a[2], &a[3..]),
-        b"help" if a.len() == 2 => Reply::Array(HELP.iter().map(|l| Reply::simple(l)).collect()),
+        b"help" if a.len() == 2 => Reply::help("ACL", HELP, crate::version::version()),
         _ => Reply::error(format!(
             "ERR unknown subcommand or wrong number of arguments for '{}'. Try ACL HELP.",
             String::from_utf8_lossy(&a[1][..a[1].len().min(128)])

@@ -3,6 +3,7 @@
 
 use std::time::Instant;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::value::Value;
 use ferrokv::Reply;
 
@@ -37,7 +38,7 @@ impl Server {
             Op::Pop { left, count } => with_count(if *left { "LPOP" } else { "RPOP" }, *count),
             Op::ZPop { max, count } => with_count(if *max { "ZPOPMAX" } else { "ZPOPMIN" }, *count),
             // Served by crate::stream_wait and crate::replication, never here.
-            Op::Stream(_) | Op::Wait { .. } | Op::WaitAof { .. } => return Served::Nothing,
+            Op::Stream(_) | Op::Wait { .. } | Op::WaitAof { .. } | Op::Flush { .. } => return Served::Nothing,
             Op::Move { dst, from_left, to_left, rpoplpush } => match immediate {
                 Some(a) if *rpoplpush => vec![b"RPOPLPUSH".to_vec(), a[1].clone(), a[2].clone()],
                 Some(a) => vec![b"LMOVE".to_vec(), a[1].clone(), a[2].clone(), a[3].clone(), a[4].clone()],
@@ -169,7 +170,10 @@ impl Server {
         loop {
             let zset = match self.engine.keyspace().dbs.get(db).and_then(|d| d.get_with_expire(key)) {
                 Some((_, t)) if t.is_some_and(|t| self.engine.now_ms() > t) => {
-                    self.expire_now(db, key);
+                    // Redis 7.0 deletes it here; 7.2 on leaves it to the next access.
+                    if self.engine.config().version.behaves_as() < ServerVersion::Redis72 {
+                        self.expire_now(db, key);
+                    }
                     return;
                 }
                 Some((s, _)) => match &s.value {
@@ -210,7 +214,7 @@ impl Server {
     }
 
     /// A ready key found expired is deleted as a read lookup would (its DEL propagated,
-    /// `expired` fired), as Redis does when it serves blocked clients.
+    /// `expired` fired), as Redis 7.0 does when it serves blocked clients.
     pub(crate) fn expire_now(&mut self, db: usize, key: &[u8]) {
         self.engine.expire_if_needed(db, key);
         self.touch_modified_here();
@@ -223,6 +227,29 @@ impl Server {
         while let Some(id) = self.blocking.pop_expired(now) {
             self.end_wait(id, None);
         }
+    }
+
+    /// Answer the clients whose blocking FLUSHALL / FLUSHDB the lazyfree thread finished.
+    /// True while some still wait (the loop then polls briefly).
+    pub fn serve_flush_waits(&mut self) -> bool {
+        if self.blocking.count == 0 {
+            return false;
+        }
+        let mut waiting = false;
+        let mut done = Vec::new();
+        for c in self.clients.values() {
+            if let Some(Op::Flush { job }) = c.blocked.as_ref().map(|b| &b.op) {
+                if ferrokv::keyspace::lazyfree::job_done(*job) {
+                    done.push(c.id);
+                } else {
+                    waiting = true;
+                }
+            }
+        }
+        for id in done {
+            self.end_wait(id, Some(Reply::ok()));
+        }
+        waiting
     }
 
     /// End the wait of client `id` with the timeout reply, or with `error`. False when

@@ -22,9 +22,17 @@ pub enum Op {
     Wait { offset: u64, replicas: usize },
     /// WAITAOF: until `replicas` replicas fsynced their AOF past `offset` (`local`: ours is).
     WaitAof { offset: u64, local: bool, replicas: usize },
+    /// A synchronous FLUSHALL / FLUSHDB of Redis 7.4: until the lazyfree thread finished
+    /// freeing the keys (its job `job`).
+    Flush { job: u64 },
 }
 
 impl Op {
+    /// Whether the key's deletion ends the wait (XREADGROUP: its group goes with the key).
+    pub(crate) fn unblocks_on_deletion(&self) -> bool {
+        matches!(self, Op::Stream(read) if read.group.is_some())
+    }
+
     pub(crate) fn wants_zset(&self) -> bool {
         matches!(self, Op::ZPop { .. })
     }
@@ -160,6 +168,11 @@ impl Blocking {
     }
 
     /// Blocked clients with a timeout (INFO clients_in_timeout_table).
+    /// The keys clients wait on (INFO total_blocking_keys), with who waits on each.
+    pub fn keys(&self) -> impl Iterator<Item = &VecDeque<u64>> {
+        self.by_key.values()
+    }
+
     pub fn with_timeout(&self) -> usize {
         self.deadlines.len()
     }

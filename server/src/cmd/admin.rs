@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{eq_ic, parse_f64};
 use ferrokv::keyspace::idle_secs;
 use ferrokv::{Reply, Session};
@@ -127,6 +128,17 @@ fn protected_refusal(command: &str, option: &str) -> Reply {
     ))
 }
 
+const MODULE_HELP: &[&str] = &[
+    "LIST",
+    "    List the modules loaded (none: modules are not supported here).",
+    "LOAD <path> [<arg> ...]",
+    "    Load the module at <path> (refused: modules are not supported here).",
+    "LOADEX <path> [[CONFIG NAME VALUE] [CONFIG NAME VALUE]] [ARGS ...]",
+    "    Load the module at <path> with configurations and arguments (refused likewise).",
+    "UNLOAD <name>",
+    "    Unload the module <name>.",
+];
+
 /// MODULE: refused unless `enable-module-command` allows it (off by default, as in Redis
 /// 7); where allowed, no module is loaded and none can be (modules are not supported).
 pub fn module(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
@@ -137,6 +149,7 @@ pub fn module(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return protected_refusal("MODULE", "enable-module-command");
     }
     match (sub.as_slice(), a.len()) {
+        (b"help", 2) => Reply::help("MODULE", MODULE_HELP, crate::version::version()),
         (b"list", 2) => Reply::Array(Vec::new()),
         (b"load" | b"loadex", n) if n >= 3 => {
             log(&format!("Module {} failed to load: modules are not supported", text(&a[2])));
@@ -148,10 +161,15 @@ pub fn module(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     }
 }
 
+/// TIME: the clock read now (Redis 6.2, 7.0), or the command's cached start (7.2 on,
+/// where a script or a transaction sees one time).
 pub fn time(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
-    let us = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros()).unwrap_or(0);
-    let _ = s;
-    Reply::bulks([(us / 1_000_000).to_string(), (us % 1_000_000).to_string()])
+    let us = if s.engine.config().version.behaves_as() >= ServerVersion::Redis72 {
+        s.command_us
+    } else {
+        crate::server::unix_us()
+    };
+    Reply::bulks([us.div_euclid(1_000_000).to_string(), us.rem_euclid(1_000_000).to_string()])
 }
 
 pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
@@ -257,7 +275,7 @@ pub fn debug(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             s.cron_paused = super::debug::atoi(&a[2]) != 0;
             Reply::ok()
         }
-        b"help" => Reply::bulks(HELP),
+        b"help" => Reply::help("DEBUG", HELP, crate::version::version()),
         b"replybuffer" if a.len() == 4 => replybuffer(s, a),
         // A client library's test asks for an error reply of its choosing (on one line).
         b"error" if a.len() == 3 => Reply::error(text(&a[2]).replace(['\r', '\n'], " ")),
@@ -293,7 +311,6 @@ fn replybuffer(s: &mut Server, a: &[Vec<u8>]) -> Reply {
 }
 
 const HELP: &[&str] = &[
-    "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DIGEST",
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
@@ -331,8 +348,6 @@ const HELP: &[&str] = &[
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
-    "HELP",
-    "    Print this help.",
 ];
 
 fn debug_reload(s: &mut Server, opts: &[Vec<u8>]) -> Reply {
@@ -425,11 +440,15 @@ fn debug_object(s: &mut Server, c: &mut Client, key: &[u8]) -> Reply {
     let addr = &slot.value as *const ferrokv::value::Value as usize;
     let idle = idle_secs(s.engine.clock().lru(), lru);
     let mut extra = String::new();
-    if let ferrokv::value::Value::List(l) = &slot.value {
+    if let (ferrokv::value::Value::List(l), "quicklist") = (&slot.value, encoding) {
+        // Our nodes, the fill and whether list-compress-depth asks for compression (the
+        // nodes themselves are kept uncompressed).
+        let nodes = l.node_count();
         extra = format!(
-            " ql_nodes:1 ql_avg_node:{}.00 ql_listpack_max:{} ql_compressed:0",
-            l.len(),
-            s.cfg.engine.limits.list_max_listpack_size
+            " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:{}",
+            l.len() as f64 / nodes as f64,
+            s.cfg.engine.limits.list_max_listpack_size,
+            i32::from(s.cfg.list_compress_depth != 0)
         );
     }
     // The serialized length is DUMP's payload less its type byte, version and checksum.

@@ -3,24 +3,37 @@
 
 use std::time::{Duration, Instant};
 
-use ferrokv::command::{eq_ic, parse_f64, parse_i64};
+use ferrokv::command::catalog::ServerVersion;
+use ferrokv::command::long_double::LongDouble;
+use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::Reply;
 
 use crate::blocking::Op;
 use crate::client::Client;
 use crate::server::Server;
 
-/// Redis's getTimeoutFromObjectOrReply in seconds: a float, rounded up to ms; 0 waits
-/// forever (None).
+/// Redis's getTimeoutFromObjectOrReply in seconds: a float as strtold reads it (hex
+/// too), rounded up to ms; 0 waits forever (None).
 fn parse_timeout(b: &[u8]) -> Result<Option<Instant>, Reply> {
-    let secs = parse_f64(b).ok_or_else(|| Reply::err("ERR timeout is not a float or out of range"))?;
-    let ms = (secs * 1000.0).ceil();
-    // Beyond i64 the C cast gives LLONG_MIN, which Redis then calls negative.
+    let secs = LongDouble::parse(b)
+        .map(LongDouble::to_f64)
+        .ok_or_else(|| Reply::err("ERR timeout is not a float or out of range"))?;
+    let ms = secs * 1000.0;
+    // Redis 7.2 on checks the range; before, the C cast of a value beyond i64 gives
+    // LLONG_MIN, which Redis then calls negative.
+    let checks_range = crate::version::version().behaves_as() >= ServerVersion::Redis72;
+    if checks_range && ms > i64::MAX as f64 {
+        return Err(Reply::err("ERR timeout is out of range"));
+    }
+    let ms = ms.ceil();
     if !ms.is_finite() || ms < 0.0 || ms >= i64::MAX as f64 {
         return Err(Reply::err("ERR timeout is negative"));
     }
     if ms == 0.0 {
         return Ok(None);
+    }
+    if checks_range && ms > (i64::MAX - crate::server::unix_us() / 1000) as f64 {
+        return Err(Reply::err("ERR timeout is out of range"));
     }
     Ok(Instant::now().checked_add(Duration::from_millis(ms as u64)))
 }
@@ -176,8 +189,10 @@ pub fn client_unblock(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let err = error.then(|| Reply::err("UNBLOCKED client unblocked via CLIENT UNBLOCK"));
     let target_cmd = s.clients.get(&(id as u64)).map(|t| t.last_cmd.clone());
     let unblocked = s.end_wait(id as u64, err);
-    if let (true, Some(cmd)) = (unblocked, target_cmd) {
-        // Redis 7.0 counts a failed call for any CLIENT UNBLOCK, TIMEOUT too.
+    // Redis 7.0 counts a failed call for any CLIENT UNBLOCK, TIMEOUT too; 7.2 on, for
+    // ERROR only.
+    let counts = error || crate::version::version().behaves_as() < ServerVersion::Redis72;
+    if let (true, true, Some(cmd)) = (unblocked, counts, target_cmd) {
         s.count_failed_call(&cmd);
     }
     Reply::Int(i64::from(unblocked))

@@ -54,14 +54,13 @@ pub fn command(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         }
         b"getkeys" if a.len() >= 3 => getkeys(&a[2..], false),
         b"getkeysandflags" if a.len() >= 3 => getkeys(&a[2..], true),
-        b"help" if a.len() == 2 => Reply::bulks(HELP),
+        b"help" if a.len() == 2 => Reply::help("COMMAND", HELP, crate::version::version()),
         b"count" | b"getkeys" | b"getkeysandflags" | b"help" => sub_arity("command", &a[1]),
         _ => unknown_subcommand(&a[1], "command"),
     }
 }
 
 const HELP: &[&str] = &[
-    "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "(no subcommand)",
     "    Return details about all Redis commands.",
     "COUNT",
@@ -80,8 +79,6 @@ const HELP: &[&str] = &[
     "    Return the keys from a full Redis command.",
     "GETKEYSANDFLAGS <full-command>",
     "    Return the keys and the access flags from a full Redis command.",
-    "HELP",
-    "    Print this help.",
 ];
 
 /// A command by name, or a subcommand by its full name (`config|get`).

@@ -24,7 +24,7 @@ pub fn config(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             Reply::ok()
         }
         b"rewrite" if a.len() == 2 => rewrite(s, false),
-        b"help" if a.len() == 2 => Reply::bulks(HELP),
+        b"help" if a.len() == 2 => Reply::help("CONFIG", HELP, crate::version::version()),
         b"get" | b"set" | b"resetstat" | b"rewrite" | b"help" => sub_arity("config", &a[1]),
         _ => unknown_subcommand(&a[1], "config"),
     }
@@ -57,7 +57,6 @@ pub fn rewrite(s: &Server, force_all: bool) -> Reply {
 }
 
 const HELP: &[&str] = &[
-    "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "GET <pattern>",
     "    Return parameters matching the glob-like <pattern> and their values.",
     "SET <directive> <value>",
@@ -66,8 +65,6 @@ const HELP: &[&str] = &[
     "    Reset statistics reported by the INFO command.",
     "REWRITE",
     "    Rewrite the configuration file.",
-    "HELP",
-    "    Print this help.",
 ];
 
 /// Redis 7.0's HIDDEN_CONFIG parameters (test and debugging knobs).

@@ -189,7 +189,7 @@ pub fn client(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         b"setinfo" => client_setinfo(c, &a[2], &a[3]),
         b"no-touch" => on_off(&a[2], &mut c.session.no_touch),
         b"no-evict" => on_off(&a[2], &mut c.no_evict),
-        _ => Reply::bulks(CLIENT_HELP),
+        _ => Reply::help("CLIENT", CLIENT_HELP, crate::version::version()),
     }
 }
 
@@ -223,7 +223,6 @@ fn client_setinfo(c: &mut Client, attr: &[u8], value: &[u8]) -> Reply {
 }
 
 const CLIENT_HELP: &[&str] = &[
-    "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "GETNAME",
     "    Return the name of the current connection.",
     "ID",
@@ -242,8 +241,6 @@ const CLIENT_HELP: &[&str] = &[
     "    Assign the name <name> to the current connection.",
     "NO-EVICT (ON|OFF)",
     "    Keep this connection out of client eviction.",
-    "HELP",
-    "    Print this help.",
 ];
 
 /// A client's type, as CLIENT LIST / KILL TYPE name it (Redis's getClientType): our
@@ -341,6 +338,7 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let mut skipme = true;
     let mut kind: Option<&str> = None;
     let mut user: Option<Vec<u8>> = None;
+    let mut max_age: Option<u64> = None;
     for pair in a[2..].chunks(2) {
         let (opt, v) = (&pair[0], &pair[1]);
         if eq_ic(opt, "id") {
@@ -362,6 +360,12 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
                 return Reply::error(format!("ERR No such user '{}'", text(v)));
             }
             user = Some(v.clone());
+        } else if eq_ic(opt, "maxage") && s.engine.config().version.since_redis74() {
+            match parse_i64(v) {
+                Some(n) if n > 0 => max_age = Some(n as u64),
+                Some(_) => return Reply::err("ERR maxage should be greater than 0"),
+                None => return Reply::err("ERR maxage is not an integer or out of range"),
+            }
         } else if eq_ic(opt, "skipme") {
             if eq_ic(v, "yes") {
                 skipme = true;
@@ -374,12 +378,14 @@ fn client_kill(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             return Reply::syntax();
         }
     }
+    let now = Instant::now();
     let matches = |x: &Client| {
         kind.is_none_or(|k| k == client_type(x))
             && id.is_none_or(|i| x.id == i)
             && addr.as_ref().is_none_or(|a| &addr_of(x) == a)
             && laddr.as_ref().is_none_or(|a| &laddr_of(x) == a)
             && user.as_ref().is_none_or(|u| &x.user == u)
+            && max_age.is_none_or(|m| now.duration_since(x.created).as_secs() >= m)
     };
     let victims: Vec<u64> = s.clients.values().filter(|x| matches(x)).map(|x| x.id).collect();
     let mut killed = 0;

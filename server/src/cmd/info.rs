@@ -119,7 +119,27 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("client_recent_max_output_buffer", "0".into());
             kv("blocked_clients", (s.blocking.count + s.pause.waiting()).to_string());
             kv("tracking_clients", s.tracking.clients().to_string());
+            let version = s.engine.config().version;
+            let all = || s.clients.values().map(|x| &**x).chain(std::iter::once(&*c));
+            if version.since_redis74() {
+                kv("pubsub_clients", all().filter(|x| x.subs.active()).count().to_string());
+                kv("watching_clients", all().filter(|x| !x.watched.is_empty()).count().to_string());
+            }
             kv("clients_in_timeout_table", s.blocking.with_timeout().to_string());
+            if version.since_redis74() {
+                kv("total_watched_keys", s.watched.len().to_string());
+            }
+            if version.behaves_as() >= ServerVersion::Redis72 {
+                // Keys whose deletion ends a wait: those an XREADGROUP waits on.
+                let on_nokey = |ids: &std::collections::VecDeque<u64>| {
+                    ids.iter().any(|id| {
+                        let x = if *id == c.id { Some(&*c) } else { s.clients.get(id).map(|x| &**x) };
+                        x.and_then(|x| x.blocked.as_ref()).is_some_and(|b| b.op.unblocks_on_deletion())
+                    })
+                };
+                kv("total_blocking_keys", s.blocking.keys().count().to_string());
+                kv("total_blocking_keys_on_nokey", s.blocking.keys().filter(|ids| on_nokey(ids)).count().to_string());
+            }
         }
         "memory" => {
             // used_memory is the allocator's count (the figure maxmemory is held to).

@@ -11,7 +11,6 @@ use crate::client::Client;
 use crate::server::Server;
 
 const HELP: &[&str] = &[
-    "LATENCY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DOCTOR",
     "    Return a human readable latency analysis report.",
     "GRAPH <event>",
@@ -26,8 +25,6 @@ const HELP: &[&str] = &[
     "HISTOGRAM [COMMAND ...]",
     "    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
     "    If no commands are specified then all histograms are replied.",
-    "HELP",
-    "    Print this help.",
 ];
 
 pub fn latency(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
@@ -59,7 +56,7 @@ pub fn latency(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
                 .collect();
             s.histograms.of(&names)
         }
-        b"help" if a.len() == 2 => Reply::Array(HELP.iter().map(|l| Reply::simple(l)).collect()),
+        b"help" if a.len() == 2 => Reply::help("LATENCY", HELP, crate::version::version()),
         b"history" | b"graph" | b"latest" | b"doctor" | b"help" => sub_arity("latency", &a[1]),
         _ => unknown_subcommand(&a[1], "latency"),
     }

@@ -14,7 +14,6 @@ use crate::server::Server;
 const DEFAULT_SAMPLES: usize = 5;
 
 const HELP: &[&str] = &[
-    "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DOCTOR",
     "    Return memory problems reports.",
     "MALLOC-STATS",
@@ -26,8 +25,6 @@ const HELP: &[&str] = &[
     "USAGE <key> [SAMPLES <count>]",
     "    Return memory in bytes used by <key> and its value. Nested values are",
     "    sampled up to <count> times (default: 5, 0 means sample all).",
-    "HELP",
-    "    Prints this help.",
 ];
 
 pub fn memory(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
@@ -42,7 +39,7 @@ pub fn memory(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return sub_arity("memory", &a[1]);
     }
     match sub.as_slice() {
-        b"help" => Reply::Array(HELP.iter().map(|l| Reply::simple(l)).collect()),
+        b"help" => Reply::help("MEMORY", HELP, crate::version::version()),
         b"usage" => usage(s, c, a),
         b"stats" => stats(s),
         b"doctor" => {

@@ -74,6 +74,11 @@ pub fn spublish(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     Reply::Int(n as i64)
 }
 
+/// The commands whose reply is a push message (Redis's cmdHasPushAsReply).
+pub fn replies_with_push(name: &str) -> bool {
+    matches!(name, "subscribe" | "ssubscribe" | "psubscribe" | "unsubscribe" | "sunsubscribe" | "punsubscribe")
+}
+
 pub fn publish(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let n = s.publish(Some(c), &a[1], &a[2]);
     to_replicas_only(s, c, a);
@@ -92,7 +97,6 @@ fn to_replicas_only(s: &mut Server, c: &Client, a: &[Vec<u8>]) {
 }
 
 const HELP: &[&str] = &[
-    "PUBSUB <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "CHANNELS [<pattern>]",
     "    Return the currently active channels matching a <pattern> (default: '*').",
     "NUMPAT",
@@ -104,14 +108,12 @@ const HELP: &[&str] = &[
     "    Return the currently active shard level channels matching a <pattern> (default: '*').",
     "SHARDNUMSUB [<shardchannel> ...]",
     "    Return the number of subscribers for the specified shard level channel(s)",
-    "HELP",
-    "    Prints this help.",
 ];
 
 pub fn pubsub(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     match sub.as_slice() {
-        b"help" if a.len() == 2 => Reply::Array(HELP.iter().map(|l| Reply::simple(l)).collect()),
+        b"help" if a.len() == 2 => Reply::help("PUBSUB", HELP, crate::version::version()),
         b"channels" | b"shardchannels" if a.len() <= 3 => {
             let pat = a.get(2);
             let map = if sub.as_slice() == b"channels" { &s.pubsub.channels } else { &s.pubsub.shard_channels };

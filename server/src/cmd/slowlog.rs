@@ -6,7 +6,6 @@ use crate::client::Client;
 use crate::server::Server;
 
 const HELP: &[&str] = &[
-    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "GET [<count>]",
     "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
     "    Entries are made of:",
@@ -16,14 +15,12 @@ const HELP: &[&str] = &[
     "    Return the length of the slowlog.",
     "RESET",
     "    Reset the slowlog.",
-    "HELP",
-    "    Print this help.",
 ];
 
 pub fn slowlog(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = a[1].to_ascii_lowercase();
     match sub.as_slice() {
-        b"help" if a.len() == 2 => Reply::Array(HELP.iter().map(|l| Reply::simple(l)).collect()),
+        b"help" if a.len() == 2 => Reply::help("SLOWLOG", HELP, crate::version::version()),
         b"reset" if a.len() == 2 => {
             s.slowlog.reset();
             Reply::ok()

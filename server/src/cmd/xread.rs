@@ -1,12 +1,14 @@
 //! XREAD / XREADGROUP as clients call them: the engine answers what is there now; with
 //! BLOCK and nothing to answer the client blocks (crate::stream_wait serves it later).
 //! Inside MULTI (and for clients that may not block) the null array stands, as in Redis;
-//! scripts are refused BLOCK by the engine, as Redis 7.0 refuses it.
+//! scripts are refused BLOCK by the engine, as Redis 7.0 refuses it (7.4 answers them as a
+//! timeout).
 
 use std::time::{Duration, Instant};
 
 use ferrokv::command::stream::{parse_read_id, parse_read_options};
 use ferrokv::format::rdb::StreamId;
+use ferrokv::value::stream::id_decr;
 use ferrokv::value::Value;
 use ferrokv::Reply;
 
@@ -23,7 +25,7 @@ pub fn xread(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return r;
     }
     // The engine accepted the arguments, so they parse; without BLOCK the null stands.
-    let Ok(opts) = parse_read_options(a, false) else { return r };
+    let Ok(opts) = parse_read_options(a, false, s.engine.config().version) else { return r };
     let Some(ms) = opts.block_ms else { return r };
     let n = opts.streams(a.len());
     let db = c.session.db;
@@ -40,6 +42,11 @@ pub fn xread(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             b">" => None,
             b"$" => Some(match s.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
                 Some(Value::Stream(st)) => st.last_id,
+                _ => StreamId { ms: 0, seq: 0 },
+            }),
+            // Redis 7.4's last entry (the engine refuses `+` to older versions).
+            b"+" => Some(match s.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+                Some(Value::Stream(st)) => id_decr(st.last_id).unwrap_or(StreamId { ms: 0, seq: 0 }),
                 _ => StreamId { ms: 0, seq: 0 },
             }),
             other => match parse_read_id(other) {

@@ -121,15 +121,16 @@ impl Server {
                 if target.close_asap {
                     continue;
                 }
+                let resp3 = target.resp3;
                 match pattern {
                     None => write_push(
-                        &mut target.out,
-                        target.resp3,
+                        target.push_out(),
+                        resp3,
                         &[Part::Bulk(b"message"), Part::Bulk(channel), Part::Bulk(msg)],
                     ),
                     Some(p) => write_push(
-                        &mut target.out,
-                        target.resp3,
+                        target.push_out(),
+                        resp3,
                         &[Part::Bulk(b"pmessage"), Part::Bulk(p), Part::Bulk(channel), Part::Bulk(msg)],
                     ),
                 }
@@ -199,7 +200,8 @@ impl Server {
             };
             if !target.close_asap {
                 let parts = [Part::Bulk(b"smessage"), Part::Bulk(channel), Part::Bulk(msg)];
-                write_push(&mut target.out, target.resp3, &parts);
+                let resp3 = target.resp3;
+                write_push(target.push_out(), resp3, &parts);
                 crate::obuf::enforce(&cfg.obuf_limits, target);
             }
         }

@@ -68,7 +68,10 @@ pub(super) fn eval_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], evalsh
     let Some(cached) = s.scripts.cache.get(&sha) else {
         return noscript();
     };
-    let func = cached.func.clone();
+    let func: Function = match s.scripts.eval.lua.registry_value(&cached.func) {
+        Ok(f) => f,
+        Err(e) => return lua_failure(e),
+    };
     let sflags = cached.flags;
     let compat = sflags & script_flags::EVAL_COMPAT != 0;
     if !compat && sflags & script_flags::NO_WRITES == 0 && ro {
@@ -139,7 +142,9 @@ pub(super) fn run_script(
     // Engine commands join one propagation unit, flushed below (or by EXEC).
     c.in_exec = true;
     s.engine.effects_mut().from_script = true;
-    s.tracking.script_started(c.tracking.is_some(), keys_argv);
+    // Redis 7.0 tracks a script's declared keys when it reads; 7.2 on, the keys it read.
+    let tracks_declared = s.engine.config().version.behaves_as() < ferrokv::command::catalog::ServerVersion::Redis72;
+    s.tracking.script_started(c.tracking.is_some() && tracks_declared, keys_argv);
 
     let ctx = RefCell::new((&mut *s, &mut *c, &mut session));
     let outcome = lua.scope(|scope| {
@@ -234,7 +239,6 @@ pub(super) fn failure_reply(v: &Value, sha: &str) -> Reply {
 }
 
 pub(super) const SCRIPT_HELP: &[&str] = &[
-    "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
     "DEBUG (YES|SYNC|NO)",
     "    Set the debug mode for subsequent scripts executed.",
     "EXISTS <sha1> [<sha1> ...]",
@@ -249,14 +253,12 @@ pub(super) const SCRIPT_HELP: &[&str] = &[
     "    Kill the currently executing Lua script.",
     "LOAD <script>",
     "    Load a script into the scripts cache without executing it.",
-    "HELP",
-    "    Prints this help.",
 ];
 
 pub fn script(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = &a[1];
     if a.len() == 2 && eq_ic(sub, "help") {
-        return Reply::Array(SCRIPT_HELP.iter().map(|l| Reply::Simple((*l).into())).collect());
+        return Reply::help("SCRIPT", SCRIPT_HELP, crate::version::version());
     }
     if eq_ic(sub, "flush") {
         let ok = a.len() == 2 || (a.len() == 3 && (eq_ic(&a[2], "sync") || eq_ic(&a[2], "async")));

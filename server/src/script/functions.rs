@@ -65,7 +65,7 @@ fn replace_all(s: &mut Server, libs: &Libraries) -> Result<(), Reply> {
     let mut next = Registry::default();
     for (_, code) in libs.iter() {
         let (name, registered) = compile(&s.scripts.func, code)?;
-        next.add(&name, registered)?;
+        next.add(&name, registered, |f| s.scripts.func.keep(f))?;
     }
     s.scripts.functions = next;
     Ok(())
@@ -111,7 +111,8 @@ fn load(s: &mut Server, c: &Client, a: &[Vec<u8>]) -> Reply {
         Ok(x) => x,
         Err(e) => return e,
     };
-    if let Err(e) = s.scripts.functions.add(&name, registered) {
+    let func_vm = &s.scripts.func;
+    if let Err(e) = s.scripts.functions.add(&name, registered, |f| func_vm.keep(f)) {
         return e;
     }
     s.engine.keyspace_mut().functions.insert(name.clone(), code.clone());
@@ -241,9 +242,59 @@ fn stats(s: &Server) -> Reply {
     ])
 }
 
-/// FUNCTION LOAD / DELETE / FLUSH / DUMP / RESTORE / LIST / STATS / KILL.
+const FUNCTION_HELP: &[&str] = &[
+    "LOAD [REPLACE] <FUNCTION CODE>",
+    "    Create a new library with the given library name and code.",
+    "DELETE <LIBRARY NAME>",
+    "    Delete the given library.",
+    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+    "    Return general information on all the libraries:",
+    "    * Library name",
+    "    * The engine used to run the Library",
+    "    * Library description",
+    "    * Functions list",
+    "    * Library code (if WITHCODE is given)",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+    "STATS",
+    "    Return information about the current function running:",
+    "    * Function name",
+    "    * Command used to run the function",
+    "    * Duration in MS that the function is running",
+    "    If no function is running, return nil",
+    "    In addition, returns a list of available engines.",
+    "KILL",
+    "    Kill the current running function.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Delete all the libraries.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the libraries.",
+    "    * SYNC: Synchronously flush the libraries.",
+    "DUMP",
+    "    Return a serialized payload representing the current libraries, can be restored using FUNCTION RESTORE command",
+    "RESTORE <PAYLOAD> [FLUSH|APPEND|REPLACE]",
+    "    Restore the libraries represented by the given payload, it is possible to give a restore policy to",
+    "    control how to handle existing libraries (default APPEND):",
+    "    * FLUSH: delete all existing libraries.",
+    "    * APPEND: appends the restored libraries to the existing libraries. On collision, abort.",
+    "    * REPLACE: appends the restored libraries to the existing libraries, On collision, replace the old",
+    "      libraries with the new libraries (notice that even on this option there is a chance of failure",
+    "      in case of functions name collision with another library).",
+];
+
+/// FUNCTION LOAD / DELETE / FLUSH / DUMP / RESTORE / LIST / STATS / KILL / HELP.
 pub fn function(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let sub = &a[1];
+    if a.len() == 2 && eq_ic(sub, "help") {
+        let version = crate::version::version();
+        if version.since_redis74() {
+            // 7.4's (and Valkey 8's) list of what LIST returns has no library description.
+            let lines: Vec<&'static str> =
+                FUNCTION_HELP.iter().copied().filter(|l| *l != "    * Library description").collect();
+            return Reply::help("FUNCTION", &lines, version);
+        }
+        return Reply::help("FUNCTION", FUNCTION_HELP, version);
+    }
     let arity_ok = |min: usize, exact: bool| if exact { a.len() == min } else { a.len() >= min };
     let sub_name = sub.to_ascii_lowercase();
     let (min, exact) = match sub_name.as_slice() {
@@ -305,7 +356,11 @@ fn fcall_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], ro: bool) -> Rep
     let Some(entry) = s.scripts.functions.functions.get(&String::from_utf8_lossy(&a[1]).to_ascii_lowercase()) else {
         return Reply::err("ERR Function not found");
     };
-    let (func, fflags, name) = (entry.func.clone(), entry.flags, entry.name.clone());
+    let func: Function = match s.scripts.func.lua.registry_value(&entry.func) {
+        Ok(f) => f,
+        Err(e) => return super::vm::lua_failure(e),
+    };
+    let (fflags, name) = (entry.flags, entry.name.clone());
     let Some(numkeys) = parse_i64(&a[2]) else {
         return Reply::err("ERR Bad number of keys provided");
     };

@@ -4,7 +4,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use ferrokv::Reply;
-use mlua::Function;
+use mlua::{Function, RegistryKey};
 
 /// A function a library registered while it loaded.
 pub struct Registered {
@@ -19,7 +19,9 @@ pub(super) struct Entry {
     /// As registered (FCALL finds it by its lower-cased name).
     pub(super) name: String,
     pub(super) library: String,
-    pub(super) func: Function,
+    /// In the Lua registry rather than held as a handle: mlua keeps each live handle in a
+    /// slot of a Lua stack, which Lua 5.1 caps at 8,000.
+    pub(super) func: RegistryKey,
     pub(super) flags: u32,
     pub(super) description: Option<Vec<u8>>,
 }
@@ -47,9 +49,28 @@ impl Registry {
         self.libraries.len()
     }
 
-    /// Add a compiled library, replacing one of the same name. Err (and nothing changed)
-    /// when one of its functions belongs to another library.
-    pub(super) fn add(&mut self, library: &str, registered: Vec<Registered>) -> Result<(), Reply> {
+    /// Bytes the registry itself takes beside the interpreter (INFO used_memory_functions):
+    /// names, descriptions and the entries.
+    pub fn memory(&self) -> usize {
+        let entries: usize = self
+            .functions
+            .iter()
+            .map(|(k, e)| k.len() + e.name.len() + e.library.len() + e.description.as_ref().map_or(0, Vec::len))
+            .sum();
+        let libraries: usize =
+            self.libraries.iter().map(|(k, v)| k.len() + v.iter().map(String::len).sum::<usize>()).sum();
+        entries + libraries + (self.functions.len() + self.libraries.len()) * std::mem::size_of::<Entry>()
+    }
+
+    /// Add a compiled library, replacing one of the same name; `keep` puts each function
+    /// in its interpreter's registry. Err (and nothing changed) when one of its functions
+    /// belongs to another library.
+    pub(super) fn add(
+        &mut self,
+        library: &str,
+        registered: Vec<Registered>,
+        keep: impl Fn(Function) -> Result<RegistryKey, Reply>,
+    ) -> Result<(), Reply> {
         for r in &registered {
             if let Some(e) = self.functions.get(&r.name.to_ascii_lowercase()) {
                 if e.library != library {
@@ -57,16 +78,20 @@ impl Registry {
                 }
             }
         }
-        self.remove(library);
-        let names = registered.iter().map(|r| r.name.to_ascii_lowercase()).collect();
+        let mut entries = Vec::with_capacity(registered.len());
         for r in registered {
-            let entry = Entry {
+            let func = keep(r.func)?;
+            entries.push(Entry {
                 name: r.name,
                 library: library.to_string(),
-                func: r.func,
+                func,
                 flags: r.flags,
                 description: r.description,
-            };
+            });
+        }
+        self.remove(library);
+        let names = entries.iter().map(|e| e.name.to_ascii_lowercase()).collect();
+        for entry in entries {
             self.functions.insert(entry.name.to_ascii_lowercase(), entry);
         }
         self.libraries.insert(library.to_string(), names);

@@ -250,9 +250,16 @@ local function err_handler(err)
 end
 G.__redis__err__handler = err_handler
 
+-- Redis 7.4's os library: clock alone.
+if native.os_clock then
+    G.os = { clock = native.os_clock }
+end
+
 G.redis = redis
-for _, name in orig_next, { "redis", "string", "math", "table", "coroutine", "bit", "cjson", "cmsgpack", "struct" } do
-    G[name] = protect(G[name])
+for _, name in orig_next, { "redis", "string", "math", "table", "coroutine", "bit", "cjson", "cmsgpack", "struct", "os" } do
+    if G[name] ~= nil then
+        G[name] = protect(G[name])
+    end
 end
 
 -- The globals: missing names are an error (raised at the caller's level 3: the script).

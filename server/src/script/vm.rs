@@ -64,7 +64,8 @@ pub(super) struct RunState {
 const LOAD_TIMEOUT_MS: u128 = 500;
 
 pub(super) struct Cached {
-    pub(super) func: Function,
+    /// In the Lua registry, not held as a handle (see [`super::registry::Entry::func`]).
+    pub(super) func: mlua::RegistryKey,
     pub(super) flags: u32,
 }
 
@@ -160,6 +161,7 @@ impl Scripts {
             let msg = err.map(|e| String::from_utf8_lossy(&e.as_bytes()).into_owned()).unwrap_or_default();
             return Err(Reply::error(format!("ERR Error compiling script (new function): {msg}")));
         };
+        let func = self.eval.keep(func)?;
         self.cache_bytes += body.len() + 40;
         self.cache.insert(sha.clone(), Cached { func, flags });
         Ok(sha)
@@ -167,6 +169,11 @@ impl Scripts {
 }
 
 impl Vm {
+    /// Put `f` in this interpreter's registry (see [`super::registry::Entry::func`]).
+    pub(super) fn keep(&self, f: Function) -> Result<mlua::RegistryKey, Reply> {
+        self.lua.create_registry_value(f).map_err(lua_failure)
+    }
+
     fn new(rng: libs::Lrand48) -> mlua::Result<Vm> {
         let registered: Rc<RefCell<Option<Vec<Registered>>>> = Rc::new(RefCell::new(None));
         let lua = Lua::new_with(StdLib::TABLE | StdLib::STRING | StdLib::MATH, LuaOptions::default())?;
@@ -174,6 +181,16 @@ impl Vm {
         let native = lua.create_table()?;
         native.raw_set("version", crate::version::release())?;
         native.raw_set("version_num", version_num(crate::version::release()))?;
+        if crate::version::version().since_redis74() {
+            // C's clock(): the process's CPU time in seconds.
+            native.raw_set(
+                "os_clock",
+                lua.create_function(|_, ()| {
+                    let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+                    Ok(t.tv_sec as f64 + t.tv_nsec as f64 / 1e9)
+                })?,
+            )?;
+        }
         native.raw_set(
             "sha1hex",
             lua.create_function(|_, args: MultiValue| {
@@ -466,6 +483,8 @@ pub fn declared_flags(s: &Scripts, command: &str, argv: &[Vec<u8>]) -> Option<u3
 /// INFO memory's scripting fields.
 pub fn info_memory(s: &Scripts) -> Vec<(&'static str, String)> {
     let lua = s.lua_memory() as u64;
+    let vm_functions = s.func.lua.used_memory() as u64;
+    let functions = s.functions.memory() as u64;
     let scripts = s.cache_memory() as u64;
     vec![
         ("used_memory_lua", lua.to_string()),
@@ -475,12 +494,12 @@ pub fn info_memory(s: &Scripts) -> Vec<(&'static str, String)> {
         ("number_of_cached_scripts", s.cached().to_string()),
         ("number_of_functions", s.functions.function_count().to_string()),
         ("number_of_libraries", s.functions.library_count().to_string()),
-        ("used_memory_vm_functions", "0".into()),
-        ("used_memory_vm_total", lua.to_string()),
-        ("used_memory_vm_total_human", human_bytes(lua)),
-        ("used_memory_functions", "0".into()),
-        ("used_memory_scripts", scripts.to_string()),
-        ("used_memory_scripts_human", human_bytes(scripts)),
+        ("used_memory_vm_functions", vm_functions.to_string()),
+        ("used_memory_vm_total", (lua + vm_functions).to_string()),
+        ("used_memory_vm_total_human", human_bytes(lua + vm_functions)),
+        ("used_memory_functions", functions.to_string()),
+        ("used_memory_scripts", (scripts + functions).to_string()),
+        ("used_memory_scripts_human", human_bytes(scripts + functions)),
     ]
 }
 

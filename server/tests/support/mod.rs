@@ -382,3 +382,29 @@ pub fn start_shared(bin: &Path, dir: &Path, extra: &[&str]) -> Spawned {
     args.extend(extra);
     Spawned::start("shared redis-server", bin, dir, &args, None)
 }
+
+/// A real server of ../shared/bin (`bin`, started with `real_args`) and ours standing in
+/// for it (`--redis-version version`), each over its own directory, handed to `check` as
+/// their ports; skipped with a message when ../shared/bin lacks the binary.
+pub fn with_shared_and_ours(bin: &str, real_args: &[&str], version: &str, check: impl FnOnce(u16, u16)) {
+    let Some(path) = shared_bin(bin) else {
+        eprintln!("skipped: ../shared/bin/{bin} is absent");
+        return;
+    };
+    let (d1, d2) = (ferrokv_testkit::TempDir::new("shared-real"), ferrokv_testkit::TempDir::new("shared-ours"));
+    let real = start_shared(&path, d1.path(), real_args);
+    let ours = Ours::start(d2.path(), &["--redis-version", version]);
+    check(real.port, ours.port);
+}
+
+/// Every reply of `session` (and those after it) equal, each shown (cut short) with its
+/// command when not.
+pub fn assert_same_replies(session: &[&[&str]], theirs: &[Vec<u8>], mine: &[Vec<u8>], tag: &str) {
+    assert_eq!(theirs.len(), mine.len(), "{tag}: reply count");
+    let shown = |b: &[u8]| String::from_utf8_lossy(&b[..b.len().min(600)]).into_owned();
+    for (i, (t, m)) in theirs.iter().zip(mine).enumerate() {
+        let what = session.get(i).map(|c| c.join(" ")).unwrap_or_else(|| format!("reply {i} after the session"));
+        let what: String = what.chars().take(120).collect();
+        assert!(t == m, "{tag}: #{i} {what}\n  theirs: {}\n  ours:   {}", shown(t), shown(m));
+    }
+}

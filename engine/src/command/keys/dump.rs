@@ -132,7 +132,7 @@ pub fn restore(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     }
     if ttl != 0 && already_expired(ctx, ttl) {
         if deleted {
-            ctx.rewrite(vec![b"DEL".to_vec(), key.to_vec()]);
+            ctx.rewrite(vec![ctx.cfg.server_del_command().to_vec(), key.to_vec()]);
             ctx.notify(notify::GENERIC, "del", key);
             ctx.dirty += 1;
         }

@@ -156,14 +156,6 @@ pub(super) fn check_subcommand(a: &[Vec<u8>], table: &[(&str, i32)]) -> Result<S
     Ok(sub)
 }
 
-pub(super) fn help_reply(cmd: &str, lines: &[&'static str]) -> Reply {
-    let mut out = vec![Reply::Simple(format!("{cmd} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:").into())];
-    out.extend(lines.iter().map(|l| Reply::simple(l)));
-    out.push(Reply::simple("HELP"));
-    out.push(Reply::simple("    Prints this help."));
-    Reply::Array(out)
-}
-
 /// The XCLAIM Redis propagates for a pending entry's new state.
 pub(super) fn xclaim_argv(
     key: &[u8],

@@ -1,8 +1,8 @@
 //! Consumer groups: XGROUP, XACK, XPENDING, XCLAIM and XAUTOCLAIM.
 
 use super::common::{
-    check_subcommand, consumer_seen, entry_reply, help_reply, id_arg, id_bulk, parse_id, parse_interval,
-    parse_strict_id, read_stream, setid_argv, subcommand_syntax, tracks_activity, write_stream, xclaim_argv,
+    check_subcommand, consumer_seen, entry_reply, id_arg, id_bulk, parse_id, parse_interval, parse_strict_id,
+    read_stream, setid_argv, subcommand_syntax, tracks_activity, write_stream, xclaim_argv,
 };
 use crate::command::{arg_i64, eq_ic, err_arg, notify, parse_i64, Ctx, Reply};
 use crate::format::rdb::StreamId;
@@ -35,7 +35,7 @@ pub(super) fn xgroup(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     if sub == "help" {
-        return help_reply("XGROUP", XGROUP_HELP);
+        return Reply::help("XGROUP", XGROUP_HELP, ctx.cfg.version);
     }
     let mut mkstream = false;
     let mut entries_read: i64 = -1;

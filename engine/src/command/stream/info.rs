@@ -1,8 +1,7 @@
 //! XINFO STREAM / GROUPS / CONSUMERS / HELP.
 
 use super::common::{
-    check_subcommand, entries_reply, entry_reply, help_reply, id_bulk, no_such_key, read_stream, subcommand_syntax,
-    tracks_activity,
+    check_subcommand, entries_reply, entry_reply, id_bulk, no_such_key, read_stream, subcommand_syntax, tracks_activity,
 };
 use crate::command::{arg_i64, eq_ic, err_arg, Ctx, Reply};
 use crate::value::stream::Group;
@@ -29,7 +28,7 @@ pub(super) fn xinfo(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         Err(e) => return e,
     };
     if sub == "help" {
-        return help_reply("XINFO", XINFO_HELP);
+        return Reply::help("XINFO", XINFO_HELP, ctx.cfg.version);
     }
     let now = ctx.now;
     // Redis 6.2's streams have no entries-added, max-deleted-id or group lag to report.

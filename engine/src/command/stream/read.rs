@@ -4,9 +4,10 @@ use super::common::{
     consumer_seen, createconsumer_argv, entries_reply, entry_reply, id_arg, id_bulk, parse_id_generic, parse_interval,
     parse_strict_id, read_stream, setid_argv, tracks_activity, write_stream, xclaim_argv,
 };
+use crate::command::catalog::ServerVersion;
 use crate::command::{arg_i64, eq_ic, err_arg, notify, parse_i64, Ctx, Reply};
 use crate::format::rdb::StreamId;
-use crate::value::stream::{id_incr, Nack, MAX_ID, MIN_ID};
+use crate::value::stream::{id_decr, id_incr, Nack, MAX_ID, MIN_ID};
 use crate::value::{sds, Stream};
 
 pub(super) fn xlen(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
@@ -88,8 +89,8 @@ impl ReadOptions {
 
 /// Parse XREAD [COUNT n] [BLOCK ms] STREAMS key.. id.. and XREADGROUP GROUP g c [COUNT n]
 /// [BLOCK ms] [NOACK] STREAMS key.. id.. up to the IDs, with Redis's errors in its order.
-/// `from_script`: BLOCK is refused, as Redis 7.0 refuses it to scripts.
-pub fn parse_read_options(a: &[Vec<u8>], from_script: bool) -> Result<ReadOptions, Reply> {
+/// `refuse_block`: BLOCK is an error, as Redis 7.0 makes it in scripts.
+pub fn parse_read_options(a: &[Vec<u8>], refuse_block: bool, version: ServerVersion) -> Result<ReadOptions, Reply> {
     let group_read = a[0].len() == 10;
     let mut o = ReadOptions::default();
     let mut i = 1;
@@ -97,7 +98,7 @@ pub fn parse_read_options(a: &[Vec<u8>], from_script: bool) -> Result<ReadOption
         let more = a.len() - 1 - i;
         let opt = &a[i];
         if eq_ic(opt, "block") && more > 0 {
-            if from_script {
+            if refuse_block {
                 return Err(Reply::error(format!(
                     "ERR {} command is not allowed with BLOCK option from scripts",
                     String::from_utf8_lossy(&a[0])
@@ -115,9 +116,15 @@ pub fn parse_read_options(a: &[Vec<u8>], from_script: bool) -> Result<ReadOption
         } else if eq_ic(opt, "streams") && more > 0 {
             o.streams_arg = i + 1;
             if !(a.len() - o.streams_arg).is_multiple_of(2) {
-                return Err(Reply::err(
-                    "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
-                ));
+                if version.behaves_as() < ServerVersion::Redis72 {
+                    return Err(Reply::err(
+                        "ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.",
+                    ));
+                }
+                let (name, symbol) = if group_read { ("xreadgroup", '>') } else { ("xread", '$') };
+                return Err(Reply::error(format!(
+                    "ERR Unbalanced '{name}' list of streams: for each stream key an ID or '{symbol}' must be specified."
+                )));
             }
             break;
         } else if eq_ic(opt, "group") && more >= 2 {
@@ -158,7 +165,9 @@ pub fn parse_read_id(b: &[u8]) -> Option<StreamId> {
 /// the server parks the client when the answer is the null array (server/src/cmd/xread.rs).
 pub(super) fn xread(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let group_read = a[0].len() == 10;
-    let opts = match parse_read_options(a, ctx.fx.from_script) {
+    // Redis 7.4 lets a script's BLOCK answer as a timeout would.
+    let refuse_block = ctx.fx.from_script && !ctx.cfg.version.since_redis74();
+    let opts = match parse_read_options(a, refuse_block, ctx.cfg.version) {
         Ok(o) => o,
         Err(e) => return e,
     };
@@ -166,6 +175,7 @@ pub(super) fn xread(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let group_names: Option<(&[u8], &[u8])> = opts.group.as_ref().map(|(g, c)| (g.as_slice(), c.as_slice()));
     let n = (a.len() - streams_arg) / 2;
     let mut ids = Vec::with_capacity(n);
+    let last_entry_id = ctx.cfg.version.since_redis74();
     for k in 0..n {
         let key = &a[streams_arg + k];
         let arg = &a[streams_arg + n + k];
@@ -191,6 +201,20 @@ pub(super) fn xread(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
                 );
             }
             ids.push(s.map_or(MIN_ID, |s| s.last_id));
+        } else if arg.as_slice() == b"+" && last_entry_id {
+            // Redis 7.4: the stream's last entry, read as the entries after the ID before it.
+            if group_read {
+                return Reply::err(
+                    "ERR The + ID is meaningless in the context of XREADGROUP: you want to read the history of \
+                     this consumer by specifying a proper ID, or use the > ID to get new messages. The + ID would \
+                     just return an empty result set.",
+                );
+            }
+            match s.map(|s| id_decr(s.last_id)) {
+                None => ids.push(MIN_ID),
+                Some(Some(before_last)) => ids.push(before_last),
+                Some(None) => return Reply::err("ERR the stream last element ID is 0-0"),
+            }
         } else if arg.as_slice() == b">" {
             if !group_read {
                 return Reply::err(
@@ -265,6 +289,7 @@ pub(super) fn read_group(
 ) -> Option<Reply> {
     let now = ctx.now;
     let tracks = tracks_activity(ctx);
+    let setid_always = ctx.cfg.version.since_redis74();
     if tracks {
         enlist_consumer(ctx, key, group, consumer, noack);
     }
@@ -347,7 +372,10 @@ pub(super) fn read_group(
                     }
                 }
             }
-            if noack && moved {
+            // Redis 7.4 and Valkey 8 send the group's new last ID (with its entries-read)
+            // after every read that moved it; before, only NOACK reads, whose XCLAIMs are
+            // not sent.
+            if moved && (noack || setid_always) {
                 props.push(setid_argv(key, group, &g));
             }
             reply = Reply::Array(out);
@@ -357,9 +385,13 @@ pub(super) fn read_group(
     for e in events {
         ctx.notify(notify::STREAM, e, key);
     }
+    // Redis 7.4 counts a change only when something was propagated (a read of the
+    // history changes no more than delivery counts); 7.0, 7.2 and Valkey count every one.
+    if ctx.cfg.version != ServerVersion::Redis74 || !props.is_empty() {
+        ctx.dirty += 1;
+    }
     for p in props {
         ctx.propagate(p);
     }
-    ctx.dirty += 1;
     Some(reply)
 }

@@ -3,6 +3,7 @@
 use super::common::{
     id_arg, id_bulk, invalid_id, no_such_key, obeys_source, parse_id_generic, parse_strict_id, write_stream,
 };
+use crate::command::catalog::ServerVersion;
 use crate::command::{arg_i64, eq_ic, notify, Ctx, Reply};
 use crate::format::rdb::StreamId;
 use crate::value::stream::{id_incr, Fields, MAX_ID, MIN_ID};
@@ -283,11 +284,16 @@ pub(super) fn xsetid(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         i += 2;
     }
     let key = &a[1];
+    // Redis 7.2 on: no ID below the greatest one deleted.
+    let checks_max_deleted = ctx.cfg.version.behaves_as() >= ServerVersion::Redis72;
     let s = match write_stream(ctx, key) {
         Err(e) => return e,
         Ok(None) => return no_such_key(),
         Ok(Some(s)) => s,
     };
+    if id < s.max_deleted_id && checks_max_deleted {
+        return Reply::err("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id");
+    }
     if let Some((top, _)) = s.last_entry() {
         if id < top {
             return Reply::err("ERR The ID specified in XSETID is smaller than the target stream top item");

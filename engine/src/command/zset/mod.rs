@@ -9,7 +9,9 @@ pub use score::{parse_score, strtod};
 
 use self::range::{rank_interval, LexRange, ScoreRange};
 use self::score::arg_score;
-use super::set::{arg_count_positive, arg_count_signed, distinct_positions, parse_cursor, scan_reply, ScanOpts};
+use super::set::{
+    arg_count_positive, arg_count_signed, distinct_positions, parse_cursor, scan_reply, NoValues, ScanOpts,
+};
 use super::{arg_i64, eq_ic, fmt_double, notify, Ctx, Reply, Spec};
 use crate::value::{sds, Limits, Sds, Set, Value, Zset};
 
@@ -1008,12 +1010,13 @@ fn zscan(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
     let Some(cursor) = parse_cursor(&a[2]) else {
         return Reply::err("ERR invalid cursor");
     };
+    let novalues = NoValues::of(ctx.cfg.version, false);
     let z = match zset_ref(ctx, &a[1]) {
         Ok(Some(z)) => z,
         Ok(None) => return scan_reply(0, Vec::new()),
         Err(e) => return e,
     };
-    let opts = match ScanOpts::parse(&a[3..]) {
+    let opts = match ScanOpts::parse(&a[3..], novalues) {
         Ok(o) => o,
         Err(e) => return e,
     };
