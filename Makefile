@@ -46,7 +46,7 @@ test: deps lint unit
 compat:
 	$(CARGO) build --profile ci -p ferrokv-server
 	$(CARGO) test --profile ci -p ferrokv-tools --tests -- --ignored
-	$(CARGO) test --profile ci -p ferrokv-server --test field_ttls --test replication --test exactness --test redis62 --test redis72 --test command_docs -- --ignored
+	$(CARGO) test --profile ci -p ferrokv-server --test field_ttls --test replication --test exactness --test redis62 --test redis72 --test redis74 --test command_docs -- --ignored
 
 # Redis's own TCL suite against ferrokv-server (REDIS_SRC: the extracted 7.0.15 suite; see
 # docs/conformance.md). Not part of make test: fetching the suite is a developer step.
