@@ -44,10 +44,10 @@ populate_one() {
     RPID=$!
     wait_loaded
     u0=$(info used_memory memory)
-    r0=$(awk '/VmRSS/{print $2 * 1024}' /proc/$RPID/status)
+    r0=$(awk '/VmRSS/{printf "%d", $2 * 1024}' /proc/$RPID/status)
     redis-cli -p "$PORT" DEBUG POPULATE 1000000 > /dev/null
     u1=$(info used_memory memory)
-    r1=$(awk '/VmRSS/{print $2 * 1024}' /proc/$RPID/status)
+    r1=$(awk '/VmRSS/{printf "%d", $2 * 1024}' /proc/$RPID/status)
     awk -v a="$u0" -v b="$u1" -v c="$r0" -v d="$r1" 'BEGIN{printf "%.1f %.1f", (b-a)/1e6, (d-c)/1e6}'
     stop_server
 }
