@@ -454,12 +454,17 @@ impl Client {
             // What the output limits are checked against (Redis's reply list bytes, or
             // for a replica the replication buffer it is owed).
             self.pending_out() + self.stream_owed,
-            self.query.capacity() + self.chunk.len() + self.out.capacity() + self.stream_owed,
+            self.total_memory(),
             self.last_cmd,
             String::from_utf8_lossy(&self.user),
             self.tracking.as_ref().map_or(-1, |t| t.redirect as i64),
             if self.resp3 { 3 } else { 2 },
         )
+    }
+
+    /// The client's buffers (CLIENT LIST's `tot-mem`, INFO's mem_clients_normal).
+    pub fn total_memory(&self) -> usize {
+        self.query.capacity() + self.chunk.len() + self.out.capacity() + self.stream_owed
     }
 
     fn fd(&self) -> i32 {

@@ -205,6 +205,9 @@ impl Server {
             self.fresh = Some(end);
         }
         let micros = end.saturating_duration_since(start).as_micros() as u64;
+        if top {
+            self.stats.eventloop_cmd_us += micros;
+        }
         let st = self.stats.commands.entry(cmd::stat_key(found, argv)).or_default();
         st.calls += 1;
         st.usec += micros;

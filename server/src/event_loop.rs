@@ -140,6 +140,7 @@ impl Server {
                 }
             }
             self.refresh_time();
+            let turn = Instant::now();
             for ev in events.iter() {
                 let t = ev.token();
                 match self.listeners.owner(t) {
@@ -179,6 +180,8 @@ impl Server {
                     }
                 }
             }
+            self.stats.eventloop_cycles += 1;
+            self.stats.eventloop_us += turn.elapsed().as_micros() as u64;
             if self.exit {
                 return Ok(());
             }
@@ -297,6 +300,7 @@ impl Server {
                         self.stats.net_input_bytes += n as u64;
                     }
                     if (c.query.len() - c.qpos) as u64 > self.cfg.client_query_buffer_limit {
+                        self.stats.query_buffer_limit_disconnections += 1;
                         let head: String = c.query[c.qpos..].iter().take(64).map(|&b| b as char).collect();
                         log(&format!(
                             "Closing client that reached max query buffer length: id={} (qbuf initial bytes: {head:?})",
@@ -528,7 +532,8 @@ impl Server {
         let now_ms = self.wall.unix_ms(Instant::now()).max(0) as u64;
         if now_ms.saturating_sub(self.stats.instantaneous.last_ms()) >= 100 {
             let values = self.stats.rate_counters();
-            self.stats.instantaneous.sample(now_ms, values);
+            let loop_us = self.stats.eventloop_us;
+            self.stats.instantaneous.sample(now_ms, values, loop_us);
         }
         if self.active_expire && self.link.is_none() && !self.pause.is_on(Instant::now()) {
             let started = Instant::now();

@@ -2,6 +2,7 @@
 //! limit that closes the client at once, and a soft limit that closes it when exceeded
 //! for longer than its seconds. Pub/sub clients are the "pubsub" class.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::client::Client;
@@ -78,6 +79,19 @@ impl Limits {
     }
 }
 
+/// Clients closed for their output buffer limits (INFO client_output_buffer_limit_
+/// disconnections): counted here, where every class's limit is checked.
+static DISCONNECTIONS: AtomicU64 = AtomicU64::new(0);
+
+pub fn disconnections() -> u64 {
+    DISCONNECTIONS.load(Ordering::Relaxed)
+}
+
+/// CONFIG RESETSTAT.
+pub fn reset_disconnections() {
+    DISCONNECTIONS.store(0, Ordering::Relaxed);
+}
+
 /// Check `c`'s pending output against its class's limits; over them, the client is
 /// flagged to close (with Redis's log line). True when it must close.
 pub fn enforce(limits: &Limits, c: &mut Client) -> bool {
@@ -102,6 +116,7 @@ pub fn enforce_used(limits: &Limits, c: &mut Client, used: u64, hard_floor: u64)
         c.obuf_soft_since = None;
     }
     if hard || soft {
+        DISCONNECTIONS.fetch_add(1, Ordering::Relaxed);
         // Redis describes the client as it was before the flag.
         log(&format!(
             "Client {} scheduled to be closed ASAP for overcoming of output buffer limits.",

@@ -37,7 +37,24 @@ pub struct ServerStats {
     pub sync_partial_err: u64,
     /// Errors our master's stream (or the AOF) was answered with.
     pub unexpected_error_replies: u64,
+    /// Turns of the event loop, the microseconds they worked (not waiting in poll), and
+    /// the microseconds of the commands run (INFO eventloop_*, Redis 7.2).
+    pub eventloop_cycles: u64,
+    pub eventloop_us: u64,
+    pub eventloop_cmd_us: u64,
+    /// ACL refusals by reason, whether or not the ACL log grouped them (Redis 7.2's
+    /// acl_access_denied_auth / _cmd / _key / _channel).
+    pub acl_denied: [u64; 4],
+    /// Clients closed for their query buffer's limit (Redis 7.4).
+    pub query_buffer_limit_disconnections: u64,
+    /// The error table reached [`ERROR_CODES_MAX`] codes and stopped counting (until
+    /// CONFIG RESETSTAT).
+    pub errors_disabled: bool,
 }
+
+/// How many error codes INFO errorstats keeps: a script can make one per call
+/// (redis.error_reply), so past this the table stops growing, as Redis 7.4's does.
+pub const ERROR_CODES_MAX: usize = 128;
 
 /// What Redis samples for its instantaneous metrics, in this order.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +64,7 @@ pub enum Metric {
     NetOutput,
     NetReplInput,
     NetReplOutput,
+    EventloopCycles,
 }
 
 const SAMPLES: usize = 16;
@@ -64,12 +82,17 @@ struct Track {
 /// Redis's instantaneous metrics.
 #[derive(Debug, Clone, Default)]
 pub struct Instantaneous {
-    tracks: [Track; 5],
+    tracks: [Track; 6],
+    /// A loop turn's microseconds, averaged over the turns of each sample.
+    turn_us: Track,
+    turns_seen: u64,
 }
 
 impl Instantaneous {
-    /// Record `values` (cumulative counters, in [`Metric`] order) at `now_ms`.
-    pub fn sample(&mut self, now_ms: u64, values: [u64; 5]) {
+    /// Record `values` (cumulative counters, in [`Metric`] order) and the event loop's
+    /// cumulative working microseconds at `now_ms`.
+    pub fn sample(&mut self, now_ms: u64, values: [u64; 6], loop_us: u64) {
+        let turns = values[Metric::EventloopCycles as usize];
         for (t, v) in self.tracks.iter_mut().zip(values) {
             let dt = now_ms.saturating_sub(t.last_ms);
             t.samples[t.idx] = (v.saturating_sub(t.last_value) * 1000).checked_div(dt).unwrap_or(0);
@@ -77,11 +100,23 @@ impl Instantaneous {
             t.last_ms = now_ms;
             t.last_value = v;
         }
+        let t = &mut self.turn_us;
+        t.samples[t.idx] =
+            loop_us.saturating_sub(t.last_value).checked_div(turns.saturating_sub(self.turns_seen)).unwrap_or(0);
+        t.idx = (t.idx + 1) % SAMPLES;
+        t.last_ms = now_ms;
+        t.last_value = loop_us;
+        self.turns_seen = turns;
     }
 
     /// The rate of `m` per second.
     pub fn get(&self, m: Metric) -> u64 {
         self.tracks[m as usize].samples.iter().sum::<u64>() / SAMPLES as u64
+    }
+
+    /// A loop turn's average microseconds (INFO instantaneous_eventloop_duration_usec).
+    pub fn turn_us(&self) -> u64 {
+        self.turn_us.samples.iter().sum::<u64>() / SAMPLES as u64
     }
 
     /// When the last sample was taken (0: never).
@@ -92,13 +127,14 @@ impl Instantaneous {
 
 impl ServerStats {
     /// The counters the instantaneous metrics follow, in [`Metric`] order.
-    pub fn rate_counters(&self) -> [u64; 5] {
+    pub fn rate_counters(&self) -> [u64; 6] {
         [
             self.commands_processed,
             self.net_input_bytes,
             self.net_output_bytes,
             self.net_repl_input_bytes,
             self.net_repl_output_bytes,
+            self.eventloop_cycles,
         ]
     }
 
@@ -114,12 +150,33 @@ impl ServerStats {
     /// Count an error reply under its code, as Redis does: the text up to its first
     /// space (looked for in the first 32 bytes), else ERR.
     pub fn count_error(&mut self, text: &str) {
+        if self.errors_disabled {
+            return;
+        }
         let head = &text.as_bytes()[..text.len().min(32)];
         let code = match head.iter().position(|&b| b == b' ') {
             Some(sp) => &text[..sp],
             None => "ERR",
         };
-        *self.errors.entry(code.to_string()).or_default() += 1;
+        if let Some(n) = self.errors.get_mut(code) {
+            *n += 1;
+            return;
+        }
+        if self.errors.len() >= ERROR_CODES_MAX {
+            let mut codes: Vec<&String> = self.errors.keys().collect();
+            codes.sort();
+            let list = codes.iter().map(|c| c.as_str()).collect::<Vec<_>>().join(", ");
+            crate::log::warn(
+                "Errorstats stopped adding new errors because the number of errors reached the limit, may be \
+                 misuse of lua error_reply, please check INFO ERRORSTATS, this can be re-enabled via CONFIG RESETSTAT.",
+            );
+            crate::log::warn(&format!("Current errors code list: {list}"));
+            self.errors.clear();
+            self.errors.insert("ERRORSTATS_DISABLED".into(), 1);
+            self.errors_disabled = true;
+            return;
+        }
+        self.errors.insert(code.to_string(), 1);
     }
 }
 

@@ -64,6 +64,17 @@ const SESSION: &[&[&str]] = &[
     ],
     &["BLPOP", "nolist", "0x1p-5"],
     &["BLPOP", "nolist", "0x7FFFFFFFFFFFFF"],
+    &["CONFIG", "SET", "latency-tracking-info-percentiles", "0.0 50.0 100.0"],
+    &["CONFIG", "GET", "latency-tracking-info-percentiles"],
+    &["CONFIG", "SET", "latency-tracking-info-percentiles", "10.0 50.0 a"],
+    &["CONFIG", "SET", "latency-tracking-info-percentiles", "101"],
+    &["CONFIG", "SET", "latency-tracking-info-percentiles", "50 99 99.9"],
+    &["CONFIG", "RESETSTAT"],
+    &["MULTI"],
+    &["SET", "a", "b"],
+    &["AUTH", "a"],
+    &["EXEC"],
+    &["INFO", "errorstats"],
     &["FUNCTION", "HELP"],
     &["MODULE", "HELP"],
     &["OBJECT", "HELP"],
@@ -83,6 +94,22 @@ fn help_shape(reply: Vec<u8>) -> Vec<u8> {
     keep.iter().filter_map(|&i| lines.get(i)).copied().collect::<Vec<_>>().join("\r\n").into_bytes()
 }
 
+/// INFO's field names, every section (the values are of this moment), but those of
+/// jemalloc, of the build and of Valkey's own additions.
+fn info_names(c: &mut Client) -> Vec<u8> {
+    let theirs_only = ["allocator_", "rss_overhead", "atomicvar_api", "gcc_version", "listener0", "ferrokv_version"];
+    let also = ["module_fork_last_cow_size", "availability_zone", "io_threaded_", "replicas_waiting_psync"];
+    let info = String::from_utf8_lossy(&c.call(&argv(&["INFO", "everything"]))).into_owned();
+    let names: Vec<&str> = info
+        .lines()
+        .filter_map(|l| l.split(':').next())
+        .filter(|k| !k.starts_with('$') && !k.starts_with('#') && !k.is_empty())
+        .filter(|k| !["cmdstat_", "errorstat_", "db", "latency_percentiles_usec_"].iter().any(|p| k.starts_with(p)))
+        .filter(|k| !theirs_only.iter().chain(&also).any(|p| k.starts_with(p)))
+        .collect();
+    names.join(" ").into_bytes()
+}
+
 fn run(port: u16) -> Vec<Vec<u8>> {
     let mut c = Client::connect(port);
     let mut out: Vec<Vec<u8>> = SESSION
@@ -96,10 +123,12 @@ fn run(port: u16) -> Vec<Vec<u8>> {
             }
         })
         .collect();
-    // INFO clients: the field names (the values are counts of this moment).
-    let info = String::from_utf8_lossy(&c.call(&argv(&["INFO", "clients"]))).into_owned();
-    let names: Vec<&str> = info.lines().filter_map(|l| l.split(':').next()).filter(|k| !k.starts_with('$')).collect();
-    out.push(names.join(" ").into_bytes());
+    out.push(info_names(&mut c));
+    // MEMORY STATS: its keys (RESP3 shows them as the map's keys).
+    c.call(&argv(&["HELLO", "3"]));
+    let stats = String::from_utf8_lossy(&c.call(&argv(&["MEMORY", "STATS"]))).into_owned();
+    let keys: Vec<&str> = stats.split("\r\n").filter(|l| l.contains('.') && !l.starts_with(',')).collect();
+    out.push(keys.join(" ").into_bytes());
     out
 }
 
@@ -254,6 +283,16 @@ fn as_redis_7_0() {
 #[ignore = "needs ../shared/bin (make compat)"]
 fn as_redis_7_4() {
     with_shared_and_ours("redis-server-7.4.1", &[], "7.4", |real, ours| compare(real, ours, "7.4"));
+}
+
+/// Redis 6.2's INFO has none of 7.0's additions, and its own order of the script fields.
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn info_as_redis_6_2() {
+    with_shared_and_ours("redis-server-6.2.16", &[], "6.2", |real, ours| {
+        let names = |port: u16| info_names(&mut Client::connect(port));
+        assert_eq!(String::from_utf8_lossy(&names(real)), String::from_utf8_lossy(&names(ours)));
+    });
 }
 
 #[test]

@@ -133,6 +133,7 @@ impl Server {
             created: 0,
         };
         let max = self.cfg.get("acllog-max-len").and_then(|v| v.parse().ok()).unwrap_or(128);
+        self.stats.acl_denied[reason as usize - 1] += 1;
         self.acl.add_log(entry, max);
     }
 

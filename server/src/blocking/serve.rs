@@ -145,6 +145,10 @@ impl Server {
         let Some(b) = c.blocked.take() else { return };
         self.blocking.remove(c.id, &b);
         self.note_slow(c, &b.argv, b.micros);
+        // Its latency too (INFO latencystats), as Redis counts a blocked command then.
+        if let Some(found) = b.argv.first().and_then(|name| crate::cmd::lookup(name)) {
+            self.note_latency(found, &b.argv, std::time::Duration::from_micros(b.micros));
+        }
     }
 
     /// Serve the clients waiting on keys that became ready, first blocked first,

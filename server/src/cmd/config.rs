@@ -21,6 +21,7 @@ pub fn config(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
             let dirty = s.engine.stats().dirty;
             *s.engine.stats_mut() = Stats { dirty, ..Stats::default() };
             ferrokv::keyspace::lazyfree::reset_stats();
+            crate::obuf::reset_disconnections();
             Reply::ok()
         }
         b"rewrite" if a.len() == 2 => rewrite(s, false),

@@ -70,10 +70,47 @@ fn title(section: &str) -> String {
     t
 }
 
+/// Fields Redis 7.0 added to INFO, which 6.2 does not show.
+const SINCE_7_0: &[&str] = &[
+    "used_memory_vm_eval",
+    "used_memory_scripts_eval",
+    "number_of_functions",
+    "number_of_libraries",
+    "used_memory_vm_functions",
+    "used_memory_vm_total",
+    "used_memory_vm_total_human",
+    "used_memory_functions",
+    "mem_total_replication_buffers",
+    "mem_cluster_links",
+    "async_loading",
+    "current_cow_peak",
+    "rdb_saves",
+    "rdb_last_load_keys_expired",
+    "rdb_last_load_keys_loaded",
+    "aof_rewrites",
+    "aof_rewrites_consecutive_failures",
+    "total_net_repl_input_bytes",
+    "total_net_repl_output_bytes",
+    "instantaneous_input_repl_kbps",
+    "instantaneous_output_repl_kbps",
+    "evicted_clients",
+    "total_eviction_exceeded_time",
+    "current_eviction_exceeded_time",
+    "pubsubshard_channels",
+    "total_active_defrag_time",
+    "current_active_defrag_time",
+    "reply_buffer_shrinks",
+    "reply_buffer_expands",
+];
+
 fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
     let _ = writeln_crlf(out, &format!("# {}", title(section)));
     let now_ms = Clock::System.now_ms();
+    let redis62 = s.engine.config().version.is_redis62();
     let mut kv = |k: &str, v: String| {
+        if redis62 && SINCE_7_0.contains(&k) {
+            return;
+        }
         out.push_str(k);
         out.push(':');
         out.push_str(&v);
@@ -152,10 +189,18 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("used_memory_peak", peak.to_string());
             kv("used_memory_peak_human", human(peak));
             kv("used_memory_peak_perc", format!("{:.2}%", used as f64 * 100.0 / peak.max(1) as f64));
+            let overhead = crate::cmd::memory::Overhead::of(s, c);
+            kv("used_memory_overhead", overhead.total().to_string());
             kv("used_memory_startup", s.startup_memory.to_string());
+            let (dataset, dataset_perc) = overhead.dataset(used);
+            kv("used_memory_dataset", dataset.to_string());
+            kv("used_memory_dataset_perc", format!("{dataset_perc:.2}%"));
             let total = total_system_memory();
             kv("total_system_memory", total.to_string());
             kv("total_system_memory_human", human(total));
+            for (k, v) in crate::script::info_memory(&s.scripts) {
+                kv(k, v);
+            }
             kv("maxmemory", s.cfg.maxmemory.to_string());
             kv("maxmemory_human", human(s.cfg.maxmemory));
             kv("maxmemory_policy", s.cfg.maxmemory_policy.clone());
@@ -166,13 +211,17 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("mem_replication_backlog", backlog.to_string());
             kv("mem_total_replication_buffers", s.replication_buffer_mem().to_string());
             kv("mem_clients_slaves", replicas.to_string());
+            kv("mem_clients_normal", overhead.clients_normal.to_string());
+            kv("mem_cluster_links", "0".into());
+            kv("mem_aof_buffer", overhead.aof_buffer.to_string());
             kv("mem_allocator", "mimalloc".into());
+            if s.engine.config().version.since_redis74() {
+                // Redis 7.4's tables being rehashed: ours are never rehashed step by step.
+                kv("mem_overhead_db_hashtable_rehashing", "0".into());
+            }
             kv("active_defrag_running", "0".into());
             kv("lazyfree_pending_objects", ferrokv::keyspace::lazyfree::pending().to_string());
             kv("lazyfreed_objects", ferrokv::keyspace::lazyfree::freed().to_string());
-            for (k, v) in crate::script::info_memory(&s.scripts) {
-                kv(k, v);
-            }
         }
         "persistence" => {
             let aof_on = s.engine.persistence().aof.as_ref().is_some_and(|a| a.is_open());
@@ -250,6 +299,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("expire_cycle_cpu_milliseconds", (st.expire_cycle_us / 1000).to_string());
             kv("evicted_keys", st.evicted_keys.to_string());
             kv("evicted_clients", "0".into());
+            if s.engine.config().version.since_redis74() {
+                // Redis 7.4 evicts EVAL's scripts past 500; none are evicted here.
+                kv("evicted_scripts", "0".into());
+            }
             let current = s.eviction.exceeded_ms();
             kv("total_eviction_exceeded_time", (st.total_eviction_exceeded_ms + current).to_string());
             kv("current_eviction_exceeded_time", current.to_string());
@@ -282,8 +335,25 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("total_writes_processed", "0".into());
             kv("io_threaded_reads_processed", "0".into());
             kv("io_threaded_writes_processed", "0".into());
+            let version = s.engine.config().version;
+            if version.since_redis74() {
+                kv("client_query_buffer_limit_disconnections", st.query_buffer_limit_disconnections.to_string());
+                kv("client_output_buffer_limit_disconnections", crate::obuf::disconnections().to_string());
+            }
             kv("reply_buffer_shrinks", st.reply_buffer_shrinks.to_string());
             kv("reply_buffer_expands", st.reply_buffer_expands.to_string());
+            if version.behaves_as() >= ServerVersion::Redis72 {
+                kv("eventloop_cycles", st.eventloop_cycles.to_string());
+                kv("eventloop_duration_sum", st.eventloop_us.to_string());
+                kv("eventloop_duration_cmd_sum", st.eventloop_cmd_us.to_string());
+                kv("instantaneous_eventloop_cycles_per_sec", inst.get(Metric::EventloopCycles).to_string());
+                kv("instantaneous_eventloop_duration_usec", inst.turn_us().to_string());
+                let [command, key, auth, channel] = st.acl_denied;
+                kv("acl_access_denied_auth", auth.to_string());
+                kv("acl_access_denied_cmd", command.to_string());
+                kv("acl_access_denied_key", key.to_string());
+                kv("acl_access_denied_channel", channel.to_string());
+            }
         }
         "replication" => {
             let offset = s.repl_offset();
@@ -347,8 +417,10 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
                 .filter_map(|p| p.parse().ok())
                 .collect();
             for (name, h) in s.histograms.all() {
-                let parts: Vec<String> =
-                    wanted.iter().map(|p| format!("p{}={:.3}", trimmed(*p), h.percentile(*p))).collect();
+                let parts: Vec<String> = wanted
+                    .iter()
+                    .map(|p| format!("p{}={:.3}", crate::config::percentile_text(*p), h.percentile(*p)))
+                    .collect();
                 kv(&format!("latency_percentiles_usec_{name}"), parts.join(","));
             }
         }
@@ -382,11 +454,6 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
 }
 
 /// A percentile as Redis names it: `%f` without its trailing zeros (`99.9`, `50`).
-fn trimmed(p: f64) -> String {
-    let t = format!("{p:.6}");
-    t.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
 fn writeln_crlf(out: &mut String, line: &str) -> std::fmt::Result {
     write!(out, "{line}\r\n")
 }

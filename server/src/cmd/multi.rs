@@ -58,6 +58,8 @@ pub fn exec(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
         if std::mem::take(&mut c.raw_reply) {
             raw.push((replies.len(), c.out.split_off(mark)));
         }
+        // Each error inside the transaction is a reply of its own to INFO errorstats.
+        s.count_reply(&r);
         replies.push(r);
     }
     c.in_exec = false;

@@ -154,8 +154,17 @@ enum Kind {
     /// Words out of a set, several at once (Redis's flag configs: `shutdown-on-sigterm`).
     Flags(&'static [&'static str]),
     Str,
+    /// Percentiles in 0..=100 (latency-tracking-info-percentiles): each read as a double,
+    /// printed as Redis prints them (`%f` less its trailing zeros).
+    Percentiles,
     /// Parsed by its own code (save, bind, dir).
     Special,
+}
+
+/// A percentile as Redis prints it: `%f` without trailing zeros (50, 99.9).
+pub(crate) fn percentile_text(p: f64) -> String {
+    let t = format!("{p:.6}");
+    t.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 struct Param {
@@ -271,7 +280,7 @@ const PARAMS: &[Param] = &[
     p("slowlog-log-slower-than", Kind::Int { min: -1, max: i64::MAX }),
     p("slowlog-max-len", Kind::Int { min: 0, max: i64::MAX }),
     stored("latency-tracking", None, Kind::Bool, "yes"),
-    stored("latency-tracking-info-percentiles", None, Kind::Str, "50 99 99.9"),
+    stored("latency-tracking-info-percentiles", None, Kind::Percentiles, "50 99 99.9"),
     stored("latency-monitor-threshold", None, Kind::Int { min: 0, max: i64::MAX }, "0"),
     stored("active-expire-effort", None, Kind::Int { min: 1, max: 10 }, "1"),
     stored("activerehashing", None, Kind::Bool, "yes"),
@@ -559,7 +568,7 @@ impl ServerConfig {
                 self.set_enum(p.name, &lower)
             }
             Kind::Str => self.set_str(p.name, v),
-            Kind::Special | Kind::Flags(_) | Kind::Octal { .. } | Kind::MemoryOrPercent => Ok(()),
+            Kind::Special | Kind::Flags(_) | Kind::Octal { .. } | Kind::MemoryOrPercent | Kind::Percentiles => Ok(()),
         }
     }
 
@@ -947,6 +956,19 @@ fn validate(kind: Kind, v: &str) -> Result<String, SetError> {
             // Printed in the table's order, as Redis prints its flags.
             let set: Vec<&str> = values.iter().copied().filter(|v| words.iter().any(|w| w == v)).collect();
             Ok(set.join(" "))
+        }
+        Kind::Percentiles => {
+            let mut out = Vec::new();
+            for word in v.split_whitespace() {
+                let p = ferrokv::command::parse_f64(word.as_bytes())
+                    .filter(|p| p.is_finite())
+                    .ok_or_else(|| "Invalid latency-tracking-info-percentiles parameters".to_string())?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                }
+                out.push(percentile_text(p));
+            }
+            Ok(out.join(" "))
         }
         Kind::Str | Kind::Special => Ok(v.to_string()),
     }

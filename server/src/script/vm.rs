@@ -143,6 +143,11 @@ impl Scripts {
         self.eval.lua.used_memory()
     }
 
+    /// Bytes the function registry takes beside its interpreter (used_memory_functions).
+    pub fn functions_memory(&self) -> usize {
+        self.functions.memory()
+    }
+
     pub fn cache_memory(&self) -> usize {
         self.cache_bytes + self.cache.len() * 64
     }
@@ -484,8 +489,18 @@ pub fn declared_flags(s: &Scripts, command: &str, argv: &[Vec<u8>]) -> Option<u3
 pub fn info_memory(s: &Scripts) -> Vec<(&'static str, String)> {
     let lua = s.lua_memory() as u64;
     let vm_functions = s.func.lua.used_memory() as u64;
-    let functions = s.functions.memory() as u64;
+    let functions = s.functions_memory() as u64;
     let scripts = s.cache_memory() as u64;
+    if crate::version::version().is_redis62() {
+        // Redis 6.2's fields, in its order (one interpreter, no functions).
+        return vec![
+            ("used_memory_lua", lua.to_string()),
+            ("used_memory_lua_human", human_bytes(lua)),
+            ("used_memory_scripts", scripts.to_string()),
+            ("used_memory_scripts_human", human_bytes(scripts)),
+            ("number_of_cached_scripts", s.cached().to_string()),
+        ];
+    }
     vec![
         ("used_memory_lua", lua.to_string()),
         ("used_memory_vm_eval", lua.to_string()),
