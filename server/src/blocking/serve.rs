@@ -128,6 +128,9 @@ impl Server {
     pub fn park(&mut self, c: &mut Client, op: Op, keys: Vec<Vec<u8>>, deadline: Option<Instant>) {
         let db = c.session.db;
         let keys = self.blocking.add(c.id, db, keys, deadline);
+        if let Op::Flush { job } = op {
+            self.blocking.flushes.push((c.id, job));
+        }
         self.engine.effects_mut().track_modified = true;
         c.blocked = Some(Blocked { op, db, keys, deadline, argv: Vec::new(), micros: 0 });
         c.raw_reply = true;
@@ -236,24 +239,18 @@ impl Server {
     /// Answer the clients whose blocking FLUSHALL / FLUSHDB the lazyfree thread finished.
     /// True while some still wait (the loop then polls briefly).
     pub fn serve_flush_waits(&mut self) -> bool {
-        if self.blocking.count == 0 {
+        if self.blocking.flushes.is_empty() {
             return false;
         }
-        let mut waiting = false;
-        let mut done = Vec::new();
-        for c in self.clients.values() {
-            if let Some(Op::Flush { job }) = c.blocked.as_ref().map(|b| &b.op) {
-                if ferrokv::keyspace::lazyfree::job_done(*job) {
-                    done.push(c.id);
-                } else {
-                    waiting = true;
-                }
-            }
-        }
-        for id in done {
+        let (done, waiting): (Vec<_>, Vec<_>) = std::mem::take(&mut self.blocking.flushes)
+            .into_iter()
+            .partition(|&(_, job)| ferrokv::keyspace::lazyfree::job_done(job));
+        self.blocking.flushes = waiting;
+        for (id, _) in done {
+            // A client gone or unblocked meanwhile is not blocked any more: nothing to do.
             self.end_wait(id, Some(Reply::ok()));
         }
-        waiting
+        !self.blocking.flushes.is_empty()
     }
 
     /// End the wait of client `id` with the timeout reply, or with `error`. False when
@@ -267,6 +264,8 @@ impl Server {
                 Op::WaitAof { offset, local, .. } => {
                     crate::replication::waitaof_reply(local, self.replicas.fsynced(offset))
                 }
+                // A flush has nothing to fail: Redis answers OK however its wait ends.
+                Op::Flush { .. } => Reply::ok(),
                 _ => b.op.timeout_reply(true),
             }),
             None => {

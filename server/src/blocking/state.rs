@@ -69,6 +69,8 @@ pub struct Blocking {
     ready: Vec<(usize, Vec<u8>)>,
     /// Clients blocked now (INFO blocked_clients).
     pub count: usize,
+    /// Clients whose blocking FLUSHALL / FLUSHDB waits for the lazyfree thread, with its job.
+    pub flushes: Vec<(u64, u64)>,
 }
 
 impl Blocking {
