@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use ferrokv::command::stream::{parse_read_id, parse_read_options};
 use ferrokv::format::rdb::StreamId;
-use ferrokv::value::stream::id_decr;
+use ferrokv::value::stream::{id_decr, MIN_ID};
 use ferrokv::value::Value;
 use ferrokv::Reply;
 
@@ -38,17 +38,15 @@ pub fn xread(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         if keys.contains(key) {
             continue;
         }
+        let last_id = || match s.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
+            Some(Value::Stream(st)) => Some(st.last_id),
+            _ => None,
+        };
         let gt = match id.as_slice() {
             b">" => None,
-            b"$" => Some(match s.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
-                Some(Value::Stream(st)) => st.last_id,
-                _ => StreamId { ms: 0, seq: 0 },
-            }),
+            b"$" => Some(last_id().unwrap_or(MIN_ID)),
             // Redis 7.4's last entry (the engine refuses `+` to older versions).
-            b"+" => Some(match s.engine.keyspace().dbs.get(db).and_then(|d| d.get(key)).map(|s| &s.value) {
-                Some(Value::Stream(st)) => id_decr(st.last_id).unwrap_or(StreamId { ms: 0, seq: 0 }),
-                _ => StreamId { ms: 0, seq: 0 },
-            }),
+            b"+" => Some(last_id().and_then(id_decr).unwrap_or(MIN_ID)),
             other => match parse_read_id(other) {
                 Some(id) => Some(id),
                 None => return r,
