@@ -40,7 +40,11 @@ for tool in redis-cli redis-benchmark redis-check-aof redis-check-rdb; do
     if [ "$CLI" = system ]; then
         ln -s "$(command -v "$tool")" "$WORK/src/$tool"
     else
-        ln -s "$BIN/$tool-$CLI" "$WORK/src/$tool"
+        target=$BIN/$tool-$CLI
+        # redis-check-* may be stored as a text file naming the server binary it links to
+        # (the server picks its role from the name it is started under).
+        [ -x "$target" ] || target=$BIN/$(tr -d '\n' < "$target")
+        ln -s "$target" "$WORK/src/$tool"
     fi
 done
 args=()

@@ -476,17 +476,23 @@ impl Engine {
     /// [`Engine::flush`], returning the unit written.
     pub fn flush_collect(&mut self) -> Vec<(usize, Argv)> {
         let replicas_only = std::mem::take(&mut self.fx.replicas_only);
+        let aof_only = std::mem::take(&mut self.fx.aof_only);
         let all = std::mem::take(&mut self.fx.propagate);
-        // The AOF's unit leaves out what only replicas get, and is wrapped on its own (as
-        // Redis 7.0 writes it: one command left is not in a MULTI).
-        let for_aof = (!replicas_only.is_empty()).then(|| {
-            let kept = all.iter().enumerate().filter(|(i, _)| !replicas_only.contains(i));
-            wrap_unit(kept.map(|(_, op)| op.clone()).collect(), self.cfg.dbless_multi())
-        });
+        // Each target's unit leaves out what only the other gets, and is wrapped on its
+        // own (as Redis 7.0 writes it: one command left is not in a MULTI).
+        let without = |skip: &[usize]| {
+            (!skip.is_empty()).then(|| {
+                let kept = all.iter().enumerate().filter(|(i, _)| !skip.contains(i));
+                wrap_unit(kept.map(|(_, op)| op.clone()).collect(), self.cfg.dbless_multi())
+            })
+        };
+        let for_aof = without(&replicas_only);
+        let for_replicas = without(&aof_only);
         let ops = wrap_unit(all, self.cfg.dbless_multi());
         if !ops.is_empty() {
             let now = self.clock.now_ms();
-            if let Err(f) = self.persist.feed_split(for_aof.as_deref().unwrap_or(&ops), &ops, now) {
+            let aof = for_aof.as_deref().unwrap_or(&ops);
+            if let Err(f) = self.persist.feed_split(aof, for_replicas.as_deref().unwrap_or(&ops), now) {
                 self.unacknowledged = Some(f.refusal());
             }
         }

@@ -73,11 +73,17 @@ fn readonly_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> O
 
 pub const MASTERDOWN_ERROR: &str = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.";
 
-/// A replica whose link is down with replica-serve-stale-data off answers only the
-/// commands flagged `stale`; an EXEC, only when every queued command is.
-fn stale_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+/// A replica whose link is down with replica-serve-stale-data off: only commands flagged
+/// `stale` run (in a script too, one that declared `allow-stale`).
+pub fn serving_stale_refused(s: &Server) -> bool {
     let down = s.link.as_ref().is_some_and(|l| !l.is_up());
-    if !down || s.cfg.get("replica-serve-stale-data").as_deref() != Some("no") {
+    down && s.cfg.get("replica-serve-stale-data").as_deref() == Some("no")
+}
+
+/// [`serving_stale_refused`]: the commands flagged `stale` are answered; an EXEC, only
+/// when every queued command is.
+fn stale_replica(s: &Server, c: &Client, found: Found, argv: &[Vec<u8>]) -> Option<Reply> {
+    if !serving_stale_refused(s) {
         return None;
     }
     let own = command_flags(s, found, argv) & flags::STALE != 0;

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use ferrokv::keyspace::{SnapshotWalker, Step};
+use ferrokv::persist::PersistError;
 
 use crate::log::log;
 use crate::server::Server;
@@ -79,22 +80,45 @@ impl Server {
             // Redis's line for its transfer child killed with SIGUSR1.
             log("Background transfer terminated by signal 10");
         }
-        if self.jobs.bgsave.is_some() {
-            if let Some(mut walker) = self.jobs.snapshot.take() {
-                walker.abort(self.engine.keyspace_mut());
-            }
-            // The writer fails as soon as it drains the channel and removes its temp file;
-            // it must be gone before a save reuses the name. Not a save error (Redis kills
-            // its child with SIGUSR1, which leaves the status alone).
-            if let Some(h) = self.jobs.bgsave.take() {
-                let _ = h.join();
-                log("Background saving terminated by signal 10");
-            }
-        }
+        self.kill_bgsave();
         if !self.cfg.engine.save.is_empty() {
             if let Err(e) = self.save_now() {
                 log(&format!("Failed saving the DB after FLUSHALL: {e}"));
             }
+        }
+    }
+
+    /// The AOF is turned off while it is rewritten: the rewrite stops at once and its
+    /// temp file goes, as Redis kills its rewrite child; not a failed rewrite.
+    pub fn kill_aof_rewrite(&mut self) {
+        self.jobs.rewrite_scheduled = false;
+        let Some(job) = self.jobs.bgrewrite.take() else { return };
+        log(&format!("Killing running AOF rewrite child: {}", std::process::id()));
+        self.stop_snapshot_writer();
+        let built = job.join().unwrap_or_else(|_| Err(PersistError::State("BGREWRITEAOF thread panicked".into())));
+        // Clears the rewrite's state (the incr file it opened stays, as in Redis).
+        let _ = self.engine.finish_rewrite(built);
+    }
+
+    /// Stop a running BGSAVE (its file would not be the dataset any more, or the server
+    /// exits): not a save error, as Redis kills its child with SIGUSR1, which leaves the
+    /// status alone.
+    pub fn kill_bgsave(&mut self) {
+        let Some(job) = self.jobs.bgsave.take() else { return };
+        self.stop_snapshot_writer();
+        // The writer stops at its next key and removes its temp file; it must be gone
+        // before a save reuses the name.
+        let _ = job.join();
+        log("Background saving terminated by signal 10");
+    }
+
+    /// The running job's walk and writer stop (the walk may be over, the writer not).
+    fn stop_snapshot_writer(&mut self) {
+        if let Some(mut walker) = self.jobs.snapshot.take() {
+            walker.abort(self.engine.keyspace_mut());
+        }
+        if let Some(writer) = self.jobs.writer_abort.take() {
+            writer.abort();
         }
     }
 

@@ -16,7 +16,7 @@ use crate::config::ServerConfig;
 use crate::log::{log, warn};
 use crate::net::{Conn, Peer};
 use crate::resp::{Limits, Parsed};
-use crate::server::{unix_us, Server, ShutdownMode, WallAnchor};
+use crate::server::{unix_us, Server, WallAnchor};
 use crate::stats::ServerStats;
 
 impl Server {
@@ -64,6 +64,7 @@ impl Server {
             jobs: crate::persistence::SaveJobs::new(now_unix),
             active_expire: true,
             exit: false,
+            shutdown: None,
             started: Instant::now(),
             started_unix: now_unix,
             signals,
@@ -169,15 +170,8 @@ impl Server {
                 self.full_sync_cron();
                 self.feed_replicas();
                 self.write_deferred();
-                if let Some(param) = self.signals.scheduled() {
-                    match self.prepare_shutdown(self.signal_shutdown_mode(param), false) {
-                        Ok(()) => return Ok(()),
-                        Err(e) => {
-                            self.signals.cancel();
-                            log(&e);
-                            log("Errors trying to shut down the server. Check the logs for more information.");
-                        }
-                    }
+                if self.shutdown_cron() {
+                    return Ok(());
                 }
             }
             self.stats.eventloop_cycles += 1;
@@ -185,19 +179,6 @@ impl Server {
             if self.exit {
                 return Ok(());
             }
-        }
-    }
-
-    /// How a signal shuts down: `shutdown-on-sigterm` / `shutdown-on-sigint` flags.
-    fn signal_shutdown_mode(&self, param: &str) -> ShutdownMode {
-        let flags = self.cfg.get(param).unwrap_or_default();
-        let has = |f: &str| flags.split_whitespace().any(|w| w == f);
-        if has("nosave") {
-            ShutdownMode::NoSave
-        } else if has("save") {
-            ShutdownMode::Save
-        } else {
-            ShutdownMode::Default
         }
     }
 
@@ -261,12 +242,12 @@ impl Server {
             if c.close_asap {
                 return false;
             }
-            let stopped_early = self.process_input(c, read_at.take());
+            self.process_input(c, read_at.take());
             if c.close_asap {
                 // Over an output buffer limit: closed without writing the rest.
                 return false;
             }
-            if c.drained && !stopped_early && !c.close_after_reply && c.pending_out() > 0 {
+            if c.drained && !c.close_after_reply && c.pending_out() > 0 {
                 // All it sent is answered: write after the other ready clients ran.
                 c.drained = false;
                 c.defer_write(&mut self.deferred_writes);
@@ -275,15 +256,15 @@ impl Server {
             if !self.flush_client(c) {
                 return false;
             }
-            if c.pending_out() > 0 {
-                // The socket is full: the writable event brings us back.
+            // With the socket full, the writable event resumes the writing; input is still
+            // read and run, as Redis does: a client that sends everything before it reads
+            // would otherwise wait for us while we wait for it. A client to close gets its
+            // last replies first.
+            if c.pending_out() > 0 && c.close_after_reply {
                 return true;
             }
             if c.close_after_reply {
                 return false;
-            }
-            if stopped_early {
-                continue;
             }
             if c.drained {
                 // Everything read was answered and the socket was empty: wait for an event
@@ -299,7 +280,9 @@ impl Server {
                     } else {
                         self.stats.net_input_bytes += n as u64;
                     }
-                    if (c.query.len() - c.qpos) as u64 > self.cfg.client_query_buffer_limit {
+                    // Not our master's link: its stream may carry a command of any size
+                    // (Redis exempts its master client too).
+                    if !c.master && (c.query.len() - c.qpos) as u64 > self.cfg.client_query_buffer_limit {
                         self.stats.query_buffer_limit_disconnections += 1;
                         let head: String = c.query[c.qpos..].iter().take(64).map(|&b| b as char).collect();
                         log(&format!(
@@ -364,32 +347,27 @@ impl Server {
         self.poll.registry().reregister(&mut c.sock, Token(c.id as usize), interest).is_ok()
     }
 
-    /// Run every complete command in the query buffer, stopping while too much output
-    /// waits. True when it stopped with input left to parse (write backpressure).
-    pub(crate) fn process_input(&mut self, c: &mut Client, read_at: Option<Instant>) -> bool {
+    /// Run every complete command in the query buffer (`read_at`: when it was read).
+    pub(crate) fn process_input(&mut self, c: &mut Client, read_at: Option<Instant>) {
         self.fresh = read_at;
-        let stopped_early = self.process_queries(c);
+        self.process_queries(c);
         self.fresh = None;
-        stopped_early
     }
 
-    pub(crate) fn process_queries(&mut self, c: &mut Client) -> bool {
+    pub(crate) fn process_queries(&mut self, c: &mut Client) {
         loop {
             if c.close_after_reply || c.close_asap || c.blocked.is_some() {
-                return false;
+                return;
             }
             if c.master && self.busy_round {
                 // Its commands run once the script is done: a turn then.
                 if !self.pending.contains(&c.id) {
                     self.pending.push_back(c.id);
                 }
-                return false;
+                return;
             }
             if c.postponed.is_some() && !self.resume_postponed(c) {
-                return false;
-            }
-            if c.pending_out() >= OUT_SOFT_LIMIT {
-                return true;
+                return;
             }
             let lim =
                 Limits { proto_max_bulk_len: self.cfg.proto_max_bulk_len, unauthenticated: self.acl_auth_required(c) };
@@ -405,7 +383,7 @@ impl Server {
                         let part = c.query.get(c.qpos - consumed..c.qpos).unwrap_or_default();
                         self.master_processed(part, true);
                     }
-                    return false;
+                    return;
                 }
                 Parsed::Error(e) => {
                     c.reply(&Reply::error(e));
@@ -440,7 +418,7 @@ impl Server {
                         if self.exit {
                             // SHUTDOWN closes the connection without a reply.
                             c.out.truncate(before);
-                            return false;
+                            return;
                         }
                         self.after_command(c);
                     }
@@ -595,9 +573,6 @@ impl Server {
         }
     }
 }
-
-/// Stop parsing a client's input while this much output waits (write backpressure).
-pub(super) const OUT_SOFT_LIMIT: usize = 1 << 20;
 
 /// Read/parse/write rounds for one client before the others get a turn.
 pub(super) const ROUNDS_PER_TURN: usize = 16;

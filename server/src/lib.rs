@@ -33,6 +33,7 @@ pub mod reply_buffer;
 pub mod resp;
 pub mod script;
 pub mod server;
+pub mod shutdown;
 mod signals;
 pub mod slowlog;
 pub mod stats;

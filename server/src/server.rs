@@ -15,15 +15,6 @@ use crate::client::Client;
 use crate::config::ServerConfig;
 use crate::stats::ServerStats;
 
-/// What SHUTDOWN (or a signal) asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ShutdownMode {
-    /// Save if save points are configured.
-    Default,
-    Save,
-    NoSave,
-}
-
 /// The connected clients by id (the one running a command is taken out meanwhile).
 pub type ClientMap = HashMap<u64, Box<Client>, foldhash::fast::FixedState>;
 
@@ -61,6 +52,8 @@ pub struct Server {
     pub active_expire: bool,
     /// SHUTDOWN succeeded: leave the loop.
     pub exit: bool,
+    /// A shutdown waiting for replicas to catch up.
+    pub(crate) shutdown: Option<crate::shutdown::ShutdownWait>,
     pub started: Instant,
     pub started_unix: i64,
     pub(crate) signals: crate::signals::Signals,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGALRM, SIGINT, SIGTERM};
 
 use crate::log::log;
 
@@ -27,7 +27,10 @@ impl Signals {
             last: Arc::new(AtomicI32::new(0)),
             dir: Arc::new(Mutex::new(dir)),
         };
-        let mut incoming = signal_hook::iterator::Signals::new([SIGTERM, SIGINT]).map_err(|e| e.to_string())?;
+        // SIGALRM does not end the process: Redis ignores it (without a watchdog), 7.4
+        // and Valkey 8.0 log it.
+        let mut incoming =
+            signal_hook::iterator::Signals::new([SIGTERM, SIGINT, SIGALRM]).map_err(|e| e.to_string())?;
         let watcher = s.clone();
         std::thread::Builder::new()
             .name("signals".into())
@@ -41,6 +44,13 @@ impl Signals {
     }
 
     fn received(&self, sig: i32) {
+        if sig == SIGALRM {
+            if crate::version::version().since_redis74() {
+                // Redis prints the main thread's stack after it; this thread cannot see it.
+                crate::log::warn("Received SIGALRM");
+            }
+            return;
+        }
         if sig == SIGINT && self.scheduled.load(Ordering::SeqCst) {
             log("You insist... exiting now.");
             let dir = self.dir.lock().unwrap_or_else(PoisonError::into_inner).clone();

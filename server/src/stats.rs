@@ -30,6 +30,8 @@ pub struct ServerStats {
     pub errors: HashMap<String, u64>,
     /// Keys evicted for maxmemory, and the milliseconds memory was over it (INFO stats).
     pub evicted_keys: u64,
+    /// EVAL's scripts evicted past 500 (Redis 7.4, INFO evicted_scripts).
+    pub evicted_scripts: u64,
     pub total_eviction_exceeded_ms: u64,
     /// Replicas' synchronizations: full, partial accepted, partial refused.
     pub sync_full: u64,

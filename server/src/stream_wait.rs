@@ -47,7 +47,9 @@ impl Server {
                 Some(b) => match &b.op {
                     Op::Stream(read) => {
                         let at = b.keys.iter().position(|k| k.as_slice() == key);
-                        self.stream_outcome(db, key, read, at.and_then(|i| read.after.get(i).copied()).flatten())
+                        let plus = at.and_then(|i| read.last_entry.get(i).copied()).unwrap_or(false);
+                        let after = at.and_then(|i| read.after.get(i).copied()).flatten();
+                        self.stream_outcome(db, key, read, after, plus)
                     }
                     _ => Outcome::Wait,
                 },
@@ -86,8 +88,8 @@ impl Server {
         }
     }
 
-    /// Decide what a blocked reader gets from `key` as it is now.
-    fn stream_outcome(&self, db: usize, key: &[u8], read: &StreamRead, after: Option<StreamId>) -> Outcome {
+    /// Decide what a blocked reader gets from `key` as it is now (`plus`: XREAD `+`).
+    fn stream_outcome(&self, db: usize, key: &[u8], read: &StreamRead, after: Option<StreamId>, plus: bool) -> Outcome {
         let count = read.count.to_string().into_bytes();
         let arg = |s: &str| s.as_bytes().to_vec();
         let group_read = |group: &[u8], consumer: &[u8]| {
@@ -133,14 +135,8 @@ impl Server {
                 if last.is_none_or(|l| l <= after) {
                     return Outcome::Wait;
                 }
-                Outcome::Serve(vec![
-                    arg("XREAD"),
-                    arg("COUNT"),
-                    count,
-                    arg("STREAMS"),
-                    key.to_vec(),
-                    after.to_string().into_bytes(),
-                ])
+                let from = if plus { arg("+") } else { after.to_string().into_bytes() };
+                Outcome::Serve(vec![arg("XREAD"), arg("COUNT"), count, arg("STREAMS"), key.to_vec(), from])
             }
         }
     }

@@ -324,3 +324,34 @@ fn files_with_libraries_load_both_ways() {
         assert_eq!(ours.cli(&["FCALL", "setter", "1", "k2", "x"]), "OK");
     }
 }
+
+/// On a replica whose link is down with replica-serve-stale-data no, a function without
+/// `allow-stale` is refused (MASTERDOWN), and one with it runs but its calls of commands
+/// not flagged `stale` fail (`Can not execute the command on a stale replica`), as on a
+/// real redis-server 7.0.
+#[test]
+fn allow_stale_functions_on_a_stale_replica_as_redis() {
+    let lib = "#!lua name=stale\n\
+               redis.register_function{function_name='f1', callback=function() return 'hello' end, flags={'no-writes'}}\n\
+               redis.register_function{function_name='f2', callback=function() return 'hello' end, flags={'allow-stale', 'no-writes'}}\n\
+               redis.register_function{function_name='f3', callback=function() return redis.call('get', 'x') end, flags={'allow-stale', 'no-writes'}}\n\
+               redis.register_function{function_name='f4', callback=function() return redis.pcall('ping') end, flags={'allow-stale', 'no-writes'}}";
+    let session: Vec<Vec<&str>> = vec![
+        vec!["FUNCTION", "LOAD", lib],
+        vec!["CONFIG", "SET", "replica-serve-stale-data", "no"],
+        vec!["REPLICAOF", "127.0.0.1", "1"],
+        vec!["FCALL", "f1", "0"],
+        vec!["FCALL", "f2", "0"],
+        vec!["FCALL", "f3", "1", "x"],
+        vec!["FCALL", "f4", "0"],
+        vec!["EVAL", "#!lua flags=allow-stale,no-writes\nreturn redis.pcall('get', 'x')", "0"],
+        vec!["REPLICAOF", "NO", "ONE"],
+    ];
+    let redis = Redis::start();
+    let dir = TempDir::new("fn-stale");
+    let ours = Ours::start(dir.path(), &[]);
+    let theirs = raw_session(redis.port, &resp_vecs(&session));
+    let mine = raw_session(ours.port, &resp_vecs(&session));
+    assert_eq!(String::from_utf8_lossy(&theirs), String::from_utf8_lossy(&mine));
+    assert!(String::from_utf8_lossy(&mine).contains("Can not execute the command on a stale replica"));
+}

@@ -90,6 +90,21 @@ impl Drop for Proc {
     }
 }
 
+/// SIGALRM does not end the server: Redis 7.0 ignores it (no watchdog), Redis 7.4 logs
+/// `Received SIGALRM` and goes on.
+#[test]
+fn sigalrm_does_not_end_the_server() {
+    let run = |redis: bool, extra: &[&str]| {
+        let p = Proc::start(redis, extra);
+        p.signal("ALRM");
+        std::thread::sleep(Duration::from_millis(200));
+        let ping = p.cli(&["PING"]);
+        (ping, p.log().contains("Received SIGALRM"))
+    };
+    assert_eq!(run(false, &["--save", ""]), run(true, &["--save", ""]));
+    assert_eq!(run(false, &["--save", "", "--redis-version", "7.4"]), ("PONG".to_string(), true));
+}
+
 #[test]
 fn sigterm_waits_for_the_timer_and_shutdown_abort_cancels_it() {
     let run = |redis: bool| {

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 mod support;
 use support::Ours;
 
-use ferrokv_testkit::{cli, encode_command, TempDir};
+use ferrokv_testkit::{cli, encode_command, info_field, wait_for, TempDir};
 
 /// A blocking RESP client for simple and integer replies; None once the server is gone.
 struct Conn {
@@ -265,7 +265,8 @@ fn kill9_during_bgrewriteaof_keeps_every_acknowledged_write() {
 }
 
 /// BGSAVE copies keys while clients keep writing: the file holds the dataset of the
-/// moment BGSAVE ran (taken with DEBUG DIGEST in the same MULTI), not a mix.
+/// moment BGSAVE ran (taken with DEBUG DIGEST in the same MULTI: the BGSAVE starts as the
+/// EXEC ends), not a mix.
 #[test]
 fn bgsave_under_writes_is_a_point_in_time_snapshot() {
     let dir = TempDir::new("persist-pit");
@@ -286,7 +287,7 @@ fn bgsave_under_writes_is_a_point_in_time_snapshot() {
     let at_start = line.trim_end().trim_start_matches('+').to_string();
     line.clear();
     c.r.read_line(&mut line).unwrap();
-    assert_eq!(line.trim_end(), "+Background saving started");
+    assert_eq!(line.trim_end(), "+Background saving scheduled");
     // Overwrite, delete, expire, grow and flush while the copy runs.
     let (mut i, mut during) = (0, 0);
     loop {
@@ -378,4 +379,78 @@ fn flushall_during_bgsave_is_durable_as_in_redis() {
     for port in [s.port, redis.port] {
         assert_eq!(cli(port, &["DBSIZE"]), "0", "port {port}: FLUSHALL was not saved");
     }
+}
+
+/// CONFIG SET appendonly no while BGREWRITEAOF writes a slow base (10 s a key): the rewrite
+/// stops at once, its temp file goes, it is not a failed rewrite, and the AOF turned on
+/// again holds the data; as Redis kills its rewrite child (checked on a real redis-server).
+#[test]
+fn turning_the_aof_off_stops_a_running_rewrite_as_redis() {
+    let dir = TempDir::new("persist-aof-off");
+    let s = Ours::start(dir.path(), &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    let redis = ferrokv_testkit::Server::start_with(None, &["--appendonly", "yes", "--aof-use-rdb-preamble", "no"]);
+    for (port, dir) in [(s.port, dir.path()), (redis.port, redis.dir.path())] {
+        assert_eq!(cli(port, &["SET", "k", "v"]), "OK");
+        assert_eq!(cli(port, &["CONFIG", "SET", "rdb-key-save-delay", "10000000"]), "OK");
+        assert_eq!(cli(port, &["BGREWRITEAOF"]), "Background append only file rewriting started");
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(temp_files(dir).len(), 1, "port {port}: the rewrite's temp file");
+        let t = Instant::now();
+        assert_eq!(cli(port, &["CONFIG", "SET", "appendonly", "no"]), "OK");
+        assert!(t.elapsed() < Duration::from_secs(5), "port {port}: waited for the rewrite");
+        wait_for("the rewrite to be gone", || info_field(port, "persistence", "aof_rewrite_in_progress") == "0");
+        assert_eq!(info_field(port, "persistence", "aof_last_bgrewrite_status"), "ok", "port {port}");
+        wait_for("the temp file to go", || temp_files(dir).is_empty());
+        assert_eq!(cli(port, &["CONFIG", "SET", "rdb-key-save-delay", "0"]), "OK");
+        assert_eq!(cli(port, &["SET", "k2", "v2"]), "OK");
+        assert_eq!(cli(port, &["CONFIG", "SET", "appendonly", "yes"]), "OK");
+        wait_for("the AOF to be on", || info_field(port, "persistence", "aof_rewrite_in_progress") == "0");
+        wait_for("the AOF to be on", || info_field(port, "persistence", "aof_enabled") == "1");
+    }
+    let log = std::fs::read_to_string(dir.path().join("server.log")).unwrap_or_default();
+    assert!(log.contains("Killing running AOF rewrite child"), "{log}");
+    s.kill9();
+    let s = Ours::start(dir.path(), &["--appendonly", "yes"]);
+    assert_eq!(s.cli(&["MGET", "k", "k2"]), "v\nv2");
+}
+
+/// BGREWRITEAOF and BGSAVE inside MULTI start after EXEC, as Redis 7.0 schedules them (a
+/// snapshot taken midway would hold the transaction's first half). The EXEC replies, and
+/// the data after a restart from the AOF and from the dump file, beside a real
+/// redis-server.
+#[test]
+fn snapshots_asked_inside_multi_start_after_exec_as_redis() {
+    let session = |port: u16| -> Vec<String> {
+        let mut c = ferrokv_testkit::Client::connect(port);
+        let mut out = Vec::new();
+        for cmd in
+            [&["MULTI"][..], &["INCR", "x"], &["BGREWRITEAOF"], &["INCR", "y"], &["BGSAVE"], &["INCR", "z"], &["EXEC"]]
+        {
+            out.push(String::from_utf8_lossy(&c.call_str(cmd)).into_owned());
+        }
+        wait_for("the rewrite and the save", || {
+            info_field(port, "persistence", "aof_rewrite_in_progress") == "0"
+                && info_field(port, "persistence", "aof_rewrite_scheduled") == "0"
+                && info_field(port, "persistence", "rdb_bgsave_in_progress") == "0"
+                && cli(port, &["BGSAVE"]) == "Background saving started"
+        });
+        wait_for("the last save", || info_field(port, "persistence", "rdb_bgsave_in_progress") == "0");
+        out
+    };
+    let dir = TempDir::new("persist-multi-snap");
+    let s = Ours::start(dir.path(), &["--appendonly", "yes"]);
+    let redis = ferrokv_testkit::Server::start_with(None, &["--appendonly", "yes"]);
+    let (theirs, mine) = (session(redis.port), session(s.port));
+    assert_eq!(theirs, mine);
+    s.kill9();
+    let redis = ferrokv_testkit::Server::start_in(redis.stop(), &["--appendonly", "yes"]);
+    let s = Ours::start(dir.path(), &["--appendonly", "yes"]);
+    for port in [redis.port, s.port] {
+        assert_eq!(cli(port, &["MGET", "x", "y", "z"]), "1\n1\n1", "port {port}");
+    }
+    // The dump file too.
+    let dir2 = TempDir::new("persist-multi-rdb");
+    std::fs::copy(dir.path().join("dump.rdb"), dir2.path().join("dump.rdb")).expect("dump.rdb");
+    let s = Ours::start(dir2.path(), &[]);
+    assert_eq!(s.cli(&["MGET", "x", "y", "z"]), "1\n1\n1");
 }

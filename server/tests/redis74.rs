@@ -324,3 +324,137 @@ fn a_flushall_frees_in_the_background_as_redis_7_4() {
         assert_eq!(c.call(&argv(&["DBSIZE"])), b":0\r\n");
     }
 }
+
+/// EVAL's scripts past 500 evicted least recently used first (Redis 7.4, Valkey 8.0):
+/// running one by EVALSHA or EVAL keeps it, SCRIPT LOAD's scripts stay; the replies and
+/// INFO's counts of the session.
+fn script_eviction(port: u16) -> Vec<Vec<u8>> {
+    let mut c = Client::connect(port);
+    let sha = |body: &str| sha1_smol::Sha1::from(body).digest().to_string();
+    let mut out = vec![c.call(&argv(&["SCRIPT", "FLUSH"])), c.call(&argv(&["CONFIG", "RESETSTAT"]))];
+    out.push(c.call(&argv(&["SCRIPT", "LOAD", "return 'loaded'"])));
+    for j in 1..=600 {
+        c.call(&argv(&["EVAL", &format!("return {j}"), "0"]));
+    }
+    for j in [1, 100, 101, 150] {
+        out.push(c.call(&argv(&["EVALSHA", &sha(&format!("return {j}")), "0"])));
+    }
+    out.push(c.call(&argv(&["EVAL", "return 102", "0"])));
+    for j in 1000..1010 {
+        c.call(&argv(&["EVAL", &format!("return {j}"), "0"]));
+    }
+    for j in [102, 103, 150, 151, 160, 161] {
+        out.push(c.call(&argv(&["EVALSHA_RO", &sha(&format!("return {j}")), "0"])));
+    }
+    out.push(c.call(&argv(&["EVALSHA", &sha("return 'loaded'"), "0"])));
+    let info = String::from_utf8_lossy(&c.call(&argv(&["INFO", "everything"]))).into_owned();
+    for field in ["evicted_scripts:", "number_of_cached_scripts:"] {
+        out.push(info.lines().find(|l| l.starts_with(field)).unwrap_or("missing").as_bytes().to_vec());
+    }
+    out
+}
+
+#[test]
+fn eval_scripts_are_evicted_as_redis_7_4() {
+    let dir = TempDir::new("r74-evict");
+    let ours = Ours::start(dir.path(), &["--redis-version", "7.4"]);
+    let got = script_eviction(ours.port);
+    let text: Vec<String> = got.iter().map(|r| String::from_utf8_lossy(r).into_owned()).collect();
+    let noscript = "-NOSCRIPT No matching script. Please use EVAL.\r\n";
+    // 1..100 evicted; 101, 150 and 102 used, so the ten new ones evict 103..112.
+    let expect = [noscript, noscript, ":101\r\n", ":150\r\n", ":102\r\n"];
+    assert_eq!(text[3..8], expect);
+    assert_eq!(text[8..14], [":102\r\n", noscript, ":150\r\n", ":151\r\n", ":160\r\n", ":161\r\n"]);
+    assert_eq!(text[14], "$6\r\nloaded\r\n");
+    assert_eq!(text[15..], ["evicted_scripts:110", "number_of_cached_scripts:501"]);
+    // 7.0 keeps every script.
+    let dir = TempDir::new("r70-evict");
+    let ours = Ours::start(dir.path(), &["--redis-version", "7.0"]);
+    let got = script_eviction(ours.port);
+    assert_eq!(String::from_utf8_lossy(&got[3]), ":1\r\n");
+    assert_eq!(String::from_utf8_lossy(&got[16]), "number_of_cached_scripts:611");
+}
+
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn eval_scripts_are_evicted_as_redis_7_4_and_valkey_8_0() {
+    for (binary, version) in [("redis-server-7.4.1", "7.4"), ("valkey-server-8.0.1", "valkey-8.0")] {
+        with_shared_and_ours(binary, &[], version, |real, ours| {
+            assert_same_replies(&[], &script_eviction(real), &script_eviction(ours), binary);
+        });
+    }
+}
+
+/// XREAD BLOCK with `+` (Redis 7.4) served when entries arrive: the stream's last entry
+/// then, as Redis runs `+` again, not every entry added meanwhile.
+fn blocked_plus_read() -> Vec<support::Step> {
+    use support::{send, Step};
+    vec![
+        send(1, &[&["XREAD", "BLOCK", "0", "STREAMS", "s", "+"]]),
+        Step::Blocked(1),
+        send(2, &[&["MULTI"], &["XADD", "s", "1-0", "a", "1"], &["XADD", "s", "2-0", "b", "2"], &["EXEC"]]),
+        Step::Recv(2, 4),
+        Step::Recv(1, 1),
+        send(1, &[&["XREAD", "BLOCK", "0", "STREAMS", "s", "+"]]),
+        Step::Recv(1, 1),
+    ]
+}
+
+#[test]
+fn a_blocked_xread_plus_gets_the_last_entry_as_redis_7_4() {
+    let dir = TempDir::new("r74-plus");
+    let ours = Ours::start(dir.path(), &["--redis-version", "7.4"]);
+    let got = support::run_session(ours.port, &blocked_plus_read());
+    let served = String::from_utf8_lossy(&got[1]).into_owned();
+    assert!(served.contains("2-0") && !served.contains("1-0"), "{served}");
+}
+
+#[test]
+#[ignore = "needs ../shared/bin (make compat)"]
+fn a_blocked_xread_plus_as_redis_7_4_and_valkey_8_0() {
+    for (binary, version) in [("redis-server-7.4.1", "7.4"), ("valkey-server-8.0.1", "valkey-8.0")] {
+        with_shared_and_ours(binary, &[], version, |real, ours| {
+            let steps = blocked_plus_read();
+            assert_eq!(support::run_session(real, &steps), support::run_session(ours, &steps), "{binary}");
+        });
+    }
+}
+
+/// WAITAOF's local copy as Redis 7.4.1's suite (unit/wait) expects it: none under
+/// appendfsync no (the wait runs to its timeout, and CONFIG SET appendonly no ends it with
+/// an error), at once otherwise, and refused with the AOF off. (Redis 7.4.1 itself counts
+/// the local copy under appendfsync no while its write offset has not moved, before any
+/// replica: an fsync that never happened is not claimed here.)
+fn waitaof_session() -> Vec<support::Step> {
+    use support::{send, Step};
+    vec![
+        send(0, &[&["CONFIG", "SET", "appendfsync", "no"], &["INCR", "foo"], &["WAITAOF", "1", "0", "50"]]),
+        Step::Recv(0, 3),
+        send(0, &[&["CONFIG", "SET", "appendfsync", "everysec"], &["INCR", "foo"], &["WAITAOF", "1", "0", "0"]]),
+        Step::Recv(0, 3),
+        send(0, &[&["CONFIG", "SET", "appendfsync", "no"], &["INCR", "foo"]]),
+        Step::Recv(0, 2),
+        send(1, &[&["WAITAOF", "1", "0", "0"]]),
+        Step::Blocked(1),
+        send(0, &[&["CONFIG", "SET", "appendonly", "no"]]),
+        Step::Recv(0, 1),
+        Step::Recv(1, 1),
+        send(0, &[&["WAITAOF", "1", "0", "0"], &["WAITAOF", "0", "0", "0"]]),
+        Step::Recv(0, 2),
+    ]
+}
+
+#[test]
+fn waitaof_counts_the_local_copy_as_redis_7_4() {
+    let dir = TempDir::new("r74-waitaof");
+    let ours = Ours::start(dir.path(), &["--redis-version", "7.4", "--appendonly", "yes"]);
+    let got: Vec<String> = support::run_session(ours.port, &waitaof_session())
+        .iter()
+        .map(|r| String::from_utf8_lossy(r).into_owned())
+        .collect();
+    assert!(got[0].ends_with("*2\r\n:0\r\n:0\r\n"), "{}", got[0]);
+    assert!(got[1].ends_with("*2\r\n:1\r\n:0\r\n"), "{}", got[1]);
+    let no_aof = "-ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.\r\n";
+    assert_eq!(got[4], no_aof);
+    assert_eq!(got[5], format!("{no_aof}*2\r\n:0\r\n:0\r\n"));
+}

@@ -558,3 +558,43 @@ fn busy_scripts_answer_busy_and_die_by_script_kill_as_in_redis() {
     // that took the port).
     ours.wait_exit();
 }
+
+/// A busy script's writes are not served to a blocked client while other clients get in
+/// (here HELLO, which the script waits for): the BLPOP client gets the list as the script
+/// left it, as Redis 7.0 (a real redis-server, the same session) serves it.
+#[test]
+fn a_busy_script_does_not_serve_blocked_clients_midway() {
+    use support::{run_session, send, Step};
+    let script = "redis.call('lpush',KEYS[1],'y'); local clients; \
+                  while true do clients = redis.call('client','list'); \
+                  if string.find(clients, 'abortscript') ~= nil then break end end; \
+                  redis.call('lpush',KEYS[1],'z'); return 'done'";
+    let steps = || {
+        vec![
+            send(0, &[&["DEBUG", "SET-DISABLE-DENY-SCRIPTS", "1"], &["CONFIG", "SET", "lua-time-limit", "10"]]),
+            Step::Recv(0, 2),
+            send(1, &[&["BLPOP", "x", "0"]]),
+            Step::Blocked(1),
+            send(2, &[&["EVAL", script, "1", "x"]]),
+            Step::Pause(200),
+            send(3, &[&["HELLO", "2", "SETNAME", "abortscript"]]),
+            Step::Recv(3, 1),
+            Step::Recv(1, 1),
+            Step::Recv(2, 1),
+            send(0, &[&["LRANGE", "x", "0", "-1"]]),
+            Step::Recv(0, 1),
+        ]
+    };
+    let redis = ferrokv_testkit::Server::start();
+    let dir = TempDir::new("busy-blocked");
+    let ours = Ours::start(dir.path(), &[]);
+    // HELLO's reply names each server: left out.
+    let without_hello = |mut r: Vec<Vec<u8>>| {
+        r.remove(1);
+        r
+    };
+    let theirs = without_hello(run_session(redis.port, &steps()));
+    let mine = without_hello(run_session(ours.port, &steps()));
+    assert_eq!(theirs, mine);
+    assert_eq!(String::from_utf8_lossy(&mine[1]), "*2\r\n$1\r\nx\r\n$1\r\nz\r\n");
+}

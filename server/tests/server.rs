@@ -392,3 +392,34 @@ fn persistence_across_restarts() {
     let ours = Ours::start(dir.path(), &[]);
     assert_eq!(ours.cli(&["GET", "k"]), "v");
 }
+
+/// A client that sends a million commands before it reads a reply (Redis's own suite does,
+/// in unit/maxmemory) gets them all: the server reads on while the client's socket is
+/// full, as Redis does. Before, it stopped reading until the client read, and both waited
+/// for ever. With a real redis-server the same way.
+#[test]
+fn a_client_that_writes_everything_before_reading_is_answered() {
+    let run = |port: u16| -> usize {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        let cmd = b"*4\r\n$8\r\nSETRANGE\r\n$5\r\nkey:0\r\n$1\r\n0\r\n$10\r\nAAAAAAAAAA\r\n";
+        let n = 1_000_000;
+        s.set_write_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        s.write_all(&cmd.repeat(n)).expect("send");
+        let want = b":10\r\n".len() * n;
+        s.set_read_timeout(Some(Duration::from_secs(60))).expect("timeout");
+        let mut got = 0;
+        let mut buf = vec![0u8; 1 << 20];
+        while got < want {
+            match s.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(k) => got += k,
+            }
+        }
+        got
+    };
+    let redis = ferrokv_testkit::Server::start();
+    let dir = TempDir::new("write-then-read");
+    let ours = Ours::start(dir.path(), &[]);
+    assert_eq!(run(ours.port), run(redis.port));
+    assert_eq!(run(ours.port), 5_000_000);
+}

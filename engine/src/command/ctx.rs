@@ -53,8 +53,11 @@ pub struct Event {
 pub struct Effects {
     /// Commands to propagate, with the database each runs in.
     pub propagate: Vec<(usize, Argv)>,
-    /// Positions in `propagate` of commands for the replicas only, not the AOF (PUBLISH).
+    /// Positions in `propagate` of commands for the replicas only, not the AOF (PUBLISH,
+    /// a script's `redis.set_repl(redis.REPL_REPLICA)`).
     pub replicas_only: Vec<usize>,
+    /// Positions in `propagate` of commands for the AOF only (`redis.REPL_AOF`).
+    pub aof_only: Vec<usize>,
     /// Keyspace events, when `track_events` is on.
     pub events: Vec<Event>,
     pub track_events: bool,

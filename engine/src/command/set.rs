@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 
+use super::catalog::ServerVersion;
 use super::{arg_i64, eq_ic, notify, numkeys_at_1, Ctx, Reply, Spec};
 use crate::value::{Limits, Set, Value};
 
@@ -370,12 +371,20 @@ fn spop_count(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
         **s = kept.unwrap_or_default();
     }
     ctx.suppress_propagation();
-    for m in &popped {
-        ctx.propagate(vec![b"SREM".to_vec(), key.clone(), m.clone()]);
+    // One SREM per member; Redis 7.2 on sends them 1024 members to an SREM.
+    let batch = if ctx.cfg.version.behaves_as() >= ServerVersion::Redis72 { SPOP_SREM_BATCH } else { 1 };
+    for members in popped.chunks(batch) {
+        let mut srem = Vec::with_capacity(2 + members.len());
+        srem.extend([b"SREM".to_vec(), key.clone()]);
+        srem.extend(members.iter().cloned());
+        ctx.propagate(srem);
     }
     ctx.signal_modified(key);
     Reply::Set(popped.into_iter().map(Reply::Bulk).collect())
 }
+
+/// Members per SREM that SPOP with a count propagates (Redis 7.2 on).
+const SPOP_SREM_BATCH: usize = 1024;
 
 // ------------------------------------------------------------------ algebra
 
@@ -713,6 +722,24 @@ mod tests {
         e.cfg.set_version(crate::command::catalog::ServerVersion::Redis74);
         propagated(&mut e, "SADD s a b");
         assert_eq!(propagated(&mut e, "SPOP s 5"), vec!["UNLINK s".to_string()]);
+    }
+
+    /// Redis 7.2 on sends SPOP's popped members 1024 to an SREM (7.0: one SREM each).
+    #[test]
+    fn spop_with_count_batches_srems_from_7_2() {
+        let members: Vec<String> = (0..4000).map(|i| i.to_string()).collect();
+        let srems = |version, count: &str| {
+            let mut e = engine();
+            e.cfg.set_version(version);
+            propagated(&mut e, &format!("SADD s {}", members.join(" ")));
+            let p = propagated(&mut e, &format!("SPOP s {count}"));
+            p.iter().filter(|c| c.starts_with("SREM s ")).map(|c| c.split(' ').count() - 2).collect::<Vec<_>>()
+        };
+        use crate::command::catalog::ServerVersion::{Redis70, Redis74};
+        assert_eq!(srems(Redis74, "1023"), vec![1023]);
+        assert_eq!(srems(Redis74, "1025"), vec![1024, 1]);
+        assert_eq!(srems(Redis74, "3500"), vec![1024, 1024, 1024, 428]);
+        assert_eq!(srems(Redis70, "1025").len(), 1025);
     }
 
     #[test]

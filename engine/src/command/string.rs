@@ -437,7 +437,9 @@ fn setrange(ctx: &mut Ctx<'_>, a: &[Vec<u8>]) -> Reply {
             if too_long(offset, value.len() as u64) {
                 return Reply::err(TOO_BIG);
             }
-            let mut raw = vec![0u8; offset as usize];
+            // Exactly its size, as Redis makes a new key's (a reallocation would double it).
+            let mut raw = Vec::with_capacity(offset as usize + value.len());
+            raw.resize(offset as usize, 0);
             raw.extend_from_slice(value);
             let n = raw.len();
             ctx.db_add(key, Value::Str(Str::grown(raw)));

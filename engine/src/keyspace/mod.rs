@@ -16,7 +16,7 @@ pub use clock::{idle_secs, Clock, LRU_MAX};
 pub use db::Db;
 pub use expire::{CycleReport, ExpireCycle};
 pub use slot::{Key, Slot, NO_EXPIRE};
-pub use snapshot::{SnapChunk, SnapshotWalker, Step};
+pub use snapshot::{SnapAbort, SnapChunk, SnapFeed, SnapshotWalker, Step};
 
 /// All databases, and the function libraries (data too: saved, loaded and rewritten with
 /// the keys, kept by FLUSHALL).

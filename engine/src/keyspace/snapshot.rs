@@ -19,7 +19,9 @@
 //! Every key present at the start is thus sent exactly once, with its value at the start.
 //! The hot path pays one `Option` test per mutation while no snapshot runs.
 
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvError, SyncSender, TryRecvError, TrySendError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::barrier::{DbSnapshot, SnapRecord, CHUNK_KEYS};
@@ -46,6 +48,50 @@ pub enum SnapChunk {
     End,
 }
 
+/// The writer's end of a snapshot: the chunks, and whether the walk was aborted (a
+/// writer sleeping on rdb-key-save-delay looks between keys, as a killed child would stop).
+#[derive(Debug)]
+pub struct SnapFeed {
+    rx: Receiver<SnapChunk>,
+    aborted: Arc<AtomicBool>,
+}
+
+impl SnapFeed {
+    pub fn recv(&self) -> Result<SnapChunk, RecvError> {
+        self.rx.recv()
+    }
+
+    pub fn try_recv(&self) -> Result<SnapChunk, TryRecvError> {
+        self.rx.try_recv()
+    }
+
+    /// [`SnapshotWalker::abort`] was called: the writer should stop now.
+    pub fn aborted(&self) -> bool {
+        self.aborted.load(Ordering::Relaxed)
+    }
+
+    /// What stops this writer from the owner's thread.
+    pub fn abort_handle(&self) -> SnapAbort {
+        SnapAbort(Arc::clone(&self.aborted))
+    }
+
+    /// The flag itself, for a sleep to watch.
+    pub fn abort_flag(&self) -> &AtomicBool {
+        &self.aborted
+    }
+}
+
+/// Stops a snapshot's writer from the owner's thread, also after the walk is over (the
+/// writer may still be writing what it received).
+#[derive(Debug, Clone)]
+pub struct SnapAbort(Arc<AtomicBool>);
+
+impl SnapAbort {
+    pub fn abort(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
 /// How a [`SnapshotWalker::step`] ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Step {
@@ -61,6 +107,8 @@ pub enum Step {
 #[derive(Debug)]
 pub struct SnapshotWalker {
     tx: Option<SyncSender<SnapChunk>>,
+    /// Set by [`SnapshotWalker::abort`] (see [`SnapFeed`]).
+    aborted: Arc<AtomicBool>,
     /// Origin indexes of the databases to send, ascending.
     order: Vec<usize>,
     at: usize,
@@ -82,7 +130,7 @@ pub struct SnapshotWalker {
 
 impl Keyspace {
     /// Start a snapshot of every database as it is now. Fails when one is running.
-    pub fn begin_snapshot(&mut self) -> Result<(SnapshotWalker, Receiver<SnapChunk>), String> {
+    pub fn begin_snapshot(&mut self) -> Result<(SnapshotWalker, SnapFeed), String> {
         let t = Instant::now();
         if self.dbs.iter().any(|d| d.snap.is_some()) {
             return Err("a snapshot is already in progress".into());
@@ -97,8 +145,10 @@ impl Keyspace {
         let (tx, rx) = mpsc::sync_channel(CHANNEL_CHUNKS);
         // The channel is empty: the first message always fits.
         let _ = tx.try_send(SnapChunk::Functions(self.functions.codes()));
+        let aborted = Arc::new(AtomicBool::new(false));
         let walker = SnapshotWalker {
             tx: Some(tx),
+            aborted: Arc::clone(&aborted),
             order,
             at: 0,
             announced: false,
@@ -111,12 +161,12 @@ impl Keyspace {
             total: self.len() as u64,
             last_step: Step::More,
         };
-        Ok((walker, rx))
+        Ok((walker, SnapFeed { rx, aborted }))
     }
 
     /// Copy the whole keyspace into a channel already holding every chunk (for callers
     /// that run the writer on their own thread afterwards).
-    pub fn snapshot_now(&self) -> Receiver<SnapChunk> {
+    pub fn snapshot_now(&self) -> SnapFeed {
         let (tx, rx) = mpsc::channel();
         let _ = tx.send(SnapChunk::Functions(self.functions.codes()));
         for (i, db) in self.dbs.iter().enumerate() {
@@ -136,7 +186,7 @@ impl Keyspace {
             }
         }
         let _ = tx.send(SnapChunk::End);
-        rx
+        SnapFeed { rx, aborted: Arc::new(AtomicBool::new(false)) }
     }
 }
 
@@ -255,8 +305,14 @@ impl SnapshotWalker {
         while self.step(ks, Duration::from_secs(3600), true) != Step::Done {}
     }
 
+    /// What stops the writer between keys, kept beyond the walk.
+    pub fn abort_handle(&self) -> SnapAbort {
+        SnapAbort(Arc::clone(&self.aborted))
+    }
+
     /// Give up: the writer sees the channel close before `End` and fails.
     pub fn abort(&mut self, ks: &mut Keyspace) {
+        self.aborted.store(true, Ordering::Relaxed);
         self.abandon(ks);
     }
 }
@@ -285,7 +341,7 @@ mod tests {
         m
     }
 
-    fn drain(rx: &Receiver<SnapChunk>, got: &mut Dump, db: &mut usize, ended: &mut bool) {
+    fn drain(rx: &SnapFeed, got: &mut Dump, db: &mut usize, ended: &mut bool) {
         while let Ok(c) = rx.try_recv() {
             match c {
                 SnapChunk::Db { index, .. } => *db = index,

@@ -37,8 +37,7 @@ use super::{rewrite, snapshot, PersistError};
 use crate::command::Argv;
 use crate::config::{Config, Fsync};
 use crate::format::aof::manifest::{manifest_name, temp_manifest_name, Manifest};
-use crate::keyspace::{Keyspace, SnapChunk, SnapshotWalker};
-use std::sync::mpsc::Receiver;
+use crate::keyspace::{Keyspace, SnapFeed, SnapshotWalker};
 
 #[derive(Debug)]
 pub struct Aof {
@@ -137,7 +136,7 @@ enum JobSource {
     /// A copy taken at the start.
     Copy(Box<Keyspace>),
     /// Chunks from a [`SnapshotWalker`] the keyspace's owner drives.
-    Live(Receiver<SnapChunk>),
+    Live(SnapFeed),
 }
 
 /// A base built by [`RewriteJob::run`], waiting for [`Aof::finish_rewrite`].

@@ -438,7 +438,7 @@ fn report_progress(watch: &mut LoadWatch<'_>, reported: &mut usize, upto: usize,
 /// its expiry cut-off applied (a key skipped as expired is counted there).
 fn admit_key(watch: &mut LoadWatch<'_>, k: &KeyRecord<'_>) -> bool {
     if watch.key_delay_us != 0 {
-        super::snapshot::key_delay(watch.key_delay_us);
+        super::snapshot::key_delay(watch.key_delay_us, None);
     }
     if watch.keep.is_some_and(|keep| !keep(k.db as usize, &k.key.to_bytes())) {
         return false;

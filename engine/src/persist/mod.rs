@@ -69,7 +69,9 @@ impl Persistence {
         now_ms: i64,
     ) -> Result<(), Failure> {
         if let Some(r) = &mut self.replication {
-            r.unit(replica_ops);
+            if !replica_ops.is_empty() {
+                r.unit(replica_ops);
+            }
         }
         match &mut self.aof {
             Some(aof) if !aof_ops.is_empty() => aof.feed(aof_ops, now_ms),

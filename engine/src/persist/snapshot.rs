@@ -9,9 +9,10 @@ use std::path::Path;
 use super::{disk, PersistError};
 use crate::config::Config;
 use crate::format::rdb::{put_key_with, Encoder, Form, KeyParts, Loss, RdbWriter, Target};
-use crate::keyspace::{Db, Keyspace, SnapChunk};
+use crate::keyspace::{Db, Keyspace, SnapChunk, SnapFeed};
 use crate::value::Value;
 use std::ops::Range;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Receiver;
 
 /// The encoder for `cfg`: its version's format at the configured thresholds.
@@ -41,19 +42,24 @@ pub fn encoder_for(cfg: &Config, target: Target) -> Encoder {
 /// `rdb-key-save-delay` ([`Config::rdb_key_save_delay`]).
 pub enum Source<'a> {
     Keyspace(&'a Keyspace),
-    Stream { rx: Receiver<SnapChunk>, key_delay_us: i32 },
+    Stream { rx: SnapFeed, key_delay_us: i32 },
 }
 
 /// Redis's per-key save delay: `n` > 0 sleeps n µs; `n` < 0 sleeps 1 µs once in -n keys
 /// (a sleep costs far more than a microsecond, so short delays are statistical).
-pub(crate) fn key_delay(n: i32) {
+/// A long sleep is cut short when `stop` is set (an aborted snapshot).
+pub(crate) fn key_delay(n: i32, stop: Option<&AtomicBool>) {
     let us = match n {
         0 => return,
         n if n > 0 => n.unsigned_abs(),
         n => u32::from(fastrand::u32(..n.unsigned_abs()) == 0),
     };
-    if us > 0 {
-        std::thread::sleep(std::time::Duration::from_micros(u64::from(us)));
+    let mut left = std::time::Duration::from_micros(u64::from(us));
+    const SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+    while !left.is_zero() && !stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+        let now = left.min(SLICE);
+        std::thread::sleep(now);
+        left -= now;
     }
 }
 
@@ -141,7 +147,7 @@ impl Source<'_> {
                     }
                     if key_delay_us != 0 {
                         (0..ks.dbs[db].len().saturating_sub(start).min(ENCODE_CHUNK_KEYS))
-                            .for_each(|_| key_delay(key_delay_us));
+                            .for_each(|_| key_delay(key_delay_us, None));
                     }
                     sink.raw(&bytes?)
                 };
@@ -153,7 +159,10 @@ impl Source<'_> {
                     Ok(SnapChunk::Db { index, keys, volatile }) => sink.db(index, keys, volatile)?,
                     Ok(SnapChunk::Keys(records)) => {
                         for r in &records {
-                            key_delay(key_delay_us);
+                            key_delay(key_delay_us, Some(rx.abort_flag()));
+                            if rx.aborted() {
+                                return Err(io::Error::other("the snapshot was abandoned"));
+                            }
                             sink.key(&r.key, &r.value, r.expire_ms())?;
                         }
                         // Dropped here, on the writer's thread, not the owner's.

@@ -38,7 +38,9 @@ impl Server {
             Op::Pop { left, count } => with_count(if *left { "LPOP" } else { "RPOP" }, *count),
             Op::ZPop { max, count } => with_count(if *max { "ZPOPMAX" } else { "ZPOPMIN" }, *count),
             // Served by crate::stream_wait and crate::replication, never here.
-            Op::Stream(_) | Op::Wait { .. } | Op::WaitAof { .. } | Op::Flush { .. } => return Served::Nothing,
+            Op::Stream(_) | Op::Wait { .. } | Op::WaitAof { .. } | Op::Flush { .. } | Op::Shutdown => {
+                return Served::Nothing
+            }
             Op::Move { dst, from_left, to_left, rpoplpush } => match immediate {
                 Some(a) if *rpoplpush => vec![b"RPOPLPUSH".to_vec(), a[1].clone(), a[2].clone()],
                 Some(a) => vec![b"LMOVE".to_vec(), a[1].clone(), a[2].clone(), a[3].clone(), a[4].clone()],
@@ -266,6 +268,7 @@ impl Server {
                 }
                 // A flush has nothing to fail: Redis answers OK however its wait ends.
                 Op::Flush { .. } => Reply::ok(),
+                Op::Shutdown => Reply::err(crate::shutdown::SHUTDOWN_FAILED),
                 _ => b.op.timeout_reply(true),
             }),
             None => {
@@ -286,7 +289,9 @@ impl Server {
     /// After each command of a client: serve the clients its writes unblocked, deliver
     /// events left by server commands, and check the client's output buffer limit.
     pub fn after_command(&mut self, c: &mut Client) {
-        if self.blocking.is_active() {
+        // Not while a busy script lets other clients in: what it wrote so far is not to be
+        // seen (its keys are served when it ends, after its own command).
+        if self.blocking.is_active() && !self.scripts.busy() {
             if c.last_cmd == "swapdb" {
                 self.blocking.all_ready();
             }

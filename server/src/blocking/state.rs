@@ -20,11 +20,14 @@ pub enum Op {
     /// WAIT: until `replicas` replicas acknowledged the stream up to `offset`
     /// (crate::replication).
     Wait { offset: u64, replicas: usize },
-    /// WAITAOF: until `replicas` replicas fsynced their AOF past `offset` (`local`: ours is).
-    WaitAof { offset: u64, local: bool, replicas: usize },
+    /// WAITAOF: until `replicas` replicas fsynced their AOF past `offset` (`local`: ours is;
+    /// `need_local`: a local copy was asked that appendfsync no never makes).
+    WaitAof { offset: u64, local: bool, need_local: bool, replicas: usize },
     /// A synchronous FLUSHALL / FLUSHDB of Redis 7.4: until the lazyfree thread finished
     /// freeing the keys (its job `job`).
     Flush { job: u64 },
+    /// SHUTDOWN waiting for replicas (crate::shutdown): answered only when it fails.
+    Shutdown,
 }
 
 impl Op {
@@ -190,6 +193,9 @@ pub struct StreamRead {
     pub count: usize,
     /// Per waited key (in `Blocked::keys` order): XREAD's "after this ID"; None for `>`.
     pub after: Vec<Option<StreamId>>,
+    /// Per waited key: XREAD's `+` (Redis 7.4), served the stream's last entry as it is
+    /// then, as Redis runs `+` again when the key is ready.
+    pub last_entry: Vec<bool>,
 }
 
 /// Redis's XREAD_BLOCKED_DEFAULT_COUNT.

@@ -10,7 +10,8 @@ use ferrokv::{Reply, Session};
 use super::text;
 use crate::client::Client;
 use crate::log::log;
-use crate::server::{Server, ShutdownMode};
+use crate::server::Server;
+use crate::shutdown::{ShutdownMode, ShutdownRequest, ShutdownStep, SHUTDOWN_FAILED};
 
 pub fn save(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     if s.jobs.bgsave.is_some() || s.replicas.syncs.is_running() {
@@ -25,7 +26,20 @@ pub fn save(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
     }
 }
 
-pub fn bgsave(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
+/// Inside EXEC a snapshot would hold half of the transaction (and a rewrite would cut its
+/// propagated unit in two): BGSAVE and BGREWRITEAOF start as EXEC ends (cmd/multi.rs), as
+/// Redis 7.0 on schedules them. Redis 6.2 forks at once and answers `started`: its answer
+/// is kept, not its half-transaction snapshot.
+fn snapshot_deferred(c: &Client) -> bool {
+    c.in_exec
+}
+
+fn scheduled_reply(s: &Server, scheduled: &'static str, started: &'static str) -> Reply {
+    let v70 = s.engine.config().version.behaves_as() >= ServerVersion::Redis70;
+    Reply::simple(if v70 { scheduled } else { started })
+}
+
+pub fn bgsave(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let schedule = match a.len() {
         1 => false,
         2 if eq_ic(&a[1], "schedule") => true,
@@ -33,6 +47,10 @@ pub fn bgsave(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     };
     if s.jobs.bgsave.is_some() || s.replicas.syncs.is_running() {
         return Reply::err("ERR Background save already in progress");
+    }
+    if snapshot_deferred(c) {
+        s.jobs.bgsave_scheduled = true;
+        return scheduled_reply(s, "Background saving scheduled", "Background saving started");
     }
     if s.jobs.bgrewrite.is_some() {
         if schedule {
@@ -48,9 +66,17 @@ pub fn bgsave(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     Reply::simple("Background saving started")
 }
 
-pub fn bgrewriteaof(s: &mut Server, _: &mut Client, _: &[Vec<u8>]) -> Reply {
+pub fn bgrewriteaof(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     if s.jobs.bgrewrite.is_some() {
         return Reply::err("ERR Background append only file rewriting already in progress");
+    }
+    if snapshot_deferred(c) {
+        s.jobs.rewrite_scheduled = true;
+        return scheduled_reply(
+            s,
+            "Background append only file rewriting scheduled",
+            "Background append only file rewriting started",
+        );
     }
     if s.jobs.bgsave.is_some() || s.replicas.syncs.is_running() {
         s.jobs.rewrite_scheduled = true;
@@ -92,12 +118,14 @@ pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return Reply::syntax();
     }
     if abort {
-        // Only a shutdown a signal scheduled can wait (for the timer): none waits for replicas.
-        if s.signals.cancel() {
-            log("Shutdown manually aborted.");
+        if s.abort_shutdown() {
             return Reply::ok();
         }
         return Reply::err("ERR No shutdown in progress.");
+    }
+    let since_7_0 = s.engine.config().version.behaves_as() >= ServerVersion::Redis70;
+    if !now && (c.in_exec || c.deny_blocking) && since_7_0 {
+        return Reply::err("ERR SHUTDOWN without NOW or ABORT isn't allowed for DENY BLOCKING client");
     }
     let mode = if nosave {
         ShutdownMode::NoSave
@@ -106,17 +134,16 @@ pub fn shutdown(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     } else {
         ShutdownMode::Default
     };
-    match s.prepare_shutdown(mode, force) {
-        Ok(()) => {
-            s.exit = true;
+    match s.request_shutdown(ShutdownRequest { mode, force, now }) {
+        ShutdownStep::Exit => {
             c.close_after_reply = true;
             Reply::ok()
         }
-        Err(e) => {
-            log(&e);
-            log("Errors trying to shut down the server. Check the logs for more information.");
-            Reply::err("ERR Errors trying to SHUTDOWN. Check logs.")
+        ShutdownStep::Waiting => {
+            s.wait_for_shutdown(c);
+            Reply::Nil
         }
+        ShutdownStep::Failed => Reply::err(SHUTDOWN_FAILED),
     }
 }
 

@@ -38,6 +38,26 @@ fn parse_timeout(b: &[u8]) -> Result<Option<Instant>, Reply> {
     Ok(Instant::now().checked_add(Duration::from_millis(ms as u64)))
 }
 
+/// Redis's getTimeoutFromObjectOrReply in milliseconds (WAIT, WAITAOF): 0 waits forever
+/// (None). Past the clock's range Redis 7.2 on refuses it; before, the sum wraps and the
+/// wait ends at once.
+pub(crate) fn parse_ms_timeout(b: &[u8]) -> Result<Option<Instant>, Reply> {
+    let ms = match parse_i64(b) {
+        None => return Err(Reply::err("ERR timeout is not an integer or out of range")),
+        Some(t) if t < 0 => return Err(Reply::err("ERR timeout is negative")),
+        Some(0) => return Ok(None),
+        Some(t) => t,
+    };
+    let now = Instant::now();
+    if ms > i64::MAX - crate::server::unix_us() / 1000 {
+        if crate::version::version().behaves_as() >= ServerVersion::Redis72 {
+            return Err(Reply::err("ERR timeout is out of range"));
+        }
+        return Ok(Some(now));
+    }
+    Ok(Some(now.checked_add(Duration::from_millis(ms as u64)).unwrap_or(now)))
+}
+
 fn parse_end(b: &[u8]) -> Result<bool, Reply> {
     if eq_ic(b, "left") {
         Ok(true)

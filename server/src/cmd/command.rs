@@ -1,7 +1,7 @@
 //! COMMAND: COUNT, INFO, DOCS, GETKEYS, LIST, from the command table and the catalog's facts
 //! of the version stood in for.
 
-use ferrokv::command::catalog::{CommandDef, ServerVersion};
+use ferrokv::command::catalog::{Catalog, CommandDef, Docs, ServerVersion};
 use ferrokv::command::{flags, key_flags, Sub};
 use ferrokv::Reply;
 use serde_json::Value as Json;
@@ -39,14 +39,15 @@ pub fn command(_: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
             } else {
                 a[2..].iter().filter_map(|n| named(n)).collect()
             };
+            let docs = Catalog::get().docs();
             Reply::Map(
                 found
                     .into_iter()
                     .filter_map(|(f, sub)| match sub {
-                        Some(s) => Some((Reply::bulk(s.def.full_name().as_bytes()), docs_entry(s.def, &[]))),
+                        Some(s) => Some((Reply::bulk(s.def.full_name().as_bytes()), docs_entry(&docs, s.def, &[]))),
                         None => {
                             let subs: Vec<&CommandDef> = f.subs.iter().map(|s| s.def).collect();
-                            Some((Reply::bulk(f.name.as_bytes()), docs_entry(f.def?, &subs)))
+                            Some((Reply::bulk(f.name.as_bytes()), docs_entry(&docs, f.def?, &subs)))
                         }
                     })
                     .collect(),
@@ -207,8 +208,8 @@ fn text<'a>(def: &'a Json, field: &str) -> Option<&'a str> {
 }
 
 /// One COMMAND DOCS entry, from the version's command JSON.
-fn docs_entry(def: &CommandDef, subs: &[&CommandDef]) -> Reply {
-    let facts = &def.facts;
+fn docs_entry(docs: &Docs, def: &CommandDef, subs: &[&CommandDef]) -> Reply {
+    let facts = docs.of(def);
     let newer = crate::version::version().behaves_as() >= ServerVersion::Redis72;
     let mut fields = Vec::new();
     for field in ["summary", "since"] {
@@ -243,7 +244,7 @@ fn docs_entry(def: &CommandDef, subs: &[&CommandDef]) -> Reply {
         fields.push(("arguments", arg_list(args, newer)));
     }
     if !subs.is_empty() {
-        let entries = subs.iter().map(|s| (Reply::bulk(s.full_name().as_bytes()), docs_entry(s, &[]))).collect();
+        let entries = subs.iter().map(|s| (Reply::bulk(s.full_name().as_bytes()), docs_entry(docs, s, &[]))).collect();
         fields.push(("subcommands", Reply::Map(entries)));
     }
     pairs(fields)

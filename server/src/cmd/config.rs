@@ -143,7 +143,7 @@ fn set(s: &mut Server, c: &mut Client, pairs: &[Vec<u8>]) -> Reply {
     if let Err(refused) = s.listeners.reconfigure(s.poll.registry(), &s.cfg, &next, &names) {
         return fail(refused.param, refused.why);
     }
-    let reply = apply(s, next);
+    let reply = apply(s, next, c.in_exec);
     if names.contains(&"requirepass") && !reply.is_error() {
         s.acl_requirepass_changed();
     }
@@ -156,10 +156,14 @@ pub(crate) fn follow_cached(s: &mut Server) {
     s.latency.threshold_ms = s.cfg.get("latency-monitor-threshold").and_then(|v| v.parse().ok()).unwrap_or(0);
     s.histograms.enabled = s.cfg.get("latency-tracking").as_deref() != Some("no");
     s.tracking.max_keys = s.cfg.get("tracking-table-max-keys").and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
+    if let Some(link) = &s.link {
+        let secs = s.cfg.get("repl-timeout").and_then(|v| v.parse().ok()).unwrap_or(60);
+        link.follow_timeout(std::time::Duration::from_secs(secs));
+    }
 }
 
 /// Install a new configuration, with the side effects some parameters have.
-fn apply(s: &mut Server, next: ServerConfig) -> Reply {
+fn apply(s: &mut Server, next: ServerConfig, in_exec: bool) -> Reply {
     let was_aof = s.cfg.engine.appendonly;
     let hz_before = s.cfg.engine.hz;
     let now_aof = next.engine.appendonly;
@@ -183,12 +187,16 @@ fn apply(s: &mut Server, next: ServerConfig) -> Reply {
         aof.reconfigure(&s.cfg.engine);
     }
     if was_aof && !now_aof {
+        s.kill_aof_rewrite();
+        s.end_local_aof_waits();
         if let Err(e) = s.engine.close() {
             return Reply::error(format!("ERR {e}"));
         }
         log("Background append only file rewriting has been disabled");
     } else if !was_aof && now_aof {
-        if let Err(e) = s.enable_aof() {
+        // Inside EXEC its first rewrite waits for the transaction's end (a snapshot
+        // would hold half of it).
+        if let Err(e) = s.enable_aof(in_exec) {
             s.cfg.engine.appendonly = false;
             s.engine.config_mut().appendonly = false;
             return Reply::error(format!("ERR CONFIG SET failed (possibly related to argument 'appendonly') - {e}"));

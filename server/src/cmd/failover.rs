@@ -11,7 +11,7 @@ use ferrokv::Reply;
 
 use crate::client::Client;
 use crate::log::log;
-use crate::pause::PauseKind;
+use crate::pause::{PauseKind, PausePurpose};
 use crate::replication::Failover;
 use crate::server::Server;
 
@@ -75,7 +75,7 @@ pub fn failover(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
     let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout as u64));
     s.replicas.failover = Some(Failover { target, deadline, force, in_progress: false });
     // Writes wait until the handover is done (or given up).
-    s.pause.start(PauseKind::Write, Instant::now() + Duration::from_secs(100 * 365 * 86400));
+    s.pause.start(PausePurpose::Failover, PauseKind::Write, None);
     s.refresh_expire_mode();
     Reply::ok()
 }
@@ -120,7 +120,7 @@ impl Server {
     /// The handover's PSYNC was answered: the target leads now.
     pub fn failover_done(&mut self) {
         if self.replicas.failover.take().is_some() {
-            self.end_pause();
+            self.end_pause(PausePurpose::Failover);
         }
     }
 
@@ -134,6 +134,6 @@ impl Server {
         if f.in_progress {
             self.become_master();
         }
-        self.end_pause();
+        self.end_pause(PausePurpose::Failover);
     }
 }

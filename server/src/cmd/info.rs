@@ -147,9 +147,14 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("executable", std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default());
             kv("config_file", s.cfg.config_file.as_ref().map(|p| p.display().to_string()).unwrap_or_default());
             kv("io_threads_active", "0".into());
+            if let Some(ms) = s.shutdown_in_ms() {
+                kv("shutdown_in_milliseconds", ms.to_string());
+            }
         }
         "clients" => {
-            kv("connected_clients", (s.clients.len() + 1).to_string());
+            // Replicas are not counted (Redis: clients less replicas).
+            let replicas = s.clients.values().filter(|x| x.replica).count();
+            kv("connected_clients", (s.clients.len() + 1 - replicas).to_string());
             kv("cluster_connections", "0".into());
             kv("maxclients", s.cfg.maxclients.to_string());
             kv("client_recent_max_input_buffer", c.query.capacity().to_string());
@@ -300,8 +305,7 @@ fn write_section(s: &Server, c: &Client, section: &str, out: &mut String) {
             kv("evicted_keys", st.evicted_keys.to_string());
             kv("evicted_clients", "0".into());
             if s.engine.config().version.since_redis74() {
-                // Redis 7.4 evicts EVAL's scripts past 500; none are evicted here.
-                kv("evicted_scripts", "0".into());
+                kv("evicted_scripts", st.evicted_scripts.to_string());
             }
             let current = s.eviction.exceeded_ms();
             kv("total_eviction_exceeded_time", (st.total_eviction_exceeded_ms + current).to_string());

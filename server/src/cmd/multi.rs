@@ -65,6 +65,11 @@ pub fn exec(s: &mut Server, c: &mut Client, _: &[Vec<u8>]) -> Reply {
     c.in_exec = false;
     // The transaction's writes go to the AOF as one unit.
     s.engine.flush();
+    // A BGSAVE or BGREWRITEAOF it asked for starts now, on the dataset it left (Redis: at
+    // its next timer tick).
+    if s.jobs.bgsave_scheduled || s.jobs.rewrite_scheduled {
+        s.start_scheduled_jobs();
+    }
     s.touch_modified(c);
     c.reset_multi();
     if raw.is_empty() {

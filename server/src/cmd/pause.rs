@@ -9,7 +9,7 @@ use ferrokv::Reply;
 
 use super::Found;
 use crate::client::Client;
-use crate::pause::PauseKind;
+use crate::pause::{PauseKind, PausePurpose};
 use crate::server::Server;
 
 /// CLIENT PAUSE timeout [WRITE|ALL]
@@ -26,15 +26,15 @@ pub fn client_pause(s: &mut Server, a: &[Vec<u8>]) -> Reply {
         Some(n) => n as u64,
     };
     let now = Instant::now();
-    let end = now.checked_add(Duration::from_millis(ms)).unwrap_or(now + Duration::from_secs(100 * 365 * 86400));
-    s.pause.start(kind, end);
+    let end = now.checked_add(Duration::from_millis(ms));
+    s.pause.start(PausePurpose::Client, kind, end);
     s.refresh_expire_mode();
     Reply::ok()
 }
 
 /// CLIENT UNPAUSE
 pub fn client_unpause(s: &mut Server) -> Reply {
-    s.end_pause();
+    s.end_pause(PausePurpose::Client);
     Reply::ok()
 }
 
@@ -60,9 +60,10 @@ impl Server {
         true
     }
 
-    /// The pause ended: its waiting clients run their commands at their next turn.
-    pub(crate) fn end_pause(&mut self) {
-        let waiting = self.pause.stop();
+    /// `purpose`'s pause ended: the waiting clients run their commands at their next
+    /// turn (or wait again for another pause).
+    pub(crate) fn end_pause(&mut self, purpose: PausePurpose) {
+        let waiting = self.pause.stop(purpose);
         self.refresh_expire_mode();
         self.pending.extend(waiting);
     }
@@ -85,7 +86,10 @@ impl Server {
     /// At each round of the event loop: a pause whose time is up ends.
     pub(crate) fn end_pause_when_due(&mut self) {
         if self.pause.deadline().is_some_and(|end| end < Instant::now()) {
-            self.end_pause();
+            if let Some(waiting) = self.pause.stop_expired(Instant::now()) {
+                self.refresh_expire_mode();
+                self.pending.extend(waiting);
+            }
         }
     }
 

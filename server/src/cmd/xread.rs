@@ -31,6 +31,7 @@ pub fn xread(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let db = c.session.db;
     let mut keys: Vec<Vec<u8>> = Vec::with_capacity(n);
     let mut after: Vec<Option<StreamId>> = Vec::with_capacity(n);
+    let mut last_entry: Vec<bool> = Vec::with_capacity(n);
     for k in 0..n {
         let key = &a[opts.streams_arg + k];
         let id = &a[opts.streams_arg + n + k];
@@ -54,9 +55,10 @@ pub fn xread(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         };
         keys.push(key.clone());
         after.push(gt);
+        last_entry.push(id.as_slice() == b"+");
     }
     let count = if opts.count == 0 { BLOCKED_DEFAULT_COUNT } else { opts.count };
-    let read = StreamRead { group: opts.group, noack: opts.noack, count, after };
+    let read = StreamRead { group: opts.group, noack: opts.noack, count, after, last_entry };
     // BLOCK 0 waits forever; a deadline past what Instant holds too.
     let deadline = if ms == 0 { None } else { Instant::now().checked_add(Duration::from_millis(ms as u64)) };
     s.park(c, Op::Stream(Box::new(read)), keys, deadline);

@@ -103,9 +103,10 @@ impl Server {
         self.settle_snapshot();
         let mut cfg = self.engine.config().clone();
         cfg.appendonly = false;
-        ferrokv::Engine::open(cfg, ferrokv::keyspace::Clock::System)
-            .map(ferrokv::Engine::into_keyspace)
-            .map_err(|e| e.to_string())
+        let mut read = ferrokv::Engine::open(cfg, ferrokv::keyspace::Clock::System).map_err(|e| e.to_string())?;
+        // INFO's rdb_last_load_keys_* count this load (DEBUG RELOAD), as Redis's.
+        self.engine.persistence_mut().rdb_load = std::mem::take(&mut read.persistence_mut().rdb_load);
+        Ok(read.into_keyspace())
     }
 
     /// Replace every key and function library with `ks`'s (DEBUG RELOAD, a replica's

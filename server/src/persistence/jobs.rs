@@ -4,7 +4,7 @@
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use ferrokv::keyspace::SnapshotWalker;
+use ferrokv::keyspace::{SnapAbort, SnapshotWalker};
 use ferrokv::persist::{PersistError, RewrittenBase};
 
 /// Seconds between two log lines of the same AOF write failure (Redis's
@@ -25,6 +25,8 @@ pub struct AofLog {
 pub struct SaveJobs {
     pub bgsave: Option<JoinHandle<Result<(), PersistError>>>,
     pub bgrewrite: Option<JoinHandle<Result<RewrittenBase, PersistError>>>,
+    /// Stops the running BGSAVE's or BGREWRITEAOF's writer (as Redis kills its child).
+    pub writer_abort: Option<SnapAbort>,
     /// The running BGSAVE's or BGREWRITEAOF's key copier (server/src/background.rs).
     pub snapshot: Option<SnapshotWalker>,
     /// Unix seconds of the last successful save.
@@ -57,6 +59,7 @@ impl SaveJobs {
         SaveJobs {
             bgsave: None,
             bgrewrite: None,
+            writer_abort: None,
             snapshot: None,
             last_save: now_unix,
             last_bgsave_ok: true,

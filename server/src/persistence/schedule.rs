@@ -5,7 +5,8 @@ use ferrokv::keyspace::Clock;
 use ferrokv::persist::PersistError;
 
 use crate::log::log;
-use crate::server::{Server, ShutdownMode};
+use crate::server::Server;
+use crate::shutdown::ShutdownMode;
 
 impl Server {
     pub(crate) fn check_save_points(&mut self) {
@@ -40,6 +41,7 @@ impl Server {
             // Cannot happen while jobs are one at a time; fall back to a copy.
             Err(_) => self.engine.keyspace().snapshot_now(),
         };
+        self.jobs.writer_abort = Some(rx.abort_handle());
         self.jobs.bgsave_dirty = self.engine.stats().dirty;
         self.jobs.last_bgsave_try = Clock::System.now_ms() / 1000;
         let repl = self.repl_aux();
@@ -52,6 +54,7 @@ impl Server {
     /// Start a BGREWRITEAOF on a thread.
     pub fn start_bgrewrite(&mut self) -> Result<(), PersistError> {
         let (job, walker) = self.engine.start_rewrite_live()?;
+        self.jobs.writer_abort = Some(walker.abort_handle());
         self.snapshot_started(walker);
         self.jobs.bgrewrite = Some(std::thread::spawn(move || job.run()));
         Ok(())
@@ -99,6 +102,7 @@ impl Server {
                         self.jobs.rewrite_failures_in_a_row = 0;
                         self.jobs.aof_rewrites += 1;
                         log("Background AOF rewrite finished successfully");
+                        self.local_aof_ready();
                     }
                     Err(e) => {
                         if self.engine.persistence().aof.as_ref().is_some_and(|a| a.is_enabling()) {
@@ -185,12 +189,28 @@ impl Server {
         Ok(())
     }
 
-    /// Finish background work, save as asked, close the AOF. An error (the final save,
-    /// or buffered AOF writes that cannot be written) keeps the server running, unless
-    /// `force` says to exit anyway.
+    /// The last steps of a shutdown (crate::shutdown): stop the background save or
+    /// rewrite as Redis kills its child (not the AOF's first rewrite, which holds the only
+    /// copy of the data in the AOF, unless `force`), save as asked, close the AOF. An error
+    /// (the final save, or buffered AOF writes that cannot be written) keeps the server
+    /// running, unless `force` says to exit anyway.
     pub fn prepare_shutdown(&mut self, mode: ShutdownMode, force: bool) -> Result<(), String> {
-        crate::log::warn("User requested shutdown...");
-        self.collect_background_jobs_wait(true);
+        self.collect_background_jobs_wait(false);
+        let _ = self.abort_full_sync();
+        if self.jobs.bgsave.is_some() {
+            crate::log::warn("There is a child saving an .rdb. Killing it!");
+            self.kill_bgsave();
+        }
+        if self.jobs.bgrewrite.is_some() {
+            if self.engine.persistence().aof.as_ref().is_some_and(|a| a.is_enabling()) {
+                if !force {
+                    return Err("Writing initial AOF, can't exit.".into());
+                }
+                crate::log::warn("Writing initial AOF. Exit anyway.");
+            }
+            crate::log::warn("There is a child rewriting the AOF. Killing it!");
+            self.kill_aof_rewrite();
+        }
         let save = match mode {
             // The engine is empty while the start's load runs: saving it would replace the
             // data (Redis exits without saving then too).
@@ -231,7 +251,8 @@ impl Server {
     }
 
     /// CONFIG SET appendonly yes: open the AOF directory and rewrite it from the dataset.
-    pub fn enable_aof(&mut self) -> Result<(), PersistError> {
+    /// `deferred`: inside a transaction, whose end the rewrite waits for.
+    pub fn enable_aof(&mut self, deferred: bool) -> Result<(), PersistError> {
         let cfg = self.engine.config().clone();
         let manifest = ferrokv::persist::load::read_manifest(&cfg)?;
         let now = self.engine.now_ms();
@@ -240,6 +261,10 @@ impl Server {
             // One snapshot at a time, as Redis has one child: the rewrite follows the save
             // (or the replicas' sync).
             self.jobs.rewrite_scheduled = true;
+            log("AOF was enabled but there is already another background operation. An AOF background was scheduled to start when possible.");
+        } else if deferred {
+            self.jobs.rewrite_scheduled = true;
+            log("AOF was enabled during a transaction. An AOF background was scheduled to start when possible.");
         } else if self.jobs.bgrewrite.is_none() {
             self.start_bgrewrite()?;
         }

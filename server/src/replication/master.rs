@@ -1,6 +1,6 @@
 //! The master side: SYNC/PSYNC, REPLCONF, WAIT/WAITAOF and feeding the stream.
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::keyspace::Keyspace;
@@ -238,10 +238,9 @@ pub fn wait(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let Some(wanted) = parse_i64(&a[1]) else {
         return Reply::not_integer();
     };
-    let timeout = match parse_i64(&a[2]) {
-        None => return Reply::err("ERR timeout is not an integer or out of range"),
-        Some(t) if t < 0 => return Reply::err("ERR timeout is negative"),
-        Some(t) => t as u64,
+    let deadline = match crate::cmd::blocking::parse_ms_timeout(&a[2]) {
+        Ok(d) => d,
+        Err(e) => return e,
     };
     // Everything propagated so far, this client's writes among it.
     s.feed_replicas();
@@ -251,7 +250,6 @@ pub fn wait(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
         return Reply::Int(acked as i64);
     }
     s.replicas.want_acks = true;
-    let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
     s.park(c, Op::Wait { offset, replicas: wanted.max(0) as usize }, Vec::new(), deadline);
     Reply::Nil
 }
@@ -266,29 +264,38 @@ pub fn waitaof(s: &mut Server, c: &mut Client, a: &[Vec<u8>]) -> Reply {
     let (Some(local), Some(wanted)) = (parse_i64(&a[1]), parse_i64(&a[2])) else {
         return Reply::not_integer();
     };
-    let timeout = match parse_i64(&a[3]) {
-        None => return Reply::err("ERR timeout is not an integer or out of range"),
-        Some(t) if t < 0 => return Reply::err("ERR timeout is negative"),
-        Some(t) => t as u64,
+    let deadline = match crate::cmd::blocking::parse_ms_timeout(&a[3]) {
+        Ok(d) => d,
+        Err(e) => return e,
     };
-    let aof_on = s.engine.persistence().aof.as_ref().is_some_and(|f| f.is_open());
+    let aof = s.engine.persistence().aof.as_ref();
+    // An AOF being turned on counts as on: its local copy comes with its first rewrite.
+    let enabling = aof.is_some_and(|f| f.is_enabling());
+    let aof_on = aof.is_some_and(|f| f.is_open()) || enabling;
     if local > 0 && !aof_on {
-        return Reply::err("ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
+        return Reply::err(WAITAOF_NO_AOF);
     }
     let now = s.engine.now_ms();
-    let synced = aof_on && s.engine.persistence_mut().aof.as_mut().is_some_and(|f| f.fsync(now));
+    // Under appendfsync no nothing is fsynced for it: a local copy is waited for in vain
+    // (until the timeout, or the AOF turned off), as in Redis.
+    let fsync_no = s.engine.config().appendfsync == ferrokv::config::Fsync::No;
+    let synced =
+        aof_on && !fsync_no && !enabling && s.engine.persistence_mut().aof.as_mut().is_some_and(|f| f.fsync(now));
     s.feed_replicas();
     let offset = s.repl_offset();
     let fsynced = s.replicas.fsynced(offset);
     let done = (local <= 0 || synced) && fsynced as i64 >= wanted;
-    if done || c.in_exec || c.deny_blocking || (local > 0 && !synced) {
+    let fsync_failed = local > 0 && !synced && !fsync_no && !enabling;
+    if done || c.in_exec || c.deny_blocking || fsync_failed {
         return waitaof_reply(synced, fsynced);
     }
     s.replicas.want_acks = true;
-    let deadline = (timeout > 0).then(|| Instant::now() + Duration::from_millis(timeout));
-    s.park(c, Op::WaitAof { offset, local: synced, replicas: wanted.max(0) as usize }, Vec::new(), deadline);
+    let op = Op::WaitAof { offset, local: synced, need_local: local > 0 && !synced, replicas: wanted.max(0) as usize };
+    s.park(c, op, Vec::new(), deadline);
     Reply::Nil
 }
+
+const WAITAOF_NO_AOF: &str = "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.";
 
 pub fn waitaof_reply(local: bool, replicas: usize) -> Reply {
     Reply::Array(vec![Reply::Int(i64::from(local)), Reply::Int(replicas as i64)])
@@ -534,6 +541,42 @@ impl Server {
         }
     }
 
+    /// The AOF was turned off: WAITAOFs waiting for a local copy get Redis's error.
+    pub fn end_local_aof_waits(&mut self) {
+        for id in self.local_aof_waiters() {
+            self.end_wait(id, Some(Reply::err(WAITAOF_NO_AOF)));
+        }
+    }
+
+    /// The AOF's first rewrite is in place: WAITAOFs that waited for a local copy have it
+    /// once the AOF is fsynced (not under appendfsync no).
+    pub fn local_aof_ready(&mut self) {
+        let waiting = self.local_aof_waiters();
+        if waiting.is_empty() || self.engine.config().appendfsync == ferrokv::config::Fsync::No {
+            return;
+        }
+        let now = self.engine.now_ms();
+        if !self.engine.persistence_mut().aof.as_mut().is_some_and(|f| f.is_open() && f.fsync(now)) {
+            return;
+        }
+        for id in waiting {
+            if let Some(Op::WaitAof { local, need_local, .. }) =
+                self.clients.get_mut(&id).and_then(|c| c.blocked.as_mut()).map(|b| &mut b.op)
+            {
+                *local = true;
+                *need_local = false;
+            }
+        }
+        self.serve_waits();
+    }
+
+    /// The clients whose WAITAOF waits for a local copy.
+    fn local_aof_waiters(&self) -> Vec<u64> {
+        let waits_local =
+            |c: &Client| matches!(c.blocked.as_ref().map(|b| &b.op), Some(Op::WaitAof { need_local: true, .. }));
+        self.clients.values().filter(|c| waits_local(c)).map(|c| c.id).collect()
+    }
+
     /// Answer the WAITs whose replicas acknowledged enough.
     fn serve_waits(&mut self) {
         let done: Vec<(u64, Reply)> = self
@@ -544,9 +587,9 @@ impl Server {
                     let n = self.replicas.acked(*offset);
                     (n >= *replicas).then_some((c.id, Reply::Int(n as i64)))
                 }
-                Some(Op::WaitAof { offset, local, replicas }) => {
+                Some(Op::WaitAof { offset, local, need_local, replicas }) => {
                     let n = self.replicas.fsynced(*offset);
-                    (n >= *replicas).then(|| (c.id, waitaof_reply(*local, n)))
+                    (n >= *replicas && !need_local).then(|| (c.id, waitaof_reply(*local, n)))
                 }
                 _ => None,
             })

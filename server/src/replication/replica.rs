@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{channel, TryRecvError};
 use std::time::{Duration, Instant};
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::keyspace::Keyspace;
 use ferrokv::persist::load::{load_rdb_from, load_rdb_watched, LoadWatch};
@@ -357,10 +358,15 @@ impl Server {
     /// must be the only writer), as Redis does; a client waiting for a pause to end
     /// stays, its command runs (or is refused) from the start.
     fn unblock_for_role_change(&mut self) {
-        let blocked: Vec<u64> = self.clients.values().filter(|c| c.blocked.is_some()).map(|c| c.id).collect();
-        for id in blocked {
+        let blocked: Vec<(u64, String)> =
+            self.clients.values().filter(|c| c.blocked.is_some()).map(|c| (c.id, c.last_cmd.to_string())).collect();
+        // Redis 7.2 on counts it a failed call of the blocked command.
+        let counted = self.engine.config().version.behaves_as() >= ServerVersion::Redis72;
+        for (id, cmd) in blocked {
             let why = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)";
-            self.end_wait(id, Some(Reply::err(why)));
+            if self.end_wait(id, Some(Reply::err(why))) && counted {
+                self.count_failed_call(&cmd);
+            }
             if let Some(c) = self.clients.get_mut(&id) {
                 c.close_after_reply = true;
             }

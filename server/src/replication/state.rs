@@ -145,16 +145,56 @@ impl Replicas {
             .enumerate()
             .map(|(i, r)| {
                 let lag = r.ack_at.elapsed().as_secs();
-                let state = match r.transfer {
-                    // Redis's replicas show wait_bgsave until their RDB is made
-                    // (streamed ones until it is sent).
-                    Transfer::Waiting | Transfer::Sending => "wait_bgsave",
-                    Transfer::Bulk => "send_bulk",
-                    Transfer::Online | Transfer::AwaitingAck => "online",
-                };
+                let state = r.state_name();
                 (format!("slave{i}"), format!("ip={},port={},state={state},offset={},lag={lag}", r.addr, r.port, r.ack))
             })
             .collect()
+    }
+
+    pub fn count(&self) -> usize {
+        self.attached.len()
+    }
+
+    /// Replicas that have not acknowledged the stream up to `offset` (a shutdown waits
+    /// for them).
+    pub fn lagging(&self, offset: u64) -> Vec<Lagging> {
+        self.attached
+            .iter()
+            .filter(|r| r.ack != offset)
+            .map(|r| Lagging {
+                name: format!("{}:{}", r.addr, r.port),
+                behind: offset.wrapping_sub(r.ack) as i64,
+                lag: if r.online() { r.ack_at.elapsed().as_secs() } else { 0 },
+                state: r.state_name(),
+            })
+            .collect()
+    }
+
+    /// Ask the replicas for their offsets at the next round (REPLCONF GETACK).
+    pub fn request_acks(&mut self) {
+        self.want_acks = true;
+    }
+}
+
+/// A replica behind the master's offset, as Redis's shutdown logs it.
+#[derive(Debug)]
+pub struct Lagging {
+    pub name: String,
+    pub behind: i64,
+    /// Seconds since its last acknowledgement (online replicas; 0 otherwise).
+    pub lag: u64,
+    pub state: &'static str,
+}
+
+impl Attached {
+    /// Its state as INFO and the logs name it: Redis's replicas show wait_bgsave until
+    /// their RDB is made (streamed ones until it is sent).
+    fn state_name(&self) -> &'static str {
+        match self.transfer {
+            Transfer::Waiting | Transfer::Sending => "wait_bgsave",
+            Transfer::Bulk => "send_bulk",
+            Transfer::Online | Transfer::AwaitingAck => "online",
+        }
     }
 }
 
@@ -274,6 +314,15 @@ impl SyncPhase {
         }
     }
 
+    /// repl-timeout changed: the thread's next reads and writes wait that long (Redis's
+    /// cron compares the time since the last I/O with the setting of the moment).
+    pub(super) fn set_timeout(&self, timeout: std::time::Duration) {
+        if let Some(sock) = self.1.lock().ok().as_ref().and_then(|held| held.as_ref()) {
+            let _ = sock.set_read_timeout(Some(timeout));
+            let _ = sock.set_write_timeout(Some(timeout));
+        }
+    }
+
     /// Close the thread's connection: its reads and writes fail and it ends.
     pub(super) fn cancel(&self) {
         if let Some(sock) = self.1.lock().ok().and_then(|mut held| held.take()) {
@@ -287,6 +336,13 @@ impl MasterLink {
     pub(super) fn abandon(&self) {
         if let LinkState::Sync(_, phase) = &self.state {
             phase.cancel();
+        }
+    }
+
+    /// A handshake or transfer under way follows a new repl-timeout.
+    pub fn follow_timeout(&self, timeout: std::time::Duration) {
+        if let LinkState::Sync(_, phase) = &self.state {
+            phase.set_timeout(timeout);
         }
     }
 

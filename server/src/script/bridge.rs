@@ -138,6 +138,9 @@ pub(super) fn script_call(
     if f & flags::NOSCRIPT != 0 && !s.scripts.disable_deny {
         return refuse(s, Some(found), "ERR This Redis command is not allowed from script");
     }
+    if f & flags::STALE == 0 && crate::admission::serving_stale_refused(s) {
+        return refuse(s, Some(found), "ERR Can not execute the command on a stale replica");
+    }
     if let Some(refused) = s.acl_script_refusal(c, found, &argv) {
         return refuse(s, Some(found), &refused);
     }
@@ -156,9 +159,14 @@ pub(super) fn script_call(
     let reply = s.call(c, found, &argv);
     c.resp3 = caller_resp3;
     std::mem::swap(&mut c.session, session);
-    if st.repl.get() & 1 == 0 {
-        // redis.set_repl without REPL_AOF: this command's effects are not logged.
-        s.engine.effects_mut().propagate.truncate(before);
+    // redis.set_repl: this command's effects go to the AOF (1), the replicas (2), both
+    // or neither.
+    let fx = s.engine.effects_mut();
+    match st.repl.get() & 3 {
+        0 => fx.propagate.truncate(before),
+        1 => fx.aof_only.extend(before..fx.propagate.len()),
+        2 => fx.replicas_only.extend(before..fx.propagate.len()),
+        _ => {}
     }
     let failed = reply.is_error();
     if let Reply::Error(text) = &reply {

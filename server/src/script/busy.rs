@@ -36,10 +36,10 @@ pub(super) fn kill(s: &mut Server, eval: bool) -> Reply {
 /// While a script runs past its threshold, the reply to any other client's command but
 /// those Redis allows then (SCRIPT/FUNCTION KILL, SHUTDOWN, AUTH, HELLO ...).
 pub fn busy_refusal(s: &Server, argv: &[Vec<u8>]) -> Option<Reply> {
-    let eval_busy = s.scripts.eval.run.busy.get();
-    if !eval_busy && !s.scripts.func.run.busy.get() {
+    if !s.scripts.busy() {
         return None;
     }
+    let eval_busy = s.scripts.eval.run.busy.get();
     let name = argv.first().map(|n| n.to_ascii_lowercase()).unwrap_or_default();
     let sub_is = |what: &str| argv.get(1).is_some_and(|x| eq_ic(x, what));
     let allowed = match name.as_slice() {

@@ -5,6 +5,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 use std::time::Instant;
 
+use ferrokv::command::catalog::ServerVersion;
 use ferrokv::command::{eq_ic, parse_i64};
 use ferrokv::keyspace::Clock;
 use ferrokv::Reply;
@@ -19,6 +20,9 @@ use crate::cmd;
 use crate::server::Server;
 
 pub(super) fn noscript() -> Reply {
+    if crate::version::version() == ServerVersion::Valkey80 {
+        return Reply::err("NOSCRIPT No matching script.");
+    }
     Reply::err("NOSCRIPT No matching script. Please use EVAL.")
 }
 
@@ -60,7 +64,9 @@ pub(super) fn eval_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], evalsh
     let sha = if evalsha {
         String::from_utf8_lossy(&a[1]).to_ascii_lowercase()
     } else {
-        match s.scripts.create(&a[1]) {
+        // Redis 7.4 and Valkey 8.0 evict EVAL's least recently used scripts past 500.
+        let evictable = s.engine.config().version.since_redis74();
+        match s.scripts.create(&a[1], evictable, &mut s.stats.evicted_scripts) {
             Ok(sha) => sha,
             Err(e) => return e,
         }
@@ -82,7 +88,9 @@ pub(super) fn eval_generic(s: &mut Server, c: &mut Client, a: &[Vec<u8>], evalsh
     }
     let readonly = ro || (!compat && sflags & script_flags::NO_WRITES != 0);
     let numkeys = numkeys as usize;
-    run_script(s, c, false, func, &sha, &a[3..3 + numkeys], &a[3 + numkeys..], readonly)
+    let reply = run_script(s, c, false, func, &sha, &a[3..3 + numkeys], &a[3 + numkeys..], readonly);
+    s.scripts.touch(&sha);
+    reply
 }
 
 pub(super) fn string_array(lua: &Lua, items: &[Vec<u8>]) -> mlua::Result<Table> {
@@ -282,7 +290,7 @@ pub fn script(s: &mut Server, _: &mut Client, a: &[Vec<u8>]) -> Reply {
         );
     }
     if a.len() == 3 && eq_ic(sub, "load") {
-        return match s.scripts.create(&a[2]) {
+        return match s.scripts.create(&a[2], false, &mut s.stats.evicted_scripts) {
             Ok(sha) => Reply::Bulk(sha.into_bytes()),
             Err(e) => e,
         };

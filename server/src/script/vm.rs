@@ -2,7 +2,7 @@
 //! a run's Lua-side functions change (RunState).
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Instant;
 
@@ -67,7 +67,14 @@ pub(super) struct Cached {
     /// In the Lua registry, not held as a handle (see [`super::registry::Entry::func`]).
     pub(super) func: mlua::RegistryKey,
     pub(super) flags: u32,
+    /// Its place in [`Scripts::eval_lru`] when EVAL created it and EVAL's scripts are
+    /// evicted (Redis 7.4, Valkey 8.0); SCRIPT LOAD's scripts stay.
+    lru_tick: Option<u64>,
+    body_len: usize,
 }
+
+/// How many scripts EVAL may create before the least recently used is evicted (Redis 7.4).
+const EVAL_SCRIPTS_KEPT: usize = 500;
 
 /// One Lua interpreter with the sandbox: EVAL scripts have one, functions another (as
 /// in Redis, so SCRIPT FLUSH and FUNCTION FLUSH reset them apart).
@@ -97,6 +104,9 @@ pub struct Scripts {
     pub(super) cache: HashMap<String, Cached>,
     /// Bytes of the cached bodies (INFO used_memory_scripts_eval).
     pub(super) cache_bytes: usize,
+    /// EVAL's evictable scripts by last use, oldest first, and the use counter.
+    eval_lru: BTreeMap<u64, String>,
+    lru_clock: u64,
     /// FUNCTION LOAD's libraries, compiled in `func` (their code is the engine's).
     pub(super) functions: Registry,
     pub(super) rng: libs::Lrand48,
@@ -113,6 +123,8 @@ impl Scripts {
             func: mk(&rng)?,
             cache: HashMap::new(),
             cache_bytes: 0,
+            eval_lru: BTreeMap::new(),
+            lru_clock: 0,
             functions: Default::default(),
             rng,
             disable_deny: false,
@@ -124,6 +136,7 @@ impl Scripts {
         self.eval = Vm::new(self.rng.clone()).map_err(|e| e.to_string())?;
         self.cache.clear();
         self.cache_bytes = 0;
+        self.eval_lru.clear();
         Ok(())
     }
 
@@ -132,6 +145,11 @@ impl Scripts {
         self.func = Vm::new(self.rng.clone()).map_err(|e| e.to_string())?;
         self.functions = Default::default();
         Ok(())
+    }
+
+    /// A script runs past its threshold (other clients are served meanwhile).
+    pub fn busy(&self) -> bool {
+        self.eval.run.busy.get() || self.func.run.busy.get()
     }
 
     pub fn cached(&self) -> usize {
@@ -153,7 +171,9 @@ impl Scripts {
     }
 
     /// Compile `body` into the cache (no-op when it is there); its SHA1, or the error reply.
-    pub(super) fn create(&mut self, body: &[u8]) -> Result<String, Reply> {
+    /// `evictable` (EVAL's scripts under Redis 7.4) first evicts the least recently used
+    /// of those past [`EVAL_SCRIPTS_KEPT`], counted in `evicted`.
+    pub(super) fn create(&mut self, body: &[u8], evictable: bool, evicted: &mut u64) -> Result<String, Reply> {
         let sha = libs::sha1hex(body);
         if self.cache.contains_key(&sha) {
             return Ok(sha);
@@ -167,9 +187,36 @@ impl Scripts {
             return Err(Reply::error(format!("ERR Error compiling script (new function): {msg}")));
         };
         let func = self.eval.keep(func)?;
+        let lru_tick = if evictable {
+            while self.eval_lru.len() >= EVAL_SCRIPTS_KEPT {
+                let Some((_, oldest)) = self.eval_lru.pop_first() else { break };
+                if let Some(old) = self.cache.remove(&oldest) {
+                    self.cache_bytes -= old.body_len + 40;
+                    // Gone from the interpreter too; a failure only leaves it to Lua's collector.
+                    let _ = self.eval.lua.remove_registry_value(old.func);
+                }
+                *evicted += 1;
+            }
+            self.lru_clock += 1;
+            self.eval_lru.insert(self.lru_clock, sha.clone());
+            Some(self.lru_clock)
+        } else {
+            None
+        };
         self.cache_bytes += body.len() + 40;
-        self.cache.insert(sha.clone(), Cached { func, flags });
+        self.cache.insert(sha.clone(), Cached { func, flags, lru_tick, body_len: body.len() });
         Ok(sha)
+    }
+
+    /// A cached script was run: it becomes EVAL's most recently used.
+    pub(super) fn touch(&mut self, sha: &str) {
+        let Some(cached) = self.cache.get_mut(sha) else { return };
+        let Some(tick) = cached.lru_tick else { return };
+        if let Some(sha) = self.eval_lru.remove(&tick) {
+            self.lru_clock += 1;
+            self.eval_lru.insert(self.lru_clock, sha);
+            cached.lru_tick = Some(self.lru_clock);
+        }
     }
 }
 
