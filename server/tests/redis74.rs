@@ -422,9 +422,9 @@ fn a_blocked_xread_plus_as_redis_7_4_and_valkey_8_0() {
 
 /// WAITAOF's local copy as Redis 7.4.1's suite (unit/wait) expects it: none under
 /// appendfsync no (the wait runs to its timeout, and CONFIG SET appendonly no ends it with
-/// an error), at once otherwise, and refused with the AOF off. (Redis 7.4.1 itself counts
-/// the local copy under appendfsync no while its write offset has not moved, before any
-/// replica: an fsync that never happened is not claimed here.)
+/// an error), at once otherwise, and refused with the AOF off. (Redis 7.4.1 started by hand
+/// answers `1 0` for the first WAITAOF, where its suite expects `0 0`; an fsync that never
+/// happened is not claimed here.)
 fn waitaof_session() -> Vec<support::Step> {
     use support::{send, Step};
     vec![
