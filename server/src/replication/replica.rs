@@ -88,6 +88,8 @@ impl Server {
                     return;
                 }
                 Err(TryRecvError::Empty) => {
+                    let secs = self.cfg.get("repl-timeout").and_then(|t| t.parse().ok()).unwrap_or(60);
+                    phase.timed_out_after(Duration::from_secs(secs));
                     if phase.get() == SyncPhase::LOADING_FILE {
                         // As Redis before it loads a downloaded snapshot: the old data
                         // goes now (clients get -LOADING), not after the new is in memory.
@@ -550,9 +552,17 @@ struct Handshake {
 
 impl Handshake {
     fn run(self) -> Result<Synced, String> {
+        self.phase.note_io();
         let synced = self.sync();
         self.phase.release();
-        synced
+        match synced {
+            // The timer closed the connection for silence: say so as Redis does.
+            Err(_) if self.phase.timed_out() => Err(match self.phase.get() {
+                SyncPhase::CONNECTING | SyncPhase::HANDSHAKE => TIMEOUT_CONNECTING.to_string(),
+                _ => bulk_timeout(TIMEOUT_CONNECTING.to_string()),
+            }),
+            other => other,
+        }
     }
 
     fn sync(&self) -> Result<Synced, String> {
@@ -567,15 +577,16 @@ impl Handshake {
         let _ = sock.set_nodelay(true);
         self.phase.hold(&sock);
         self.phase.set(SyncPhase::HANDSHAKE);
-        let link = match &self.tls {
-            None => Link::Plain(sock),
+        let stream = match &self.tls {
+            None => LinkStream::Plain(sock),
             Some(config) => {
                 let config = config.clone().map_err(|e| format!("TLS: {e}"))?;
                 let name = crate::net::server_name(&self.host)?;
                 let tls = rustls::ClientConnection::new(config, name).map_err(|e| format!("TLS: {e}"))?;
-                Link::Tls(Box::new(rustls::StreamOwned::new(tls, sock)))
+                LinkStream::Tls(Box::new(rustls::StreamOwned::new(tls, sock)))
             }
         };
+        let link = Link { stream, phase: self.phase.clone() };
         let mut r = BufReader::with_capacity(64 << 10, link);
         let ask = |args: &[&str], r: &mut BufReader<Link>| -> Result<String, String> {
             let mut out = Vec::new();
@@ -739,9 +750,9 @@ fn bulk_len(bulk: &str) -> Result<u64, String> {
 fn synced(r: BufReader<Link>, mut read: Vec<u8>, how: SyncKind) -> Result<Synced, String> {
     read.extend_from_slice(r.buffer());
     let rest = read;
-    let (sock, tls) = match r.into_inner() {
-        Link::Plain(sock) => (sock, None),
-        Link::Tls(stream) => {
+    let (sock, tls) = match r.into_inner().stream {
+        LinkStream::Plain(sock) => (sock, None),
+        LinkStream::Tls(stream) => {
             let (tls, sock) = stream.into_parts();
             (sock, Some(Box::new(tls)))
         }
@@ -751,33 +762,41 @@ fn synced(r: BufReader<Link>, mut read: Vec<u8>, how: SyncKind) -> Result<Synced
     Ok(Synced { sock, tls, rest, how })
 }
 
-/// A replica's link to its master while it syncs: blocking, over TCP or TLS.
-enum Link {
+/// A replica's link to its master while it syncs: blocking, over TCP or TLS; each read
+/// is noted in the phase (the main thread's timer compares it with repl-timeout).
+struct Link {
+    stream: LinkStream,
+    phase: SyncPhase,
+}
+
+enum LinkStream {
     Plain(std::net::TcpStream),
     Tls(Box<rustls::StreamOwned<rustls::ClientConnection, std::net::TcpStream>>),
 }
 
 impl Read for Link {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Link::Plain(s) => s.read(buf),
-            Link::Tls(s) => s.read(buf),
-        }
+        let n = match &mut self.stream {
+            LinkStream::Plain(s) => s.read(buf),
+            LinkStream::Tls(s) => s.read(buf),
+        }?;
+        self.phase.note_io();
+        Ok(n)
     }
 }
 
 impl Write for Link {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Link::Plain(s) => s.write(buf),
-            Link::Tls(s) => s.write(buf),
+        match &mut self.stream {
+            LinkStream::Plain(s) => s.write(buf),
+            LinkStream::Tls(s) => s.write(buf),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Link::Plain(s) => s.flush(),
-            Link::Tls(s) => s.flush(),
+        match &mut self.stream {
+            LinkStream::Plain(s) => s.flush(),
+            LinkStream::Tls(s) => s.flush(),
         }
     }
 }

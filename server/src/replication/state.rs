@@ -272,6 +272,9 @@ pub(super) enum SyncKind {
 pub(super) struct SyncPhase(
     std::sync::Arc<std::sync::atomic::AtomicU8>,
     std::sync::Arc<std::sync::Mutex<Option<std::net::TcpStream>>>,
+    /// When the thread last read from the master (unix ms), and whether the timer gave the
+    /// link up for silence (Redis's repl_transfer_lastio against repl-timeout).
+    std::sync::Arc<(std::sync::atomic::AtomicI64, std::sync::atomic::AtomicBool)>,
 );
 
 impl SyncPhase {
@@ -314,13 +317,41 @@ impl SyncPhase {
         }
     }
 
-    /// repl-timeout changed: the thread's next reads and writes wait that long (Redis's
-    /// cron compares the time since the last I/O with the setting of the moment).
+    /// repl-timeout changed: the thread's next reads and writes wait that long (a read
+    /// already waiting is given up by [`SyncPhase::timed_out_after`]).
     pub(super) fn set_timeout(&self, timeout: std::time::Duration) {
         if let Some(sock) = self.1.lock().ok().as_ref().and_then(|held| held.as_ref()) {
             let _ = sock.set_read_timeout(Some(timeout));
             let _ = sock.set_write_timeout(Some(timeout));
         }
+    }
+
+    /// The thread read from the master now.
+    pub(super) fn note_io(&self) {
+        self.2 .0.store(ferrokv::keyspace::Clock::System.now_ms(), std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// From the timer: the master said nothing for longer than `timeout` while the thread
+    /// waits for the handshake or the snapshot: its connection is closed (the thread then
+    /// reports the timeout). True when it was.
+    pub(super) fn timed_out_after(&self, timeout: std::time::Duration) -> bool {
+        let reading = matches!(
+            self.get(),
+            Self::CONNECTING | Self::HANDSHAKE | Self::TRANSFER | Self::TRANSFER_LOADING | Self::TRANSFER_ASYNC
+        );
+        let last = self.2 .0.load(std::sync::atomic::Ordering::Relaxed);
+        let silent = ferrokv::keyspace::Clock::System.now_ms().saturating_sub(last);
+        if !reading || last == 0 || silent <= timeout.as_millis() as i64 {
+            return false;
+        }
+        self.2 .1.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.cancel();
+        true
+    }
+
+    /// Whether the timer gave the link up ([`SyncPhase::timed_out_after`]).
+    pub(super) fn timed_out(&self) -> bool {
+        self.2 .1.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Close the thread's connection: its reads and writes fail and it ends.
