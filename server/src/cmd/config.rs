@@ -156,10 +156,6 @@ pub(crate) fn follow_cached(s: &mut Server) {
     s.latency.threshold_ms = s.cfg.get("latency-monitor-threshold").and_then(|v| v.parse().ok()).unwrap_or(0);
     s.histograms.enabled = s.cfg.get("latency-tracking").as_deref() != Some("no");
     s.tracking.max_keys = s.cfg.get("tracking-table-max-keys").and_then(|v| v.parse().ok()).unwrap_or(1_000_000);
-    if let Some(link) = &s.link {
-        let secs = s.cfg.get("repl-timeout").and_then(|v| v.parse().ok()).unwrap_or(60);
-        link.follow_timeout(std::time::Duration::from_secs(secs));
-    }
 }
 
 /// Install a new configuration, with the side effects some parameters have.

@@ -317,15 +317,6 @@ impl SyncPhase {
         }
     }
 
-    /// repl-timeout changed: the thread's next reads and writes wait that long (a read
-    /// already waiting is given up by [`SyncPhase::timed_out_after`]).
-    pub(super) fn set_timeout(&self, timeout: std::time::Duration) {
-        if let Some(sock) = self.1.lock().ok().as_ref().and_then(|held| held.as_ref()) {
-            let _ = sock.set_read_timeout(Some(timeout));
-            let _ = sock.set_write_timeout(Some(timeout));
-        }
-    }
-
     /// The thread read from the master now.
     pub(super) fn note_io(&self) {
         self.2 .0.store(ferrokv::keyspace::Clock::System.now_ms(), std::sync::atomic::Ordering::Relaxed);
@@ -367,13 +358,6 @@ impl MasterLink {
     pub(super) fn abandon(&self) {
         if let LinkState::Sync(_, phase) = &self.state {
             phase.cancel();
-        }
-    }
-
-    /// A handshake or transfer under way follows a new repl-timeout.
-    pub fn follow_timeout(&self, timeout: std::time::Duration) {
-        if let LinkState::Sync(_, phase) = &self.state {
-            phase.set_timeout(timeout);
         }
     }
 

@@ -41,7 +41,7 @@ impl Server {
 
     /// Every replica acknowledged the whole stream (none: ready).
     fn ready_to_shutdown(&self) -> bool {
-        self.replicas.lagging(self.repl_offset()).is_empty()
+        self.replicas.acked(self.repl_offset()) == self.replicas.count()
     }
 
     /// From the timer: a scheduled signal's shutdown starts; a waiting one finishes once
